@@ -1,0 +1,166 @@
+package kernel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// ErrScopeEnded is returned by a registration made on a scope that is no
+// longer loading or active; the registration has been undone already.
+var ErrScopeEnded = errors.New("plugin scope has ended")
+
+// A Scope is one plugin's place in the kernel. It wraps a context that is
+// cancelled when the scope ends and records every effect the plugin makes so
+// that ending the scope undoes them, newest first.
+type Scope struct {
+	k      *Kernel
+	plugin Plugin
+	log    hclog.Logger
+
+	mu        sync.Mutex
+	state     State
+	effects   []*Effect
+	provides  []string
+	lastErr   error
+	ctx       context.Context
+	cancel    context.CancelFunc
+	stale     bool // a service it injects left while it was loading
+	unloadReq bool // Unload was asked while it was loading
+}
+
+// Name is the plugin's name.
+func (s *Scope) Name() string { return s.plugin.Name }
+
+// Logger is the plugin's logger, named after it.
+func (s *Scope) Logger() hclog.Logger { return s.log }
+
+// Context is cancelled when the scope ends (unload, failure, rebuild).
+func (s *Scope) Context() context.Context {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ctx
+}
+
+// State is the scope's current state.
+func (s *Scope) State() State {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state
+}
+
+// Err is the error of the scope's last failed apply, if any.
+func (s *Scope) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lastErr
+}
+
+// Track records an effect whose registration the caller has already made.
+// On a scope that is not loading or active the undo runs at once and
+// ErrScopeEnded is returned, so nothing can outlive its scope.
+func (s *Scope) Track(desc string, undo func() error) (*Effect, error) {
+	e := &Effect{desc: desc, scope: s, undo: undo}
+	s.mu.Lock()
+	live := s.state == Loading || s.state == Active
+	if live {
+		s.effects = append(s.effects, e)
+	}
+	s.mu.Unlock()
+	if !live {
+		e.run()
+		return nil, fmt.Errorf("%s: %s: %w", s.plugin.Name, desc, ErrScopeEnded)
+	}
+	return e, nil
+}
+
+// forget drops a disposed effect from the scope's list.
+func (s *Scope) forget(e *Effect) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if i := slices.Index(s.effects, e); i >= 0 {
+		s.effects = slices.Delete(s.effects, i, i+1)
+	}
+}
+
+// Provide makes a service available under name for as long as this scope
+// lives. A value that implements Binder is bound to each consumer, so that
+// what a consumer registers through it is that consumer's effect.
+func (s *Scope) Provide(name string, value any) (*Effect, error) {
+	if name == "" {
+		return nil, fmt.Errorf("%s: provide: empty service name", s.plugin.Name)
+	}
+	if err := s.k.provide(name, value, s); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.provides = append(s.provides, name)
+	s.mu.Unlock()
+	e, err := s.Track("provide "+name, func() error {
+		s.mu.Lock()
+		if i := slices.Index(s.provides, name); i >= 0 {
+			s.provides = slices.Delete(s.provides, i, i+1)
+		}
+		s.mu.Unlock()
+		s.k.withdraw(name, s)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if s.State() == Active {
+		// A service provided after apply can unblock pending plugins.
+		s.k.settle()
+	}
+	return e, nil
+}
+
+// Service returns the named service. Only services the plugin injects may be
+// read; a Binder is bound to this scope.
+func (s *Scope) Service(name string) (any, error) {
+	if !slices.Contains(s.plugin.Inject, name) {
+		return nil, fmt.Errorf("%s: service %q is not injected (add it to inject)", s.plugin.Name, name)
+	}
+	v, ok := s.k.service(name)
+	if !ok {
+		return nil, fmt.Errorf("%s: service %q is not provided", s.plugin.Name, name)
+	}
+	if b, ok := v.(Binder); ok {
+		return b.Bind(s), nil
+	}
+	return v, nil
+}
+
+// On adds a listener for the named event; the listener is an effect.
+func (s *Scope) On(event string, h Handler) (*Effect, error) {
+	if h == nil {
+		return nil, fmt.Errorf("%s: on %q: nil handler", s.plugin.Name, event)
+	}
+	remove := s.k.events.add(event, s.plugin.Name, h)
+	return s.Track("on "+event, func() error { remove(); return nil })
+}
+
+// Contribute adds value to an extension point under key and order; the
+// contribution is an effect. A point declared unique refuses a second
+// contribution with the same key, naming the owner of the first.
+func (s *Scope) Contribute(point, key string, order int, value any) (*Effect, error) {
+	remove, err := s.k.points.add(point, key, order, value, s.plugin.Name)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", s.plugin.Name, err)
+	}
+	desc := "contribute " + point
+	if key != "" {
+		desc += " " + key
+	}
+	return s.Track(desc, func() error { remove(); return nil })
+}
+
+// A Binder is a service that hands each consumer its own view, so that
+// registrations made through it are effects of the consumer.
+type Binder interface {
+	Bind(consumer *Scope) any
+}

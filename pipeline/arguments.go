@@ -1,0 +1,167 @@
+package pipeline
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+)
+
+// checkArguments is stage 0's argument check: it parses the arguments,
+// validates them against the tool's schema and returns their canonical form
+// (object keys sorted, no insignificant space, numbers as written).
+func checkArguments(t *registered, raw []byte) (string, *Error) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		raw = []byte("{}")
+	}
+	v, err := parseJSON(raw)
+	if err != nil {
+		return "", &Error{Code: CodeInvalidArguments, Message: "arguments are not valid JSON: " + err.Error()}
+	}
+	if err := t.schema.Validate(v); err != nil {
+		return "", &Error{Code: CodeInvalidArguments, Message: describeInvalid(err)}
+	}
+	return string(appendCanonical(make([]byte, 0, len(raw)), v)), nil
+}
+
+func parseJSON(raw []byte) (any, error) {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return nil, err
+	}
+	if _, err := d.Token(); err != io.EOF {
+		return nil, errors.New("unexpected data after the top-level value")
+	}
+	return v, nil
+}
+
+var printer = message.NewPrinter(language.English)
+
+// describeInvalid turns a schema error into "invalid arguments at /a: got
+// string, want number" (every leaf cause, joined).
+func describeInvalid(err error) string {
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return "invalid arguments: " + err.Error()
+	}
+	var parts []string
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) == 0 {
+			parts = append(parts, "at "+pointer(e.InstanceLocation)+": "+e.ErrorKind.LocalizedString(printer))
+			return
+		}
+		for _, c := range e.Causes {
+			walk(c)
+		}
+	}
+	walk(ve)
+	return "invalid arguments " + strings.Join(parts, "; ")
+}
+
+// pointer renders a JSON Pointer (RFC 6901).
+func pointer(loc []string) string {
+	if len(loc) == 0 {
+		return "/"
+	}
+	var b strings.Builder
+	for _, tok := range loc {
+		b.WriteByte('/')
+		b.WriteString(strings.NewReplacer("~", "~0", "/", "~1").Replace(tok))
+	}
+	return b.String()
+}
+
+// appendCanonical writes v (as produced by parseJSON) in canonical form.
+func appendCanonical(b []byte, v any) []byte {
+	switch v := v.(type) {
+	case nil:
+		return append(b, "null"...)
+	case bool:
+		if v {
+			return append(b, "true"...)
+		}
+		return append(b, "false"...)
+	case json.Number:
+		return append(b, v...)
+	case string:
+		return appendString(b, v)
+	case []any:
+		b = append(b, '[')
+		for i, e := range v {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendCanonical(b, e)
+		}
+		return append(b, ']')
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		b = append(b, '{')
+		for i, k := range keys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, k)
+			b = append(b, ':')
+			b = appendCanonical(b, v[k])
+		}
+		return append(b, '}')
+	default:
+		// parseJSON produces only the types above.
+		panic(fmt.Sprintf("canonical JSON: unexpected %T", v))
+	}
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString quotes s as JSON, escaping only what RFC 8259 requires.
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			b = append(b, c)
+			i++
+			continue
+		}
+		if c < utf8.RuneSelf {
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, `\ufffd`...)
+		} else {
+			b = append(b, s[i:i+size]...)
+		}
+		i += size
+	}
+	return append(b, '"')
+}

@@ -1,0 +1,60 @@
+package pipeline
+
+// Verdict is a pre-execute listener's answer.
+type Verdict uint8
+
+// The zero Verdict is not valid: a listener that returns it is treated as
+// having failed, and the call is denied.
+const (
+	VerdictAllow Verdict = iota + 1
+	VerdictDeny
+	VerdictAsk
+)
+
+// Decision is what a stage-1 listener returns.
+type Decision struct {
+	Verdict Verdict
+	// Reason explains a Deny, or is the question an Ask puts to the approver.
+	Reason string
+	// DecidedBy is filled by the pipeline with the plugin that decided.
+	DecidedBy string
+}
+
+// Allow lets the call go on to the guards.
+func Allow() Decision { return Decision{Verdict: VerdictAllow} }
+
+// Deny refuses the call with reason.
+func Deny(reason string) Decision { return Decision{Verdict: VerdictDeny, Reason: reason} }
+
+// Ask puts reason to the current approver; only an explicit approval proceeds.
+func Ask(reason string) Decision { return Decision{Verdict: VerdictAsk, Reason: reason} }
+
+// ReviewAction is a post-execute listener's answer.
+type ReviewAction uint8
+
+// The zero ReviewAction is not valid: the call is blocked.
+const (
+	ReviewAccept ReviewAction = iota + 1
+	ReviewReplace
+	ReviewBlock
+)
+
+// Review is what a stage-4 listener returns.
+type Review struct {
+	Action ReviewAction
+	// Value replaces the result's value when Action is ReviewReplace.
+	Value any
+	// Feedback is the message of a Block.
+	Feedback string
+	// DecidedBy is filled by the pipeline with the plugin that reviewed.
+	DecidedBy string
+}
+
+// Accept keeps the result as it is.
+func Accept() Review { return Review{Action: ReviewAccept} }
+
+// AcceptReplacing keeps the result's ok and error but swaps its value.
+func AcceptReplacing(v any) Review { return Review{Action: ReviewReplace, Value: v} }
+
+// Block rejects the result; the caller gets BLOCKED with feedback.
+func Block(feedback string) Review { return Review{Action: ReviewBlock, Feedback: feedback} }

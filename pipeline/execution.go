@@ -1,0 +1,51 @@
+package pipeline
+
+import (
+	"encoding/json"
+	"unsafe"
+)
+
+// Execution is one call as every stage sees it. It is frozen: its fields are
+// read through methods and the arguments are canonical JSON held as a string,
+// so history, audit and execution agree on what ran.
+type Execution struct {
+	id     string
+	name   string
+	caller string
+	tool   *ToolInfo
+	args   string
+}
+
+// NewExecution builds an execution for code that runs stages itself, such
+// as the host-side end of a remote wrapper. args must be canonical JSON.
+func NewExecution(id, name, caller string, tool *ToolInfo, args string) *Execution {
+	return &Execution{id: id, name: name, caller: caller, tool: tool, args: args}
+}
+
+// ID identifies the call.
+func (e *Execution) ID() string { return e.id }
+
+// Name is the tool's name as the caller asked for it.
+func (e *Execution) Name() string { return e.name }
+
+// Caller is the client or plugin that made the call.
+func (e *Execution) Caller() string { return e.caller }
+
+// Tool is the tool's descriptor; nil when no tool has that name. Read only.
+func (e *Execution) Tool() *ToolInfo { return e.tool }
+
+// Arguments returns a copy of the canonical JSON arguments.
+func (e *Execution) Arguments() json.RawMessage { return json.RawMessage(e.args) }
+
+// ArgumentsJSON returns the canonical JSON arguments without copying.
+func (e *Execution) ArgumentsJSON() string { return e.args }
+
+// Decode unmarshals the arguments into v; each call decodes afresh, so no
+// listener can change what another sees.
+func (e *Execution) Decode(v any) error {
+	if e.args == "" {
+		return json.Unmarshal([]byte("{}"), v)
+	}
+	// json.Unmarshal only reads its input, so the string's bytes are not copied.
+	return json.Unmarshal(unsafe.Slice(unsafe.StringData(e.args), len(e.args)), v)
+}

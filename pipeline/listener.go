@@ -1,0 +1,41 @@
+package pipeline
+
+import "context"
+
+// PreExecuteFunc is a stage-1 listener. Calling next runs the listeners after
+// it and the default (Allow); returning without calling it vetoes them. An
+// outer listener sees what next returned and may override it.
+type PreExecuteFunc func(ctx context.Context, e *Execution, next DecideNext) (Decision, error)
+
+// DecideNext runs the inner part of the stage-1 chain; it may be called again.
+type DecideNext func(ctx context.Context) Decision
+
+// GuardFunc is a stage-2 guard: a non-empty reason denies the call, an empty
+// one passes. A guard cannot allow.
+type GuardFunc func(ctx context.Context, e *Execution) (reason string, err error)
+
+// ApproverFunc answers an Ask. Only approved == true with a nil error lets
+// the call proceed.
+type ApproverFunc func(ctx context.Context, e *Execution, reason string) (approved bool, err error)
+
+// ExecuteFunc is a stage-3 wrapper: it holds the whole call. Calling next
+// runs the inner wrappers and the tool; it may be called again (a retry).
+type ExecuteFunc func(ctx context.Context, e *Execution, next ExecuteNext) Result
+
+// ExecuteNext runs the inner part of the stage-3 chain.
+type ExecuteNext func(ctx context.Context) Result
+
+// PostExecuteFunc is a stage-4 listener: it sees the stage-3 result and
+// accepts it, replaces its value or blocks it.
+type PostExecuteFunc func(ctx context.Context, e *Execution, r Result, next ReviewNext) (Review, error)
+
+// ReviewNext runs the inner part of the stage-4 chain.
+type ReviewNext func(ctx context.Context) Review
+
+// ResultFunc is a stage-5 observer. It cannot change the result; an error or
+// panic is logged and contained.
+type ResultFunc func(ctx context.Context, e *Execution, r Result) error
+
+// ToolFunc is a tool's body. An *Error chooses the code; any other error is
+// a TOOL_ERROR with its message.
+type ToolFunc func(ctx context.Context, e *Execution) (any, error)

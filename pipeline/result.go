@@ -1,0 +1,73 @@
+package pipeline
+
+// Code is the outcome of a call that did not succeed.
+type Code string
+
+// The seven codes, as exact strings.
+const (
+	CodeUnknownTool      Code = "UNKNOWN_TOOL"
+	CodeInvalidArguments Code = "INVALID_ARGUMENTS"
+	CodeDenied           Code = "DENIED"
+	CodeBlocked          Code = "BLOCKED"
+	CodeToolError        Code = "TOOL_ERROR"
+	CodeToolTimeout      Code = "TOOL_TIMEOUT"
+	CodeAborted          Code = "ABORTED"
+)
+
+// Result is what every call returns.
+type Result struct {
+	// ID identifies the call, as every stage saw it.
+	ID string
+	OK bool
+	// Value is the tool's result (or a post-execute replacement). A remote
+	// tool's value is a json.RawMessage.
+	Value any
+	// Error is set when OK is false.
+	Error *Error
+	// DecidedBy names the plugin (or rule) that denied or blocked the call.
+	DecidedBy string
+}
+
+// Error is a failed call's code and message. A tool body may return one to
+// choose its code; any other error is a TOOL_ERROR.
+type Error struct {
+	Code    Code
+	Message string
+}
+
+func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
+
+// Code returns the result's error code, or "" when the call succeeded.
+func (r Result) Code() Code {
+	if r.Error == nil {
+		return ""
+	}
+	return r.Error.Code
+}
+
+// OK returns a successful result holding v.
+func OK(v any) Result { return Result{OK: true, Value: v} }
+
+// Fail returns a failed result with code and message.
+func Fail(code Code, message string) Result {
+	return Result{Error: &Error{Code: code, Message: message}}
+}
+
+// denied is a DENIED result decided by who.
+func denied(reason, who string) Result {
+	r := Fail(CodeDenied, reason)
+	r.DecidedBy = who
+	return r
+}
+
+// normalize makes a result one of the two shapes callers rely on: OK with
+// no error, or not OK with an error.
+func (r Result) normalize(who string) Result {
+	if r.OK && r.Error != nil {
+		r.OK = false
+	}
+	if !r.OK && r.Error == nil {
+		r.Error = &Error{Code: CodeToolError, Message: who + " returned a failure without an error"}
+	}
+	return r
+}

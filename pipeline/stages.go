@@ -1,0 +1,284 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// Execute runs one call through stages 0 to 5 as caller. It never fails and
+// never panics: every outcome is a Result, and stage 5 sees each one once.
+func (t *Tools) Execute(ctx context.Context, name string, args json.RawMessage, caller string) Result {
+	s := t.snap.Load()
+	e := &Execution{id: t.nextID(), name: name, caller: caller}
+	r := t.run(ctx, s, e, args)
+	r.ID = e.id
+	t.observe(ctx, s, e, r)
+	return r
+}
+
+func (t *Tools) run(ctx context.Context, s *snapshot, e *Execution, args json.RawMessage) (r Result) {
+	defer func() {
+		// Every listener is contained on its own; this is the last line
+		// against a host bug, and it fails closed.
+		if p := recover(); p != nil {
+			t.log.Error("pipeline panicked", "tool", e.name, "panic", p)
+			r = Fail(CodeToolError, fmt.Sprintf("host error: %v", p))
+		}
+	}()
+	if len(s.holds) > 0 {
+		h := s.holds[0]
+		return denied(h.reason, h.who)
+	}
+
+	// Stage 0: lookup and argument check.
+	reg, ok := s.tools[e.name]
+	if !ok {
+		return Fail(CodeUnknownTool, "no tool named "+e.name)
+	}
+	e.tool = &reg.info
+	canon, bad := checkArguments(reg, args)
+	if bad != nil {
+		return Result{Error: bad}
+	}
+	e.args = canon
+
+	// Stage 1: pre-execute.
+	switch d := t.decide(ctx, s, e, 0); d.Verdict {
+	case VerdictAllow:
+	case VerdictAsk:
+		if r, ok := t.ask(ctx, s, e, d); !ok {
+			return r
+		}
+	default:
+		return denied(d.Reason, d.DecidedBy)
+	}
+
+	// Stage 2: guards.
+	if reason, who := guard(ctx, s, e); who != "" {
+		return denied(reason, who)
+	}
+	if err := ctx.Err(); err != nil {
+		return Fail(CodeAborted, "call cancelled before it ran: "+err.Error())
+	}
+
+	// Stage 3: execute; stage 4: post-execute, after every stage-3 outcome.
+	r = t.executeChain(ctx, s, e, reg, 0)
+	return review(ctx, s, e, r)
+}
+
+// decide runs the stage-1 chain from listener i; the default is Allow.
+func (t *Tools) decide(ctx context.Context, s *snapshot, e *Execution, i int) Decision {
+	for i < len(s.pre) && !s.pre[i].wants(e.name) {
+		i++
+	}
+	if i == len(s.pre) {
+		return Allow()
+	}
+	l := &s.pre[i]
+	d, err := callPre(ctx, l.fn, e, func(ctx context.Context) Decision { return t.decide(ctx, s, e, i+1) })
+	switch {
+	case err != nil:
+		return Decision{Verdict: VerdictDeny, Reason: "pre-execute listener of " + l.owner + " failed: " + err.Error(), DecidedBy: l.owner}
+	case d.Verdict < VerdictAllow || d.Verdict > VerdictAsk:
+		return Decision{Verdict: VerdictDeny, Reason: fmt.Sprintf("pre-execute listener of %s returned an unknown decision (%d)", l.owner, d.Verdict), DecidedBy: l.owner}
+	}
+	if d.DecidedBy == "" {
+		d.DecidedBy = l.owner
+	}
+	return d
+}
+
+func callPre(ctx context.Context, fn PreExecuteFunc, e *Execution, next DecideNext) (d Decision, err error) {
+	defer recoverInto(&err)
+	return fn(ctx, e, next)
+}
+
+// ask puts an Ask to the current approver. Only an explicit approval within
+// the approval timeout proceeds; everything else is a denial saying why.
+func (t *Tools) ask(ctx context.Context, s *snapshot, e *Execution, d Decision) (Result, bool) {
+	a := s.approver
+	if a == nil {
+		return denied("approval needed but no approver is registered: "+d.Reason, d.DecidedBy), false
+	}
+	actx, cancel := context.WithTimeout(ctx, t.opts.ApprovalTimeout)
+	defer cancel()
+	type answer struct {
+		ok  bool
+		err error
+	}
+	ch := make(chan answer, 1)
+	go func() {
+		ok, err := callApprover(actx, a.fn, e, d.Reason)
+		ch <- answer{ok, err}
+	}()
+	select {
+	case ans := <-ch:
+		switch {
+		case ans.err != nil:
+			return denied("approver "+a.owner+" failed: "+ans.err.Error()+" (asked: "+d.Reason+")", a.owner), false
+		case !ans.ok:
+			return denied("approver "+a.owner+" refused: "+d.Reason, a.owner), false
+		}
+		return Result{}, true
+	case <-actx.Done():
+		if ctx.Err() != nil {
+			return Fail(CodeAborted, "call cancelled while waiting for approval: "+d.Reason), false
+		}
+		return denied(fmt.Sprintf("approval timed out after %s: %s", t.opts.ApprovalTimeout, d.Reason), a.owner), false
+	}
+}
+
+func callApprover(ctx context.Context, fn ApproverFunc, e *Execution, reason string) (ok bool, err error) {
+	defer recoverInto(&err)
+	return fn(ctx, e, reason)
+}
+
+// guard runs the guards in registration order and reports the first denial.
+func guard(ctx context.Context, s *snapshot, e *Execution) (reason, who string) {
+	for i := range s.guards {
+		g := &s.guards[i]
+		if !g.wants(e.name) {
+			continue
+		}
+		reason, err := callGuard(ctx, g.fn, e)
+		if err != nil {
+			return "guard of " + g.owner + " failed: " + err.Error(), g.owner
+		}
+		if reason != "" {
+			return reason, g.owner
+		}
+	}
+	return "", ""
+}
+
+func callGuard(ctx context.Context, fn GuardFunc, e *Execution) (reason string, err error) {
+	defer recoverInto(&err)
+	return fn(ctx, e)
+}
+
+// executeChain runs the stage-3 chain from wrapper i; the default calls the
+// tool's body.
+func (t *Tools) executeChain(ctx context.Context, s *snapshot, e *Execution, reg *registered, i int) Result {
+	for i < len(s.exec) && !s.exec[i].wants(e.name) {
+		i++
+	}
+	if i == len(s.exec) {
+		return callTool(ctx, reg, e)
+	}
+	l := &s.exec[i]
+	return callExec(ctx, l, e, func(ctx context.Context) Result { return t.executeChain(ctx, s, e, reg, i+1) })
+}
+
+func callExec(ctx context.Context, l *entry[ExecuteFunc], e *Execution, next ExecuteNext) (r Result) {
+	defer func() {
+		if p := recover(); p != nil {
+			r = Fail(CodeToolError, fmt.Sprintf("execute listener of %s failed: panic: %v", l.owner, p))
+		}
+	}()
+	return l.fn(ctx, e, next).normalize("execute listener of " + l.owner)
+}
+
+// callTool runs the body. The caller's cancellation is ABORTED; an *Error
+// keeps its code; any other error or a panic is TOOL_ERROR.
+func callTool(ctx context.Context, reg *registered, e *Execution) Result {
+	v, err := runBody(ctx, reg.body, e)
+	if err == nil {
+		return OK(v)
+	}
+	if cerr := ctx.Err(); cerr != nil {
+		return Fail(CodeAborted, "call cancelled: "+cerr.Error())
+	}
+	var pe *Error
+	if errors.As(err, &pe) {
+		return Fail(pe.Code, pe.Message)
+	}
+	return Fail(CodeToolError, err.Error())
+}
+
+func runBody(ctx context.Context, fn ToolFunc, e *Execution) (v any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("tool %s panicked: %v", e.name, p)
+		}
+	}()
+	return fn(ctx, e)
+}
+
+// review runs the stage-4 chain over r and applies its answer.
+func review(ctx context.Context, s *snapshot, e *Execution, r Result) Result {
+	if len(s.post) == 0 {
+		return r
+	}
+	rv := reviewChain(ctx, s, e, r, 0)
+	switch rv.Action {
+	case ReviewAccept:
+		return r
+	case ReviewReplace:
+		r.Value = rv.Value
+		return r
+	default:
+		b := Fail(CodeBlocked, rv.Feedback)
+		b.DecidedBy = rv.DecidedBy
+		return b
+	}
+}
+
+func reviewChain(ctx context.Context, s *snapshot, e *Execution, r Result, i int) Review {
+	for i < len(s.post) && !s.post[i].wants(e.name) {
+		i++
+	}
+	if i == len(s.post) {
+		return Accept()
+	}
+	l := &s.post[i]
+	rv, err := callPost(ctx, l.fn, e, r, func(ctx context.Context) Review { return reviewChain(ctx, s, e, r, i+1) })
+	switch {
+	case err != nil:
+		return Review{Action: ReviewBlock, Feedback: "post-execute listener of " + l.owner + " failed: " + err.Error(), DecidedBy: l.owner}
+	case rv.Action < ReviewAccept || rv.Action > ReviewBlock:
+		return Review{Action: ReviewBlock, Feedback: fmt.Sprintf("post-execute listener of %s returned an unknown review (%d)", l.owner, rv.Action), DecidedBy: l.owner}
+	}
+	if rv.DecidedBy == "" {
+		rv.DecidedBy = l.owner
+	}
+	return rv
+}
+
+func callPost(ctx context.Context, fn PostExecuteFunc, e *Execution, r Result, next ReviewNext) (rv Review, err error) {
+	defer recoverInto(&err)
+	return fn(ctx, e, r, next)
+}
+
+// observe runs stage 5: every observer once, each contained.
+func (t *Tools) observe(ctx context.Context, s *snapshot, e *Execution, r Result) {
+	if len(s.result) == 0 {
+		return
+	}
+	if ctx.Err() != nil {
+		// The caller gave up, but the record of the call must still be made.
+		ctx = context.WithoutCancel(ctx)
+	}
+	for i := range s.result {
+		o := &s.result[i]
+		if !o.wants(e.name) {
+			continue
+		}
+		if err := callObserver(ctx, o.fn, e, r); err != nil {
+			t.log.Error("result observer failed", "plugin", o.owner, "tool", e.name, "error", err)
+		}
+	}
+}
+
+func callObserver(ctx context.Context, fn ResultFunc, e *Execution, r Result) (err error) {
+	defer recoverInto(&err)
+	return fn(ctx, e, r)
+}
+
+// recoverInto turns a panic in a listener into its error.
+func recoverInto(err *error) {
+	if p := recover(); p != nil {
+		*err = fmt.Errorf("panic: %v", p)
+	}
+}

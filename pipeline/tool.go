@@ -1,0 +1,100 @@
+package pipeline
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// Tool is what a plugin registers: a name, a description, a JSON Schema for
+// its arguments, hints, an optional timeout and its body.
+type Tool struct {
+	Name        string
+	Description string
+	// Parameters is the JSON Schema the arguments must satisfy; empty means
+	// any JSON object.
+	Parameters json.RawMessage
+	// Destructive marks a tool that changes or removes things.
+	Destructive bool
+	// ReadOnly marks a tool that changes nothing.
+	ReadOnly bool
+	// Idempotent marks a tool that the retry policy may call again.
+	Idempotent bool
+	// Timeout, when set, is enforced by the timeout policy.
+	Timeout time.Duration
+	Execute ToolFunc
+}
+
+// ToolInfo describes a registered tool to listeners and clients.
+type ToolInfo struct {
+	Name        string
+	Description string
+	Parameters  json.RawMessage
+	Destructive bool
+	ReadOnly    bool
+	Idempotent  bool
+	Timeout     time.Duration
+	// Owner is the plugin that registered the tool.
+	Owner string
+}
+
+// Info returns the tool's descriptor as owned by owner.
+func (t Tool) Info(owner string) ToolInfo {
+	return ToolInfo{
+		Name: t.Name, Description: t.Description, Parameters: t.Parameters,
+		Destructive: t.Destructive, ReadOnly: t.ReadOnly, Idempotent: t.Idempotent,
+		Timeout: t.Timeout, Owner: owner,
+	}
+}
+
+var anyObject = json.RawMessage(`{"type":"object"}`)
+
+// registered is a tool as the registry holds it: descriptor, compiled schema
+// and body.
+type registered struct {
+	info   ToolInfo
+	schema *jsonschema.Schema
+	body   ToolFunc
+}
+
+// compile checks a tool's fields and compiles its schema once, at
+// registration, so that no call pays for it.
+func compile(t Tool, owner string) (*registered, error) {
+	var missing []error
+	if t.Name == "" {
+		missing = append(missing, errors.New("name is required"))
+	}
+	if t.Description == "" {
+		missing = append(missing, errors.New("description is required"))
+	}
+	if t.Execute == nil {
+		missing = append(missing, errors.New("execute is required"))
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("register tool %q: %w", t.Name, errors.Join(missing...))
+	}
+	params := t.Parameters
+	if len(bytes.TrimSpace(params)) == 0 {
+		params = anyObject
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(params))
+	if err != nil {
+		return nil, fmt.Errorf("register tool %q: parameters are not valid JSON: %w", t.Name, err)
+	}
+	c := jsonschema.NewCompiler()
+	url := "tool:" + t.Name
+	if err := c.AddResource(url, doc); err != nil {
+		return nil, fmt.Errorf("register tool %q: parameters: %w", t.Name, err)
+	}
+	schema, err := c.Compile(url)
+	if err != nil {
+		return nil, fmt.Errorf("register tool %q: parameters are not a valid JSON Schema: %w", t.Name, err)
+	}
+	info := t.Info(owner)
+	info.Parameters = append(json.RawMessage(nil), params...)
+	return &registered{info: info, schema: schema, body: t.Execute}, nil
+}

@@ -1,0 +1,277 @@
+package pipeline
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/plugkit-go/plugkit/kernel"
+)
+
+// ServiceName is the name under which the kernel provides the service.
+const ServiceName = "tools"
+
+// The kernel points that hold the registry and the stages. Each is also the
+// stage's event name.
+const (
+	PointTools       = "tools"
+	PointGuards      = "tools/guards"
+	PointApprovers   = "tools/approvers"
+	PointPreExecute  = "tools/pre-execute"
+	PointExecute     = "tools/execute"
+	PointPostExecute = "tools/post-execute"
+	PointResult      = "tools/result"
+	PointHolds       = "tools/holds"
+)
+
+var allPoints = []string{PointTools, PointGuards, PointApprovers, PointPreExecute, PointExecute, PointPostExecute, PointResult, PointHolds}
+
+// Options configure the service.
+type Options struct {
+	// ApprovalTimeout bounds how long an Ask waits for the approver; an
+	// unanswered question is a denial. Zero means one minute.
+	ApprovalTimeout time.Duration
+	// Logger receives contained failures (observers, undo). Nil discards.
+	Logger hclog.Logger
+}
+
+// Tools is the tool registry and pipeline. Use New, then load Plugin() into
+// the kernel so that plugins can inject it.
+type Tools struct {
+	k    *kernel.Kernel
+	opts Options
+	log  hclog.Logger
+
+	snap     atomic.Pointer[snapshot]
+	rebuild  sync.Mutex
+	unwatch  []func()
+	idPrefix string
+	seq      atomic.Uint64
+}
+
+// New returns the tools service over k's points.
+func New(k *kernel.Kernel, opts Options) *Tools {
+	if opts.ApprovalTimeout <= 0 {
+		opts.ApprovalTimeout = time.Minute
+	}
+	log := opts.Logger
+	if log == nil {
+		log = k.Logger().Named(ServiceName)
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	t := &Tools{k: k, opts: opts, log: log, idPrefix: hex.EncodeToString(b[:]) + "-"}
+	k.Points().DeclareUnique(PointTools)
+	for _, p := range allPoints {
+		t.unwatch = append(t.unwatch, k.Points().Watch(p, t.compile))
+	}
+	t.compile()
+	return t
+}
+
+// Close stops following the kernel's points.
+func (t *Tools) Close() {
+	for _, u := range t.unwatch {
+		u()
+	}
+}
+
+// Plugin is the kernel plugin that provides the service as "tools".
+func (t *Tools) Plugin() kernel.Plugin {
+	return kernel.Plugin{
+		Name: ServiceName,
+		Apply: func(ctx context.Context, s *kernel.Scope) error {
+			_, err := s.Provide(ServiceName, t)
+			return err
+		},
+	}
+}
+
+// Bind gives a consumer plugin its Registrar (kernel.Binder).
+func (t *Tools) Bind(s *kernel.Scope) any { return &Registrar{t: t, s: s} }
+
+// List returns the registered tools by name.
+func (t *Tools) List() []ToolInfo {
+	s := t.snap.Load()
+	out := make([]ToolInfo, 0, len(s.tools))
+	for _, r := range s.tools {
+		out = append(out, r.info)
+	}
+	slices.SortFunc(out, func(a, b ToolInfo) int {
+		if a.Name < b.Name {
+			return -1
+		}
+		if a.Name > b.Name {
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// Lookup returns one tool's descriptor.
+func (t *Tools) Lookup(name string) (ToolInfo, bool) {
+	r, ok := t.snap.Load().tools[name]
+	if !ok {
+		return ToolInfo{}, false
+	}
+	return r.info, true
+}
+
+// Hold makes every call DENIED, decided by who, with reason, until the
+// returned release is called. The host holds the pipeline while a critical
+// plugin is not active, so that a missing policy fails closed.
+func (t *Tools) Hold(who, reason string) (release func()) {
+	// Holds live in a point like everything else, owned by the kernel.
+	remove, _ := t.k.Points().Add(PointHolds, who, 0, hold{who: who, reason: reason}, who)
+	var once sync.Once
+	return func() { once.Do(remove) }
+}
+
+type hold struct{ who, reason string }
+
+func (t *Tools) nextID() string {
+	return t.idPrefix + strconv.FormatUint(t.seq.Add(1), 10)
+}
+
+// snapshot is the compiled pipeline: every stage's listeners in order.
+type snapshot struct {
+	tools    map[string]*registered
+	holds    []hold
+	pre      []entry[PreExecuteFunc]
+	guards   []entry[GuardFunc]
+	exec     []entry[ExecuteFunc]
+	post     []entry[PostExecuteFunc]
+	result   []entry[ResultFunc]
+	approver *entry[ApproverFunc]
+}
+
+// entry is one listener, its owner and the tools it cares about.
+type entry[F any] struct {
+	fn    F
+	owner string
+	only  map[string]struct{} // nil: every tool
+}
+
+func (e *entry[F]) wants(tool string) bool {
+	if e.only == nil {
+		return true
+	}
+	_, ok := e.only[tool]
+	return ok
+}
+
+func newEntry[F any](fn F, owner string, tools []string) entry[F] {
+	e := entry[F]{fn: fn, owner: owner}
+	if len(tools) > 0 {
+		e.only = make(map[string]struct{}, len(tools))
+		for _, n := range tools {
+			e.only[n] = struct{}{}
+		}
+	}
+	return e
+}
+
+func collect[F any](p *kernel.Points, point string) []entry[F] {
+	var out []entry[F]
+	for _, c := range p.All(point) {
+		if e, ok := c.Value.(entry[F]); ok {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// compile rebuilds the snapshot from the points. It runs on every change;
+// calls in flight keep the snapshot they started with.
+func (t *Tools) compile() {
+	t.rebuild.Lock()
+	defer t.rebuild.Unlock()
+	p := t.k.Points()
+	s := &snapshot{tools: map[string]*registered{}}
+	for _, c := range p.All(PointTools) {
+		if r, ok := c.Value.(*registered); ok {
+			s.tools[r.info.Name] = r
+		}
+	}
+	for _, c := range p.All(PointHolds) {
+		if h, ok := c.Value.(hold); ok {
+			s.holds = append(s.holds, h)
+		}
+	}
+	s.pre = collect[PreExecuteFunc](p, PointPreExecute)
+	s.guards = collect[GuardFunc](p, PointGuards)
+	s.exec = collect[ExecuteFunc](p, PointExecute)
+	s.post = collect[PostExecuteFunc](p, PointPostExecute)
+	s.result = collect[ResultFunc](p, PointResult)
+	if c, ok := p.Last(PointApprovers); ok {
+		if a, ok := c.Value.(entry[ApproverFunc]); ok {
+			s.approver = &a
+		}
+	}
+	t.snap.Store(s)
+}
+
+// Registrar is one plugin's handle on the service: everything registered
+// through it is an effect of that plugin.
+type Registrar struct {
+	t *Tools
+	s *kernel.Scope
+}
+
+// Tools returns the service itself.
+func (r *Registrar) Tools() *Tools { return r.t }
+
+// Register adds a tool. A duplicate name is refused with an error naming the
+// plugin that owns it.
+func (r *Registrar) Register(tool Tool) (*kernel.Effect, error) {
+	reg, err := compile(tool, r.s.Name())
+	if err != nil {
+		return nil, err
+	}
+	return r.s.Contribute(PointTools, tool.Name, 0, reg)
+}
+
+// Guard adds a stage-2 guard; tools, when given, limits it to those tools.
+func (r *Registrar) Guard(fn GuardFunc, tools ...string) (*kernel.Effect, error) {
+	return r.s.Contribute(PointGuards, "", 0, newEntry(fn, r.s.Name(), tools))
+}
+
+// OnPreExecute adds a stage-1 listener; tools, when given, limits it.
+func (r *Registrar) OnPreExecute(fn PreExecuteFunc, tools ...string) (*kernel.Effect, error) {
+	return r.s.Contribute(PointPreExecute, "", 0, newEntry(fn, r.s.Name(), tools))
+}
+
+// OnExecute adds a stage-3 wrapper; tools, when given, limits it.
+func (r *Registrar) OnExecute(fn ExecuteFunc, tools ...string) (*kernel.Effect, error) {
+	return r.s.Contribute(PointExecute, "", 0, newEntry(fn, r.s.Name(), tools))
+}
+
+// OnPostExecute adds a stage-4 listener; tools, when given, limits it.
+func (r *Registrar) OnPostExecute(fn PostExecuteFunc, tools ...string) (*kernel.Effect, error) {
+	return r.s.Contribute(PointPostExecute, "", 0, newEntry(fn, r.s.Name(), tools))
+}
+
+// OnResult adds a stage-5 observer; tools, when given, limits it.
+func (r *Registrar) OnResult(fn ResultFunc, tools ...string) (*kernel.Effect, error) {
+	return r.s.Contribute(PointResult, "", 0, newEntry(fn, r.s.Name(), tools))
+}
+
+// SetApprover makes fn the approver for Asks while it is the newest one.
+func (r *Registrar) SetApprover(fn ApproverFunc) (*kernel.Effect, error) {
+	return r.s.Contribute(PointApprovers, "", 0, newEntry(fn, r.s.Name(), nil))
+}
+
+// Execute calls a tool through the whole pipeline as this plugin.
+func (r *Registrar) Execute(ctx context.Context, name string, args json.RawMessage) Result {
+	return r.t.Execute(ctx, name, args, r.s.Name())
+}
+
+var _ kernel.Binder = (*Tools)(nil)
