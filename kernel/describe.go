@@ -17,9 +17,9 @@ type ScopeInfo struct {
 
 // Describe returns every plugin scope in load order.
 func (k *Kernel) Describe() []ScopeInfo {
-	k.life.Lock()
+	k.reg.Lock()
 	scopes := slices.Clone(k.order)
-	k.life.Unlock()
+	k.reg.Unlock()
 	out := make([]ScopeInfo, 0, len(scopes))
 	for _, s := range scopes {
 		out = append(out, k.describe(s))

@@ -25,7 +25,14 @@ func (e *Effect) Undo() error {
 	e.run()
 	if e.scope != nil {
 		e.scope.forget(e)
-		e.scope.k.settle()
+		// Only a withdrawn service changes what may load, so only then
+		// wait for the lifecycle lock: disposing a listener or a
+		// contribution must not wait for another plugin's unload (whose
+		// undos may themselves be waiting for this call, a remote plugin's
+		// drain for instance).
+		if e.scope.k.hasWithdrawn() {
+			e.scope.k.settle()
+		}
 	}
 	return e.err
 }

@@ -35,8 +35,12 @@ type Kernel struct {
 
 	// life serialises lifecycle transitions; it is released while an apply
 	// step runs so that a slow or remote apply blocks nobody else.
-	life   sync.Mutex
-	cond   *sync.Cond // broadcast when a load finishes
+	life sync.Mutex
+	cond *sync.Cond // broadcast when a load finishes
+	// scopes and order are written with both life and reg held, and read
+	// with either: Scope and Describe take only reg, so that a listener of
+	// EventStateChanged (which runs with life held) may call them.
+	reg    sync.Mutex
 	scopes map[string]*Scope
 	order  []*Scope
 
@@ -83,9 +87,10 @@ type loggerService struct{}
 func (loggerService) Bind(s *Scope) any { return s.log }
 
 // Load adds a plugin. It stays PENDING until every service it injects is
-// provided, then its apply step runs. Load returns the apply error when the
-// plugin (or another plugin it unblocked) failed; a plugin still waiting for
-// a service is not an error.
+// provided, then its apply step runs. Load returns the apply error when this
+// plugin failed; a plugin still waiting for a service is not an error, and a
+// plugin it unblocked that fails reports it through its own scope (Err,
+// Describe, EventStateChanged), not through this Load.
 func (k *Kernel) Load(p Plugin) (*Scope, error) {
 	if p.Name == "" {
 		return nil, errors.New("load: plugin has no name")
@@ -100,13 +105,21 @@ func (k *Kernel) Load(p Plugin) (*Scope, error) {
 	}
 	s := &Scope{k: k, plugin: p, log: k.log.Named(p.Name), state: Pending}
 	s.plugin.Inject = slices.Clone(p.Inject)
+	k.reg.Lock()
 	k.scopes[p.Name] = s
 	k.order = append(k.order, s)
+	k.reg.Unlock()
 	k.emit(s, Pending, Pending, nil)
 	k.reconcileLocked()
+	// Read the outcome before releasing life, so that a concurrent Unload
+	// cannot hide a failed apply.
+	failed := s.Err()
+	if s.State() != Failed {
+		failed = nil
+	}
 	k.life.Unlock()
-	if err := s.Err(); err != nil && s.State() == Failed {
-		return s, fmt.Errorf("load %s: %w", p.Name, err)
+	if failed != nil {
+		return s, fmt.Errorf("load %s: %w", p.Name, failed)
 	}
 	return s, nil
 }
@@ -127,7 +140,9 @@ func (k *Kernel) Unload(name string) error {
 		s.mu.Unlock()
 		k.cond.Wait()
 	}
-	if _, still := k.scopes[name]; still {
+	// While it waited, the scope may have been disposed and the name loaded
+	// again: that newer scope is not the one this call was asked to end.
+	if k.scopes[name] == s {
 		k.endLocked(s, Disposed, nil)
 		k.removeLocked(s)
 	}
@@ -150,13 +165,15 @@ func (k *Kernel) Close() {
 
 // Scope returns the named plugin's scope.
 func (k *Kernel) Scope(name string) (*Scope, bool) {
-	k.life.Lock()
-	defer k.life.Unlock()
+	k.reg.Lock()
+	defer k.reg.Unlock()
 	s, ok := k.scopes[name]
 	return s, ok
 }
 
 func (k *Kernel) removeLocked(s *Scope) {
+	k.reg.Lock()
+	defer k.reg.Unlock()
 	delete(k.scopes, s.plugin.Name)
 	if i := slices.Index(k.order, s); i >= 0 {
 		k.order = slices.Delete(k.order, i, i+1)
@@ -220,6 +237,14 @@ func (k *Kernel) rebuildLocked() {
 	}
 }
 
+// hasWithdrawn says whether a withdrawn service awaits rebuildLocked. When it
+// is false, every service withdrawn so far has been taken by a rebuild.
+func (k *Kernel) hasWithdrawn() bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return len(k.withdrawn) > 0
+}
+
 func (k *Kernel) satisfied(s *Scope) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -251,10 +276,17 @@ func (k *Kernel) loadLocked(s *Scope) {
 	case unloadReq:
 		k.endLocked(s, Disposed, nil)
 		k.removeLocked(s)
+	case stale:
+		// A service it injects left while it loaded: whatever apply
+		// returned was built against a world that is gone (often it failed
+		// precisely because the service vanished), so it waits to be
+		// rebuilt rather than failing for good.
+		if err != nil {
+			s.log.Debug("apply failed after a service it injects went away; waiting to be rebuilt", "error", err)
+		}
+		k.endLocked(s, Pending, nil)
 	case err != nil:
 		k.endLocked(s, Failed, err)
-	case stale:
-		k.endLocked(s, Pending, nil)
 	default:
 		s.mu.Lock()
 		s.state = Active
@@ -305,8 +337,10 @@ func (k *Kernel) endLocked(s *Scope, final State, cause error) {
 	k.emit(s, Unloading, final, cause)
 }
 
-// emit reports a state change. Listeners run with life held and must not
-// call Load or Unload.
+// emit reports a state change. Listeners run with life held: they may call
+// Scope, Describe and a scope's State or Err, but not Load, Unload, Restart
+// or Close, nor anything that waits for life (undoing a provide, providing
+// from an active scope).
 func (k *Kernel) emit(s *Scope, from, to State, err error) {
 	if from != to || to == Pending {
 		if to == Failed {

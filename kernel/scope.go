@@ -73,9 +73,32 @@ func (s *Scope) Track(desc string, undo func() error) (*Effect, error) {
 	s.mu.Unlock()
 	if !live {
 		e.run()
-		return nil, fmt.Errorf("%s: %s: %w", s.plugin.Name, desc, ErrScopeEnded)
+		if e.err != nil {
+			s.log.Error("undo failed", "effect", e.desc, "error", e.err)
+		}
+		return nil, s.endedErr(desc)
 	}
 	return e, nil
+}
+
+// ended returns an ErrScopeEnded error when the scope is not loading or
+// active. Provide, On and Contribute check it before registering, so that a
+// late registration is never visible to anyone (not even to a point's
+// watchers, nor as a conflict with a live plugin's key) and fails with
+// ErrScopeEnded; Track stays the guarantee when the scope ends between this
+// check and the registration.
+func (s *Scope) ended(desc string) error {
+	s.mu.Lock()
+	live := s.state == Loading || s.state == Active
+	s.mu.Unlock()
+	if live {
+		return nil
+	}
+	return s.endedErr(desc)
+}
+
+func (s *Scope) endedErr(desc string) error {
+	return fmt.Errorf("%s: %s: %w", s.plugin.Name, desc, ErrScopeEnded)
 }
 
 // forget drops a disposed effect from the scope's list.
@@ -93,6 +116,9 @@ func (s *Scope) forget(e *Effect) {
 func (s *Scope) Provide(name string, value any) (*Effect, error) {
 	if name == "" {
 		return nil, fmt.Errorf("%s: provide: empty service name", s.plugin.Name)
+	}
+	if err := s.ended("provide " + name); err != nil {
+		return nil, err
 	}
 	if err := s.k.provide(name, value, s); err != nil {
 		return nil, err
@@ -140,6 +166,9 @@ func (s *Scope) On(event string, h Handler) (*Effect, error) {
 	if h == nil {
 		return nil, fmt.Errorf("%s: on %q: nil handler", s.plugin.Name, event)
 	}
+	if err := s.ended("on " + event); err != nil {
+		return nil, err
+	}
 	remove := s.k.events.add(event, s.plugin.Name, h)
 	return s.Track("on "+event, func() error { remove(); return nil })
 }
@@ -148,6 +177,9 @@ func (s *Scope) On(event string, h Handler) (*Effect, error) {
 // contribution is an effect. A point declared unique refuses a second
 // contribution with the same key, naming the owner of the first.
 func (s *Scope) Contribute(point, key string, order int, value any) (*Effect, error) {
+	if err := s.ended("contribute " + point); err != nil {
+		return nil, err
+	}
 	remove, err := s.k.points.add(point, key, order, value, s.plugin.Name)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.plugin.Name, err)

@@ -24,7 +24,9 @@ func (s State) String() string {
 }
 
 // EventStateChanged is emitted (see Events.Emit) with a StateChange payload
-// each time a scope changes state.
+// each time a scope changes state. Its listeners run during the transition:
+// they may read the kernel (Kernel.Scope, Kernel.Describe) but must not load,
+// unload or restart plugins.
 const EventStateChanged = "kernel/state"
 
 // StateChange is the payload of EventStateChanged.
