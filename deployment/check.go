@@ -1,0 +1,413 @@
+package deployment
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+)
+
+// Declaration is what a plugin says about itself (its describe answer).
+type Declaration struct {
+	// ConfigSchema is the JSON Schema its config must match; empty accepts
+	// anything.
+	ConfigSchema json.RawMessage
+	// Inject lists the services it needs.
+	Inject []string
+	// Provides lists the services it provides to others.
+	Provides []string
+}
+
+// Check adds to Parse what needs each plugin's own declaration, which
+// describe obtains (typically by starting the binary and asking it). It
+// reports every problem, sorted by position:
+//
+//   - a describe error, at the plugin block;
+//   - a config body that its declared schema rejects, at the value concerned
+//     (or the block that lacks a required key);
+//   - a service the plugin declares it needs that its inject leaves out (the
+//     remote manager refuses such a plugin);
+//   - a service provided twice, or a plugin providing a built-in one;
+//   - an injected service that is neither built in (tools, points, logger)
+//     nor provided by a plugin of the deployment, at the inject item;
+//   - a dependency cycle, naming its plugins.
+//
+// When some plugin cannot be described, the last four are not checked:
+// what it provides is unknown.
+//
+// Without errors, Check fills in Inject where the file leaves it out (with
+// what the plugin declares) and puts d.Plugins in start order: file order,
+// except that a plugin waits until every plugin providing a service it
+// injects has started. With errors, d is left as it was.
+//
+// describe is called once per plugin, concurrently, and should honour ctx.
+func Check(ctx context.Context, d *Deployment, describe func(ctx context.Context, p Plugin) (Declaration, error)) hcl.Diagnostics {
+	n := len(d.Plugins)
+	decls := make([]Declaration, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range d.Plugins {
+		wg.Go(func() { decls[i], errs[i] = describe(ctx, d.Plugins[i]) })
+	}
+	wg.Wait()
+
+	var diags hcl.Diagnostics
+	described := true
+	for i, p := range d.Plugins {
+		if errs[i] != nil {
+			described = false
+			diags = append(diags, errorAt(p.Range, "Cannot describe plugin", "Plugin %q could not be asked for its declaration: %v.", p.Name, errs[i]))
+			continue
+		}
+		diags = append(diags, checkConfig(p, decls[i].ConfigSchema)...)
+	}
+	if !described {
+		return sortDiags(diags)
+	}
+
+	g := newGraph(d.Plugins, decls)
+	diags = append(diags, g.diags...)
+	diags = append(diags, g.cycles()...)
+	if diags.HasErrors() {
+		return sortDiags(diags)
+	}
+	ordered := make([]Plugin, 0, n)
+	for _, i := range g.order() {
+		p := d.Plugins[i]
+		p.Inject = g.inject[i]
+		ordered = append(ordered, p)
+	}
+	d.Plugins = ordered
+	return sortDiags(diags)
+}
+
+// source returns where p's values were written, which a Plugin built in
+// code does not know.
+func (p Plugin) source() *pluginSource {
+	if p.src != nil {
+		return p.src
+	}
+	return &pluginSource{config: map[string]hcl.Range{"": p.ConfigRange}}
+}
+
+// injectRange is where item i of p's inject was written: the item, else
+// the plugin block (when inject came from the declaration).
+func (p Plugin) injectRange(i int) hcl.Range {
+	if b := p.source().body; b != nil {
+		return itemRange(b, "inject", i, p.Range)
+	}
+	return p.Range
+}
+
+// A graph of plugins: an edge from a plugin to each plugin providing a
+// service it injects.
+type graph struct {
+	plugins []Plugin
+	// inject[i] is plugin i's effective inject list.
+	inject [][]string
+	// edges[i] are plugin i's providers, one per injected service, in inject
+	// order: the service, the provider and the index in inject[i].
+	edges [][]edge
+	diags hcl.Diagnostics
+}
+
+type edge struct {
+	service string
+	to      int
+	item    int
+}
+
+var messages = message.NewPrinter(language.English)
+
+func newGraph(plugins []Plugin, decls []Declaration) *graph {
+	g := &graph{plugins: plugins, inject: make([][]string, len(plugins)), edges: make([][]edge, len(plugins))}
+	provider := map[string]int{}
+	for i, p := range plugins {
+		for _, s := range decls[i].Provides {
+			switch prev, dup := provider[s]; {
+			case slices.Contains(builtinServices, s):
+				g.diags = append(g.diags, errorAt(p.Range, "Built-in service provided",
+					"Plugin %q declares that it provides %q, which the host provides itself.", p.Name, s))
+			case dup:
+				g.diags = append(g.diags, errorAt(p.Range, "Service provided twice",
+					"Plugins %q (%s) and %q both provide %q; one service has one provider.", plugins[prev].Name, at(plugins[prev].Range), p.Name, s))
+			default:
+				provider[s] = i
+			}
+		}
+	}
+	provided := make([]string, 0, len(provider))
+	for s := range provider {
+		provided = append(provided, s)
+	}
+	slices.Sort(provided)
+
+	for i, p := range plugins {
+		inject := p.Inject
+		if inject == nil {
+			inject = decls[i].Inject
+		} else if lacking := missingFrom(decls[i].Inject, inject); len(lacking) > 0 {
+			g.diags = append(g.diags, errorAt(valueRange(bodyOf(p), "inject", p.Range), "Inject incomplete",
+				"Plugin %q needs %s, which its inject does not list; add it or leave inject out to take what the plugin declares.", p.Name, quoteJoin(lacking)))
+		}
+		g.inject[i] = inject
+		for item, s := range inject {
+			if slices.Contains(builtinServices, s) {
+				continue
+			}
+			j, ok := provider[s]
+			if !ok {
+				r := p.Range
+				if p.Inject != nil {
+					r = p.injectRange(item)
+				}
+				known := "No plugin provides a service."
+				if len(provided) > 0 {
+					known = "Plugins provide " + quoteJoin(provided) + "."
+				}
+				g.diags = append(g.diags, errorAt(r, "No provider for service",
+					"Plugin %q injects %q, which is neither built in (%s) nor provided by a plugin of this deployment. %s",
+					p.Name, s, strings.Join(builtinServices, ", "), known))
+				continue
+			}
+			g.edges[i] = append(g.edges[i], edge{service: s, to: j, item: item})
+		}
+	}
+	return g
+}
+
+func bodyOf(p Plugin) hcl.Body {
+	if b := p.source().body; b != nil {
+		return b
+	}
+	return hcl.EmptyBody()
+}
+
+func missingFrom(need, have []string) []string {
+	var out []string
+	for _, n := range need {
+		if !slices.Contains(have, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func quoteJoin(list []string) string {
+	q := make([]string, len(list))
+	for i, s := range list {
+		q[i] = fmt.Sprintf("%q", s)
+	}
+	return strings.Join(q, ", ")
+}
+
+// cycles reports each dependency cycle once, at the inject item of its
+// plugin that comes first in the file.
+func (g *graph) cycles() hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	for _, scc := range g.components() {
+		start := slices.Min(scc)
+		path := g.cycleFrom(start, scc)
+		if path == nil {
+			continue // a lone plugin that does not inject itself
+		}
+		names := []string{fmt.Sprintf("%q", g.plugins[start].Name)}
+		var steps []string
+		from := start
+		for _, e := range path {
+			names = append(names, fmt.Sprintf("%q", g.plugins[e.to].Name))
+			steps = append(steps, fmt.Sprintf("%q injects %q from %q", g.plugins[from].Name, e.service, g.plugins[e.to].Name))
+			from = e.to
+		}
+		p := g.plugins[start]
+		r := p.Range
+		if p.Inject != nil {
+			r = p.injectRange(path[0].item)
+		}
+		diags = append(diags, errorAt(r, "Dependency cycle",
+			"%s: %s; none of them can start.", strings.Join(names, " → "), strings.Join(steps, ", ")))
+	}
+	return diags
+}
+
+// components returns the strongly connected components (Tarjan).
+func (g *graph) components() [][]int {
+	n := len(g.plugins)
+	index, low := make([]int, n), make([]int, n)
+	onStack := make([]bool, n)
+	for i := range index {
+		index[i] = -1
+	}
+	var stack []int
+	var out [][]int
+	next := 0
+	var visit func(v int)
+	visit = func(v int) {
+		index[v], low[v] = next, next
+		next++
+		stack = append(stack, v)
+		onStack[v] = true
+		for _, e := range g.edges[v] {
+			switch {
+			case index[e.to] < 0:
+				visit(e.to)
+				low[v] = min(low[v], low[e.to])
+			case onStack[e.to]:
+				low[v] = min(low[v], index[e.to])
+			}
+		}
+		if low[v] == index[v] {
+			var scc []int
+			for {
+				w := stack[len(stack)-1]
+				stack = stack[:len(stack)-1]
+				onStack[w] = false
+				scc = append(scc, w)
+				if w == v {
+					break
+				}
+			}
+			out = append(out, scc)
+		}
+	}
+	for v := range n {
+		if index[v] < 0 {
+			visit(v)
+		}
+	}
+	return out
+}
+
+// cycleFrom finds a shortest path of edges within scc from start back to
+// start, or nil.
+func (g *graph) cycleFrom(start int, scc []int) []edge {
+	type step struct {
+		from int
+		e    edge
+	}
+	prev := map[int]step{}
+	queue := []int{start}
+	for len(queue) > 0 {
+		v := queue[0]
+		queue = queue[1:]
+		for _, e := range g.edges[v] {
+			if e.to == start {
+				path := []edge{e}
+				for at := v; at != start; at = prev[at].from {
+					path = append(path, prev[at].e)
+				}
+				slices.Reverse(path)
+				return path
+			}
+			if _, seen := prev[e.to]; !seen && slices.Contains(scc, e.to) {
+				prev[e.to] = step{from: v, e: e}
+				queue = append(queue, e.to)
+			}
+		}
+	}
+	return nil
+}
+
+// order is the start order of an acyclic graph: repeatedly the first plugin
+// in file order whose providers have all started.
+func (g *graph) order() []int {
+	n := len(g.plugins)
+	started := make([]bool, n)
+	out := make([]int, 0, n)
+	for len(out) < n {
+		for i := range n {
+			if started[i] || slices.ContainsFunc(g.edges[i], func(e edge) bool { return !started[e.to] }) {
+				continue
+			}
+			started[i] = true
+			out = append(out, i)
+			break
+		}
+	}
+	return out
+}
+
+// checkConfig validates p's config against its declared schema.
+func checkConfig(p Plugin, schema json.RawMessage) hcl.Diagnostics {
+	if len(bytes.TrimSpace(schema)) == 0 {
+		return nil
+	}
+	invalidSchema := func(err error) hcl.Diagnostics {
+		return hcl.Diagnostics{errorAt(p.Range, "Invalid config schema",
+			"Plugin %q declares a config schema that is not a valid JSON Schema: %s.", p.Name, oneLine(err.Error()))}
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
+	if err != nil {
+		return invalidSchema(err)
+	}
+	c := jsonschema.NewCompiler()
+	// A schema from a plugin must not make the host read files or the
+	// network through $ref.
+	c.UseLoader(noLoader{})
+	loc := "plugin-config:" + url.PathEscape(p.Name)
+	if err := c.AddResource(loc, doc); err != nil {
+		return invalidSchema(err)
+	}
+	sch, err := c.Compile(loc)
+	if err != nil {
+		return invalidSchema(err)
+	}
+	config := p.Config
+	if len(bytes.TrimSpace(config)) == 0 {
+		config = json.RawMessage("{}")
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(config))
+	if err != nil {
+		return hcl.Diagnostics{errorAt(p.ConfigRange, "Invalid config", "Plugin %q has a config that is not JSON: %v.", p.Name, err)}
+	}
+	err = sch.Validate(inst)
+	var ve *jsonschema.ValidationError
+	if err == nil {
+		return nil
+	}
+	if !errors.As(err, &ve) {
+		return hcl.Diagnostics{errorAt(p.ConfigRange, "Invalid config", "Plugin %q: %v.", p.Name, err)}
+	}
+	src := p.source().config
+	var diags hcl.Diagnostics
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) > 0 {
+			for _, c := range e.Causes {
+				walk(c)
+			}
+			return
+		}
+		if k, ok := e.ErrorKind.(*kind.AdditionalProperties); ok {
+			// One diagnostic per key, at the key itself.
+			for _, prop := range k.Properties {
+				loc := append(slices.Clone(e.InstanceLocation), prop)
+				diags = append(diags, errorAt(locate(src, loc, p.ConfigRange), "Invalid plugin config",
+					"Plugin %q: %s is not allowed by the plugin's config schema.", p.Name, describePointer(loc)))
+			}
+			return
+		}
+		diags = append(diags, errorAt(locate(src, e.InstanceLocation, p.ConfigRange), "Invalid plugin config",
+			"Plugin %q: %s: %s.", p.Name, describePointer(e.InstanceLocation), e.ErrorKind.LocalizedString(messages)))
+	}
+	walk(ve)
+	return diags
+}
+
+// noLoader refuses every external $ref.
+type noLoader struct{}
+
+func (noLoader) Load(u string) (any, error) {
+	return nil, fmt.Errorf("%s: a plugin's config schema cannot refer to other documents", u)
+}

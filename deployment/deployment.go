@@ -1,0 +1,152 @@
+package deployment
+
+import (
+	"encoding/json"
+	"slices"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+
+	"github.com/plugkit-go/plugkit/kernel"
+	"github.com/plugkit-go/plugkit/pipeline"
+	"github.com/plugkit-go/plugkit/remote"
+)
+
+// Deployment is a parsed deployment file.
+type Deployment struct {
+	// File is the path of the deployment file as given to Parse.
+	File string
+	Host Host
+	// Plugins in file order after Parse; in start order after a Check
+	// without errors (each plugin after the providers it injects).
+	Plugins []Plugin
+}
+
+// Host holds the host block, defaults filled in.
+type Host struct {
+	// AdminSocket is the absolute path of the admin socket.
+	AdminSocket     string
+	AutoMTLS        bool
+	MaxMessageBytes int
+	// LogLevel is one of trace, debug, info, warn, error.
+	LogLevel        string
+	ApprovalTimeout time.Duration
+	ListenerTimeout time.Duration
+	StartTimeout    time.Duration
+	DrainTimeout    time.Duration
+	// MCP is the loopback host:port to serve MCP on; empty: not served.
+	MCP    string
+	Policy Policy
+}
+
+// Policy selects the built-in call policies.
+type Policy struct {
+	// Timeout turns on the timeout policy (each tool's declared timeout).
+	Timeout bool
+	// Concurrency limits calls across all tools; 0 means no limit.
+	Concurrency int
+	// PerTool limits calls to each tool; 0 means no limit.
+	PerTool int
+	// Retry is nil unless the file has a retry block.
+	Retry *Retry
+}
+
+// Retry bounds the retry policy for idempotent tools.
+type Retry struct {
+	Attempts   int
+	Backoff    time.Duration
+	MaxBackoff time.Duration
+}
+
+// Plugin is one plugin block.
+type Plugin struct {
+	Name string
+	// Path is the binary's absolute path.
+	Path string
+	// SHA256 pins the binary (lower-case hex); empty when not pinned.
+	SHA256 string
+	// Inject lists the services the plugin needs; nil when the file does not
+	// say, which takes what the plugin declares (Check fills it in).
+	Inject   []string
+	Critical bool
+	// Watch asks for a reload when the binary changes.
+	Watch   bool
+	Restart remote.RestartPolicy
+	// EnabledTools is the allow-list: nil allows every tool.
+	EnabledTools []string
+	// DisabledTools is the deny-list.
+	DisabledTools []string
+	// Config is the config block as a JSON object ({} without a block); see
+	// the package documentation for how HCL becomes JSON.
+	Config json.RawMessage
+	// Range is the plugin block's header (`plugin "name"`).
+	Range hcl.Range
+	// ConfigRange is the config block's header, or Range without one.
+	ConfigRange hcl.Range
+
+	// src keeps where things were written, for Check's diagnostics; nil for
+	// a Plugin built in code, whose diagnostics then point at Range.
+	src *pluginSource
+}
+
+// pluginSource is where a plugin's values were written.
+type pluginSource struct {
+	// body is the plugin block's body (the inject attribute and its items).
+	body *hclsyntax.Body
+	// config maps a JSON Pointer into Config to where that value was written.
+	config map[string]hcl.Range
+}
+
+// Spec is the plugin as the remote manager runs it.
+func (p Plugin) Spec() remote.Spec {
+	return remote.Spec{
+		Name:     p.Name,
+		Path:     p.Path,
+		SHA256:   p.SHA256,
+		Config:   slices.Clone(p.Config),
+		Inject:   slices.Clone(p.Inject),
+		Critical: p.Critical,
+		Restart:  p.Restart,
+	}
+}
+
+// Options are the host settings the remote manager takes (the caller adds
+// SocketDir and Logger).
+func (h Host) Options() remote.Options {
+	return remote.Options{
+		DisableMTLS:     !h.AutoMTLS,
+		MaxMessageBytes: h.MaxMessageBytes,
+		ListenerTimeout: h.ListenerTimeout,
+		StartTimeout:    h.StartTimeout,
+		DrainTimeout:    h.DrainTimeout,
+	}
+}
+
+// Built-in services: provided by the host itself, never by a plugin.
+var builtinServices = []string{pipeline.ServiceName, kernel.ServicePoints, kernel.ServiceLogger}
+
+// Log levels a host accepts.
+var logLevels = []string{"trace", "debug", "info", "warn", "error"}
+
+// Defaults of what the file leaves out.
+const (
+	defaultAdminSocket     = "plugkit.sock"
+	defaultLogLevel        = "info"
+	defaultApprovalTimeout = 60 * time.Second
+	defaultListenerTimeout = 30 * time.Second
+	defaultStartTimeout    = 30 * time.Second
+	defaultDrainTimeout    = 5 * time.Second
+	defaultRetryAttempts   = 3
+	defaultRetryBackoff    = 50 * time.Millisecond
+	defaultRetryMaxBackoff = time.Second
+)
+
+// defaultRestart matches the remote manager's own defaults, written out so
+// that a parsed Deployment shows what will apply.
+var defaultRestart = remote.RestartPolicy{
+	Attempts:   5,
+	Window:     time.Minute,
+	Backoff:    100 * time.Millisecond,
+	MaxBackoff: 10 * time.Second,
+}

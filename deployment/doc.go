@@ -1,0 +1,93 @@
+// Package deployment reads the deployment file: one HCL file that declares
+// the host's settings and one block per plugin.
+//
+// Reading it takes two steps, and both gather every problem before returning
+// (they never stop at the first), each as an hcl.Diagnostic with the file,
+// line and column:
+//
+//  1. Parse reads the file alone: syntax, names, types, durations, duplicate
+//     plugins, host settings, and each plugin's binary (it exists, it is
+//     executable, it matches its pinned sha256) and tools lists.
+//  2. Check asks each plugin for its declaration (the caller starts the binary
+//     and asks it) and adds what needs it: the config body against the
+//     plugin's config JSON Schema, every injected service has a provider, no
+//     dependency cycle; then it puts the plugins in start order.
+//
+// Nothing should be started while either step reports an error. Format prints
+// the diagnostics one line each.
+//
+// # The file
+//
+// Paths are relative to the file's folder; durations are Go duration strings
+// ("30s", "1m30s", "100ms"). Every attribute is optional except a plugin's
+// path; an unknown attribute or block is an error that names the allowed ones.
+//
+//	host {
+//	  admin_socket      = "run/host.sock"   # default "plugkit.sock" beside the file
+//	  auto_mtls         = true              # default true
+//	  max_message_bytes = 67108864          # default 64 MiB
+//	  log_level         = "info"            # trace|debug|info|warn|error (default info)
+//	  approval_timeout  = "60s"             # default 60s
+//	  listener_timeout  = "30s"             # default 30s
+//	  start_timeout     = "30s"             # default 30s
+//	  drain_timeout     = "5s"              # default 5s
+//	  mcp               = "127.0.0.1:8765"  # optional; a loopback host:port
+//	  policy {
+//	    timeout     = true                  # the timeout policy (default true)
+//	    concurrency = 16                    # global limit; 0 = none (default)
+//	    per_tool    = 4                     # per-tool limit; 0 = none (default)
+//	    retry {                             # optional: retry idempotent tools
+//	      attempts    = 3                   # defaults 3, 50ms, 1s
+//	      backoff     = "50ms"
+//	      max_backoff = "1s"
+//	    }
+//	  }
+//	}
+//
+//	plugin "index" {
+//	  path     = "bin/plugins/index"        # required
+//	  sha256   = "9f86d0…"                  # optional, 64 hex digits
+//	  inject   = ["tools"]                  # services it needs (default: what it declares)
+//	  critical = false
+//	  watch    = false                      # reload when the binary changes
+//	  restart {                             # defaults 5, 1m, 100ms, 10s
+//	    attempts    = 5
+//	    window      = "1m"
+//	    backoff     = "100ms"
+//	    max_backoff = "10s"
+//	  }
+//	  tools {
+//	    enabled  = ["search"]               # optional allow-list
+//	    disabled = ["reindex"]              # optional deny-list
+//	  }
+//	  config {                              # handed to the plugin as JSON
+//	    root = "corpus"
+//	    rule "deny" { tool = "delete_*" }
+//	  }
+//	}
+//
+// # The config block as JSON
+//
+// A plugin's config block is free-form: it becomes one JSON object, built
+// the same way at every level:
+//
+//   - an attribute becomes a key whose value is the attribute's value
+//     (evaluated without variables or functions) in go-cty's JSON form:
+//     strings, numbers, bools, null, lists as arrays, objects as objects;
+//   - the blocks of one type become a key holding an array of objects, one
+//     per block in file order, even when there is only one block;
+//   - a block's one label, if it has one, is put in its object under the key
+//     "name" (so the body must not also set name); more than one label is an
+//     error;
+//   - a name used both as an attribute and as a block type is an error.
+//
+// So the example above becomes
+//
+//	{"root":"corpus","rule":[{"name":"deny","tool":"delete_*"}]}
+//
+// and a plugin without a config block gets {}. Errors found by the plugin's
+// config schema are reported where the offending value was written: the
+// instance location /rule/0/tool points at the tool attribute of the first
+// rule block, /rule/0/name at its label, a missing key at the block (or
+// object) that lacks it.
+package deployment

@@ -1,0 +1,403 @@
+package deployment
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/gohcl"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+
+	"github.com/plugkit-go/plugkit/shared/wire"
+)
+
+// Parse reads the deployment file at path and checks what can be checked
+// from the file alone: syntax, names, types, durations, duplicate plugins,
+// the host settings, each plugin's binary (it exists, it is executable, it
+// matches its sha256) and tools lists.
+//
+// It returns every problem, sorted by position; diagnostics name the file
+// as path is written. A syntax error stops there, since what follows it
+// cannot be read reliably. With errors the Deployment is incomplete: report
+// them and start nothing.
+func Parse(path string) (*Deployment, hcl.Diagnostics) {
+	p := &parser{dir: filepath.Dir(path), valueNames: map[int]string{}, undecoded: map[int]bool{}}
+	d := &Deployment{File: path}
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return d, hcl.Diagnostics{{
+			Severity: hcl.DiagError,
+			Summary:  "Cannot read deployment file",
+			Detail:   err.Error() + ".",
+			Subject:  &hcl.Range{Filename: path},
+		}}
+	}
+	file, diags := hclsyntax.ParseConfig(src, path, hcl.InitialPos)
+	if diags.HasErrors() {
+		return d, sortDiags(diags)
+	}
+	p.diags = diags
+
+	var syn fileSyntax
+	decoded := gohcl.DecodeBody(file.Body, nil, &syn)
+	for _, diag := range decoded {
+		if diag.Subject != nil {
+			p.undecoded[diag.Subject.Start.Byte] = true
+		}
+	}
+	p.names(file.Body, &syn, "the top level of the file")
+	d.Host = p.host(syn.Host)
+	d.Plugins = p.plugins(syn.Plugins)
+	// After the walks above, which record the attribute names retype uses.
+	p.diags = append(p.diags, retype(decoded, p.valueNames)...)
+	return d, sortDiags(p.diags)
+}
+
+// parser gathers the diagnostics of one Parse.
+type parser struct {
+	// dir is the deployment file's folder: paths are relative to it.
+	dir   string
+	diags hcl.Diagnostics
+	// valueNames maps where an attribute's value starts to its name.
+	valueNames map[int]string
+	// undecoded holds where the values gohcl could not decode start.
+	undecoded map[int]bool
+}
+
+// decoded reports whether body's attribute name was written and decoded: a
+// value gohcl could not convert (2.5 for a whole number) may be left partly
+// filled in, and is already reported.
+func (p *parser) decoded(body hcl.Body, name string) bool {
+	a := attribute(body, name)
+	return a != nil && !p.undecoded[a.Expr.StartRange().Start.Byte]
+}
+
+func (p *parser) errorf(subject hcl.Range, summary, format string, args ...any) {
+	p.diags = append(p.diags, errorAt(subject, summary, format, args...))
+}
+
+func (p *parser) names(body hcl.Body, schemaOf any, where string) {
+	p.diags = append(p.diags, checkNames(body, schemaOf, where, p.valueNames)...)
+}
+
+// resolve makes a path written in the file absolute (for the Deployment)
+// and shows it relative to the working directory, as the file was given
+// (for messages).
+func (p *parser) resolve(written string) (abs, shown string) {
+	shown = written
+	if !filepath.IsAbs(written) {
+		shown = filepath.Join(p.dir, written)
+	}
+	abs, err := filepath.Abs(shown)
+	if err != nil {
+		abs = shown
+	}
+	return abs, shown
+}
+
+func (p *parser) host(hs *hostSyntax) Host {
+	h := Host{
+		AutoMTLS:        true,
+		MaxMessageBytes: wire.DefaultMaxMessageBytes,
+		LogLevel:        defaultLogLevel,
+		ApprovalTimeout: defaultApprovalTimeout,
+		ListenerTimeout: defaultListenerTimeout,
+		StartTimeout:    defaultStartTimeout,
+		DrainTimeout:    defaultDrainTimeout,
+		Policy:          Policy{Timeout: true},
+	}
+	h.AdminSocket, _ = p.resolve(defaultAdminSocket)
+	if hs == nil {
+		return h
+	}
+	p.names(hs.Body, hs, "the host block")
+	body, def := hs.Body, hs.DefRange
+	if hs.AdminSocket != nil {
+		if *hs.AdminSocket == "" {
+			p.errorf(valueRange(body, "admin_socket", def), "Invalid admin_socket", "admin_socket must not be empty; leave it out for %q beside this file.", defaultAdminSocket)
+		} else {
+			h.AdminSocket, _ = p.resolve(*hs.AdminSocket)
+		}
+	}
+	if hs.AutoMTLS != nil {
+		h.AutoMTLS = *hs.AutoMTLS
+	}
+	if hs.MaxMessageBytes != nil && p.decoded(body, "max_message_bytes") {
+		if err := wire.ValidateMaxMessageBytes(*hs.MaxMessageBytes); err != nil {
+			p.errorf(valueRange(body, "max_message_bytes", def), "Invalid max_message_bytes", "%s.", upperFirst(err.Error()))
+		} else {
+			h.MaxMessageBytes = *hs.MaxMessageBytes
+		}
+	}
+	if hs.LogLevel != nil {
+		if !slices.Contains(logLevels, *hs.LogLevel) {
+			p.errorf(valueRange(body, "log_level", def), "Invalid log_level", "log_level %q is not one of %s.", *hs.LogLevel, strings.Join(logLevels, ", "))
+		} else {
+			h.LogLevel = *hs.LogLevel
+		}
+	}
+	h.ApprovalTimeout = p.duration(body, "approval_timeout", hs.ApprovalTimeout, h.ApprovalTimeout)
+	h.ListenerTimeout = p.duration(body, "listener_timeout", hs.ListenerTimeout, h.ListenerTimeout)
+	h.StartTimeout = p.duration(body, "start_timeout", hs.StartTimeout, h.StartTimeout)
+	h.DrainTimeout = p.duration(body, "drain_timeout", hs.DrainTimeout, h.DrainTimeout)
+	if hs.MCP != nil {
+		if err := checkLoopback(*hs.MCP); err != nil {
+			p.errorf(valueRange(body, "mcp", def), "Invalid mcp address", "mcp %q %v.", *hs.MCP, err)
+		} else {
+			h.MCP = *hs.MCP
+		}
+	}
+	if ps := hs.Policy; ps != nil {
+		p.names(ps.Body, ps, "the policy block")
+		if ps.Timeout != nil {
+			h.Policy.Timeout = *ps.Timeout
+		}
+		h.Policy.Concurrency = p.count(ps.Body, "concurrency", ps.Concurrency, 0, 0)
+		h.Policy.PerTool = p.count(ps.Body, "per_tool", ps.PerTool, 0, 0)
+		if rs := ps.Retry; rs != nil {
+			p.names(rs.Body, rs, "the retry block")
+			r := &Retry{Backoff: defaultRetryBackoff, MaxBackoff: defaultRetryMaxBackoff}
+			r.Attempts = p.count(rs.Body, "attempts", rs.Attempts, 1, defaultRetryAttempts)
+			r.Backoff = p.duration(rs.Body, "backoff", rs.Backoff, r.Backoff)
+			r.MaxBackoff = p.duration(rs.Body, "max_backoff", rs.MaxBackoff, r.MaxBackoff)
+			p.backoffOrder(rs.Body, rs.DefRange, r.Backoff, r.MaxBackoff)
+			h.Policy.Retry = r
+		}
+	}
+	return h
+}
+
+// checkLoopback accepts host:port where host is "localhost" or a loopback
+// IP and port is 1..65535; the error completes "mcp "x" …".
+func checkLoopback(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return errors.New("is not a host:port address such as \"127.0.0.1:8765\"")
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("has port %q; want a number from 1 to 65535", port)
+	}
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		return fmt.Errorf("is not on a loopback address (127.0.0.1, ::1 or localhost): MCP has no authentication, so it must not be reachable from other machines")
+	}
+	return nil
+}
+
+// duration parses a duration attribute; it must be positive (the remote
+// manager and the policies read zero as "use the default", which the file
+// says by leaving the attribute out).
+func (p *parser) duration(body hcl.Body, name string, v *string, def time.Duration) time.Duration {
+	if v == nil || !p.decoded(body, name) {
+		return def
+	}
+	r := valueRange(body, name, body.MissingItemRange())
+	d, err := time.ParseDuration(*v)
+	if err != nil {
+		p.errorf(r, "Invalid duration", "%s = %q is not a duration; write one such as \"30s\", \"1m30s\" or \"100ms\".", name, *v)
+		return def
+	}
+	if d <= 0 {
+		p.errorf(r, "Invalid duration", "%s must be greater than zero (got %q); leave it out for the default %s.", name, *v, def)
+		return def
+	}
+	return d
+}
+
+// count reads a whole-number attribute that must be at least min.
+func (p *parser) count(body hcl.Body, name string, v *int, min, def int) int {
+	if v == nil || !p.decoded(body, name) {
+		return def
+	}
+	if *v < min {
+		p.errorf(valueRange(body, name, body.MissingItemRange()), "Invalid "+name, "%s must be at least %d (got %d).", name, min, *v)
+		return def
+	}
+	return *v
+}
+
+func (p *parser) backoffOrder(body hcl.Body, def hcl.Range, backoff, max time.Duration) {
+	if max < backoff {
+		p.errorf(valueRange(body, "max_backoff", def), "Invalid max_backoff", "max_backoff (%s) is less than backoff (%s).", max, backoff)
+	}
+}
+
+// pluginName is what a plugin may be called: it names the plugin in logs,
+// admin commands and files.
+var pluginName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+
+var hexDigest = regexp.MustCompile(`^[0-9a-fA-F]{64}$`)
+
+func (p *parser) plugins(list []pluginSyntax) []Plugin {
+	first := map[string]hcl.Range{}
+	out := make([]Plugin, 0, len(list))
+	for i := range list {
+		ps := &list[i]
+		pl := p.plugin(ps) // a duplicate too, for its own problems
+		if prev, dup := first[ps.Name]; dup {
+			p.errorf(ps.NameRange, "Duplicate plugin", "A plugin named %q is already declared at %s; plugin names must be unique.", ps.Name, at(prev))
+			continue
+		}
+		first[ps.Name] = ps.DefRange
+		out = append(out, pl)
+	}
+	return out
+}
+
+func (p *parser) plugin(ps *pluginSyntax) Plugin {
+	p.names(ps.Body, ps, "the plugin block")
+	sb, _ := ps.Body.(*hclsyntax.Body)
+	pl := Plugin{
+		Name:        ps.Name,
+		Critical:    ps.Critical,
+		Watch:       ps.Watch,
+		Restart:     defaultRestart,
+		Config:      json.RawMessage("{}"),
+		Range:       ps.DefRange,
+		ConfigRange: ps.DefRange,
+		src:         &pluginSource{body: sb, config: map[string]hcl.Range{"": ps.DefRange}},
+	}
+	if !pluginName.MatchString(ps.Name) {
+		p.errorf(ps.NameRange, "Invalid plugin name", "Plugin name %q must start with a letter or digit and hold only letters, digits, '_', '.' and '-'.", ps.Name)
+	}
+
+	var sum string
+	if ps.SHA256 != nil {
+		if hexDigest.MatchString(*ps.SHA256) {
+			sum = strings.ToLower(*ps.SHA256)
+			pl.SHA256 = sum
+		} else {
+			p.errorf(valueRange(ps.Body, "sha256", ps.DefRange), "Invalid sha256", "sha256 must be 64 hexadecimal digits (a SHA-256 digest); got %d characters.", len(*ps.SHA256))
+		}
+	}
+	switch {
+	case ps.Path != nil:
+		pl.Path = p.binary(ps.Body, ps.DefRange, *ps.Path, sum)
+	case attribute(ps.Body, "path") == nil || p.decoded(ps.Body, "path"): // not written, or null
+		p.errorf(ps.DefRange, "Missing path", "Plugin %q has no path; path names the plugin's binary, relative to this file.", ps.Name)
+	}
+
+	if ps.Inject != nil && p.decoded(ps.Body, "inject") {
+		pl.Inject = p.nameList(ps.Body, "inject", *ps.Inject, ps.DefRange, "service")
+	}
+
+	if rs := ps.Restart; rs != nil {
+		p.names(rs.Body, rs, "the restart block")
+		r := defaultRestart
+		r.Attempts = p.count(rs.Body, "attempts", rs.Attempts, 1, r.Attempts)
+		r.Window = p.duration(rs.Body, "window", rs.Window, r.Window)
+		r.Backoff = p.duration(rs.Body, "backoff", rs.Backoff, r.Backoff)
+		r.MaxBackoff = p.duration(rs.Body, "max_backoff", rs.MaxBackoff, r.MaxBackoff)
+		p.backoffOrder(rs.Body, rs.DefRange, r.Backoff, r.MaxBackoff)
+		pl.Restart = r
+	}
+
+	if ts := ps.Tools; ts != nil {
+		p.names(ts.Body, ts, "the tools block")
+		if ts.Enabled != nil && p.decoded(ts.Body, "enabled") {
+			pl.EnabledTools = p.nameList(ts.Body, "enabled", *ts.Enabled, ts.DefRange, "tool")
+		}
+		if ts.Disabled != nil && p.decoded(ts.Body, "disabled") {
+			pl.DisabledTools = p.nameList(ts.Body, "disabled", *ts.Disabled, ts.DefRange, "tool")
+			for i, t := range *ts.Disabled {
+				if j := slices.Index(pl.EnabledTools, t); j >= 0 && t != "" {
+					p.errorf(itemRange(ts.Body, "disabled", i, ts.DefRange), "Tool both enabled and disabled",
+						"Tool %q is in enabled (line %d) and in disabled; list it in one of them.", t, itemRange(ts.Body, "enabled", j, ts.DefRange).Start.Line)
+				}
+			}
+		}
+	}
+
+	if cs := ps.Config; cs != nil {
+		raw, src, diags := configJSON(cs.Body, cs.DefRange)
+		p.diags = append(p.diags, diags...)
+		pl.Config, pl.src.config, pl.ConfigRange = raw, src, cs.DefRange
+	}
+	return pl
+}
+
+// nameList checks a list of names (services, tools): none empty, none twice.
+// It returns the list as written.
+func (p *parser) nameList(body hcl.Body, attr string, list []string, def hcl.Range, what string) []string {
+	for i, n := range list {
+		r := itemRange(body, attr, i, def)
+		switch {
+		case strings.TrimSpace(n) == "":
+			p.errorf(r, "Invalid "+attr, "An empty %s name in %s.", what, attr)
+		case slices.Index(list, n) < i:
+			p.errorf(r, "Duplicate "+what, "%s %q is listed twice in %s.", upperFirst(what), n, attr)
+		}
+	}
+	if list == nil {
+		// inject = [] means "nothing", which nil (not written) does not.
+		list = []string{}
+	}
+	return list
+}
+
+// binary checks a plugin's binary: it exists, is an executable file, and
+// matches sum (a valid lower-case digest) unless sum is empty. It returns
+// the absolute path.
+func (p *parser) binary(body hcl.Body, def hcl.Range, written, sum string) string {
+	pathRange := valueRange(body, "path", def)
+	if written == "" {
+		p.errorf(pathRange, "Invalid path", "path must not be empty: it names the plugin's binary, relative to this file.")
+		return ""
+	}
+	abs, shown := p.resolve(written)
+	info, err := os.Stat(abs)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		p.errorf(pathRange, "Plugin binary not found", "%s does not exist.", shown)
+		return abs
+	case err != nil:
+		p.errorf(pathRange, "Plugin binary unreadable", "%v.", err)
+		return abs
+	case info.IsDir():
+		p.errorf(pathRange, "Plugin binary is a folder", "%s is a folder, not an executable file.", shown)
+		return abs
+	case info.Mode().Perm()&0o111 == 0:
+		p.errorf(pathRange, "Plugin binary not executable", "%s is not executable (mode %s); chmod +x it.", shown, info.Mode().Perm())
+		return abs
+	}
+	if sum == "" {
+		return abs
+	}
+	actual, err := fileSHA256(abs)
+	if err != nil {
+		p.errorf(pathRange, "Plugin binary unreadable", "%v.", err)
+		return abs
+	}
+	if actual != sum {
+		p.errorf(valueRange(body, "sha256", def), "Checksum mismatch", "sha256 pins %s, but %s has SHA-256 %s.", sum, shown, actual)
+	}
+	return abs
+}
+
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}

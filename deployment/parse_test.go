@@ -1,0 +1,251 @@
+package deployment
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/plugkit-go/plugkit/remote"
+	"github.com/plugkit-go/plugkit/shared/wire"
+)
+
+// writeDeployment writes src as conf/deploy.hcl in a new folder, with the
+// test binaries in conf/bin, and returns the file's path.
+func writeDeployment(t *testing.T, src string) string {
+	t.Helper()
+	conf := filepath.Join(t.TempDir(), "conf")
+	writeBinaries(t, conf)
+	path := filepath.Join(conf, "deploy.hcl")
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// parseClean parses src and fails the test on any diagnostic.
+func parseClean(t *testing.T, src string) *Deployment {
+	t.Helper()
+	d, diags := Parse(writeDeployment(t, src))
+	if len(diags) > 0 {
+		t.Fatalf("Parse:\n%s", Format(diags))
+	}
+	return d
+}
+
+// withoutSource drops what only diagnostics use, for comparisons.
+func withoutSource(ps []Plugin) []Plugin {
+	out := make([]Plugin, len(ps))
+	for i, p := range ps {
+		p.src, p.Range, p.ConfigRange = nil, hcl.Range{}, hcl.Range{}
+		out[i] = p
+	}
+	return out
+}
+
+func TestParseGood(t *testing.T) {
+	t.Parallel()
+	const src = `
+host {
+  admin_socket      = "run/host.sock"
+  auto_mtls         = false
+  max_message_bytes = 1048576
+  log_level         = "debug"
+  approval_timeout  = "2m"
+  listener_timeout  = "1500ms"
+  mcp               = "[::1]:8765"
+  policy {
+    timeout     = false
+    concurrency = 16
+    per_tool    = 4
+    retry {
+      attempts = 5
+    }
+  }
+}
+
+plugin "index" {
+  path     = "bin/ok"
+  sha256   = "306C6CA7407560340797866E077E053627AD409277D1B9DA58106FCE4CF717CB"
+  inject   = ["tools", "store"]
+  critical = true
+  watch    = true
+  restart {
+    attempts = 2
+    window   = "30s"
+  }
+  tools {
+    enabled  = ["search"]
+    disabled = ["reindex"]
+  }
+  config {
+    root = "corpus"
+    rule "deny" { tool = "delete_*" }
+  }
+}
+
+plugin "store" {
+  path   = "bin/other"
+  inject = []
+}
+`
+	path := writeDeployment(t, src)
+	d, diags := Parse(path)
+	if len(diags) > 0 {
+		t.Fatalf("Parse:\n%s", Format(diags))
+	}
+	conf := filepath.Dir(path)
+	if d.File != path {
+		t.Errorf("File = %q, want %q", d.File, path)
+	}
+	wantHost := Host{
+		AdminSocket:     filepath.Join(conf, "run", "host.sock"),
+		AutoMTLS:        false,
+		MaxMessageBytes: 1 << 20,
+		LogLevel:        "debug",
+		ApprovalTimeout: 2 * time.Minute,
+		ListenerTimeout: 1500 * time.Millisecond,
+		StartTimeout:    30 * time.Second,
+		DrainTimeout:    5 * time.Second,
+		MCP:             "[::1]:8765",
+		Policy: Policy{
+			Timeout: false, Concurrency: 16, PerTool: 4,
+			Retry: &Retry{Attempts: 5, Backoff: 50 * time.Millisecond, MaxBackoff: time.Second},
+		},
+	}
+	if !reflect.DeepEqual(d.Host, wantHost) {
+		t.Errorf("Host =\n%+v\nwant\n%+v", d.Host, wantHost)
+	}
+	wantPlugins := []Plugin{{
+		Name:          "index",
+		Path:          filepath.Join(conf, "bin", "ok"),
+		SHA256:        "306c6ca7407560340797866e077e053627ad409277d1b9da58106fce4cf717cb",
+		Inject:        []string{"tools", "store"},
+		Critical:      true,
+		Watch:         true,
+		Restart:       remote.RestartPolicy{Attempts: 2, Window: 30 * time.Second, Backoff: 100 * time.Millisecond, MaxBackoff: 10 * time.Second},
+		EnabledTools:  []string{"search"},
+		DisabledTools: []string{"reindex"},
+		Config:        json.RawMessage(`{"root":"corpus","rule":[{"name":"deny","tool":"delete_*"}]}`),
+	}, {
+		Name:    "store",
+		Path:    filepath.Join(conf, "bin", "other"),
+		Inject:  []string{},
+		Restart: defaultRestart,
+		Config:  json.RawMessage(`{}`),
+	}}
+	if got := withoutSource(d.Plugins); !reflect.DeepEqual(got, wantPlugins) {
+		t.Errorf("Plugins =\n%+v\nwant\n%+v", got, wantPlugins)
+	}
+
+	t.Run("ranges", func(t *testing.T) {
+		idx := d.Plugins[0]
+		if idx.Range.Filename != path || idx.Range.Start.Line != 20 {
+			t.Errorf("Range = %s, want line 20 of the file", idx.Range)
+		}
+		if idx.ConfigRange.Start.Line != 34 {
+			t.Errorf("ConfigRange = %s, want line 34", idx.ConfigRange)
+		}
+		if st := d.Plugins[1]; st.ConfigRange != st.Range {
+			t.Errorf("without config block ConfigRange = %s, want the plugin block %s", st.ConfigRange, st.Range)
+		}
+	})
+
+	t.Run("spec", func(t *testing.T) {
+		got := d.Plugins[0].Spec()
+		want := remote.Spec{
+			Name: "index", Path: wantPlugins[0].Path, SHA256: wantPlugins[0].SHA256,
+			Config: wantPlugins[0].Config, Inject: []string{"tools", "store"}, Critical: true,
+			Restart: wantPlugins[0].Restart,
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("Spec() =\n%+v\nwant\n%+v", got, want)
+		}
+	})
+
+	t.Run("options", func(t *testing.T) {
+		got := d.Host.Options()
+		want := remote.Options{DisableMTLS: true, MaxMessageBytes: 1 << 20, ListenerTimeout: 1500 * time.Millisecond, StartTimeout: 30 * time.Second, DrainTimeout: 5 * time.Second}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("Options() = %+v, want %+v", got, want)
+		}
+	})
+}
+
+func TestParseDefaults(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		src  string
+	}{
+		{"no host block", `plugin "a" { path = "bin/ok" }`},
+		{"empty host block", "host {}\nplugin \"a\" { path = \"bin/ok\" }"},
+		{"empty policy block", "host {\n policy {}\n}\nplugin \"a\" { path = \"bin/ok\" }"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			path := writeDeployment(t, tc.src)
+			d, diags := Parse(path)
+			if len(diags) > 0 {
+				t.Fatalf("Parse:\n%s", Format(diags))
+			}
+			want := Host{
+				AdminSocket:     filepath.Join(filepath.Dir(path), "plugkit.sock"),
+				AutoMTLS:        true,
+				MaxMessageBytes: wire.DefaultMaxMessageBytes,
+				LogLevel:        "info",
+				ApprovalTimeout: 60 * time.Second,
+				ListenerTimeout: 30 * time.Second,
+				StartTimeout:    30 * time.Second,
+				DrainTimeout:    5 * time.Second,
+				Policy:          Policy{Timeout: true},
+			}
+			if !reflect.DeepEqual(d.Host, want) {
+				t.Errorf("Host =\n%+v\nwant\n%+v", d.Host, want)
+			}
+			p := d.Plugins[0]
+			if p.Inject != nil || p.EnabledTools != nil || p.DisabledTools != nil {
+				t.Errorf("lists not written should be nil: inject %q enabled %q disabled %q", p.Inject, p.EnabledTools, p.DisabledTools)
+			}
+			if p.Restart != defaultRestart || string(p.Config) != "{}" || p.Critical || p.Watch || p.SHA256 != "" {
+				t.Errorf("plugin defaults = %+v", p)
+			}
+		})
+	}
+}
+
+func TestParseRelativePath(t *testing.T) {
+	// Not parallel: t.Chdir.
+	path := writeDeployment(t, `plugin "a" { path = "bin/ok" }`)
+	t.Chdir(filepath.Dir(filepath.Dir(path)))
+	d, diags := Parse(filepath.Join("conf", "deploy.hcl"))
+	if len(diags) > 0 {
+		t.Fatalf("Parse:\n%s", Format(diags))
+	}
+	if !filepath.IsAbs(d.Plugins[0].Path) || !strings.HasSuffix(d.Plugins[0].Path, filepath.Join("conf", "bin", "ok")) {
+		t.Errorf("Path = %q, want the absolute path of conf/bin/ok", d.Plugins[0].Path)
+	}
+
+	// Messages show paths as the file was given, never absolute.
+	if err := os.WriteFile(filepath.Join("conf", "bad.hcl"), []byte(`plugin "a" { path = "bin/nope" }`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, diags = Parse(filepath.Join("conf", "bad.hcl"))
+	want := "conf/bad.hcl:1:21: Plugin binary not found: conf/bin/nope does not exist.\n"
+	if got := Format(diags); got != filepath.FromSlash(want) {
+		t.Errorf("Format = %q, want %q", got, want)
+	}
+}
+
+func TestParseUnreadable(t *testing.T) {
+	t.Parallel()
+	d, diags := Parse(filepath.Join(t.TempDir(), "none.hcl"))
+	if d == nil || !diags.HasErrors() || !strings.Contains(Format(diags), "none.hcl: Cannot read deployment file:") {
+		t.Errorf("Parse of a missing file = %v, %s", d, Format(diags))
+	}
+}
