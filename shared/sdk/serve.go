@@ -1,0 +1,75 @@
+package sdk
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+
+	"github.com/plugkit-go/plugkit/shared/pb"
+	"github.com/plugkit-go/plugkit/shared/wire"
+)
+
+// Serve runs def as a plugin process and returns when the host has stopped
+// it. Call it from main and do nothing else there: anything printed to stdout
+// before Serve would corrupt the handshake.
+//
+// A definition that cannot be served (no name, no Apply, a config type
+// without a schema, ...) or an environment it cannot run in prints every
+// problem to stderr and exits with status 1: the host reports the plugin as
+// failed with that message.
+func Serve[C any](def Plugin[C]) {
+	d, err := def.build()
+	if err != nil {
+		exitWith("plugin %q cannot be served: %v", def.Name, err)
+	}
+	if err := serve(d); err != nil {
+		exitWith("plugin %q: %v", def.Name, err)
+	}
+}
+
+func exitWith(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "plugkit: "+format+"\n", args...)
+	os.Exit(1)
+}
+
+// serve is the process setup, in order:
+//
+//  1. read the configured message limit (the host sets it in the
+//     environment);
+//  2. build the logger on the real stderr, which the host relays with the
+//     plugin's name (go-plugin later points os.Stderr at its own pipe);
+//  3. keep fd 1 for the handshake line only (protectHandshake);
+//  4. arrange to exit when the host dies (exitWithParent);
+//  5. serve the Plugin service over gRPC with raised limits and a panic net.
+func serve(d *definition) error {
+	maxBytes, err := wire.MaxMessageBytesFromEnv()
+	if err != nil {
+		return err
+	}
+	log := hclog.New(&hclog.LoggerOptions{
+		Name:       d.name,
+		Output:     os.Stderr,
+		JSONFormat: true,
+		Level:      hclog.Debug,
+	})
+	parent := os.Getppid()
+	if err := protectHandshake(); err != nil {
+		return fmt.Errorf("cannot protect the handshake on stdout: %w", err)
+	}
+	exitWithParent(log, parent)
+
+	plugin.Serve(&plugin.ServeConfig{
+		HandshakeConfig: wire.Handshake,
+		Plugins: plugin.PluginSet{wire.PluginName: &wire.GRPCPlugin{
+			PluginServer: func(b *plugin.GRPCBroker) pb.PluginServer {
+				return newServer(d, log, maxBytes, b.DialWithOptions)
+			},
+			MaxMessageBytes: maxBytes,
+		}},
+		GRPCServer: wire.NewGRPCServer(maxBytes, recoverInterceptors(log)...),
+		Logger:     log,
+	})
+	return nil
+}
