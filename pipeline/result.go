@@ -1,5 +1,7 @@
 package pipeline
 
+import "time"
+
 // Code is the outcome of a call that did not succeed.
 type Code string
 
@@ -14,6 +16,15 @@ const (
 	CodeAborted          Code = "ABORTED"
 )
 
+// known says whether c is one of the seven codes.
+func (c Code) known() bool {
+	switch c {
+	case CodeUnknownTool, CodeInvalidArguments, CodeDenied, CodeBlocked, CodeToolError, CodeToolTimeout, CodeAborted:
+		return true
+	}
+	return false
+}
+
 // Result is what every call returns.
 type Result struct {
 	// ID identifies the call, as every stage saw it.
@@ -26,6 +37,9 @@ type Result struct {
 	Error *Error
 	// DecidedBy names the plugin (or rule) that denied or blocked the call.
 	DecidedBy string
+	// Duration is how long the call took, from lookup to the end of stage 4;
+	// stage-5 observers see it.
+	Duration time.Duration
 }
 
 // Error is a failed call's code and message. A tool body may return one to
@@ -68,6 +82,21 @@ func (r Result) normalize(who string) Result {
 	}
 	if !r.OK && r.Error == nil {
 		r.Error = &Error{Code: CodeToolError, Message: who + " returned a failure without an error"}
+	}
+	if !r.OK && !r.Error.Code.known() {
+		// Callers and audits rely on the seven codes; anything else is the
+		// plugin's own failure.
+		r.Error = &Error{Code: CodeToolError, Message: r.Error.Message}
+	}
+	return r
+}
+
+// decidedBy names owner as the decider of a DENIED or BLOCKED result that
+// names none, so that every denial and block says who decided it, even one
+// a tool body or a stage-3 wrapper chose.
+func (r Result) decidedBy(owner string) Result {
+	if r.DecidedBy == "" && (r.Code() == CodeDenied || r.Code() == CodeBlocked) {
+		r.DecidedBy = owner
 	}
 	return r
 }

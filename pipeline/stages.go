@@ -5,15 +5,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Execute runs one call through stages 0 to 5 as caller. It never fails and
 // never panics: every outcome is a Result, and stage 5 sees each one once.
 func (t *Tools) Execute(ctx context.Context, name string, args json.RawMessage, caller string) Result {
+	start := time.Now()
 	s := t.snap.Load()
 	e := &Execution{id: t.nextID(), name: name, caller: caller}
 	r := t.run(ctx, s, e, args)
 	r.ID = e.id
+	r.Duration = time.Since(start)
 	t.observe(ctx, s, e, r)
 	return r
 }
@@ -80,7 +83,7 @@ func (t *Tools) decide(ctx context.Context, s *snapshot, e *Execution, i int) De
 	d, err := callPre(ctx, l.fn, e, func(ctx context.Context) Decision { return t.decide(ctx, s, e, i+1) })
 	switch {
 	case err != nil:
-		return Decision{Verdict: VerdictDeny, Reason: "pre-execute listener of " + l.owner + " failed: " + err.Error(), DecidedBy: l.owner}
+		return Decision{Verdict: VerdictDeny, Reason: "pre-execute listener of " + l.owner + " failed: " + errText(err), DecidedBy: l.owner}
 	case d.Verdict < VerdictAllow || d.Verdict > VerdictAsk:
 		return Decision{Verdict: VerdictDeny, Reason: fmt.Sprintf("pre-execute listener of %s returned an unknown decision (%d)", l.owner, d.Verdict), DecidedBy: l.owner}
 	}
@@ -117,7 +120,7 @@ func (t *Tools) ask(ctx context.Context, s *snapshot, e *Execution, d Decision) 
 	case ans := <-ch:
 		switch {
 		case ans.err != nil:
-			return denied("approver "+a.owner+" failed: "+ans.err.Error()+" (asked: "+d.Reason+")", a.owner), false
+			return denied("approver "+a.owner+" failed: "+errText(ans.err)+" (asked: "+d.Reason+")", a.owner), false
 		case !ans.ok:
 			return denied("approver "+a.owner+" refused: "+d.Reason, a.owner), false
 		}
@@ -144,7 +147,7 @@ func guard(ctx context.Context, s *snapshot, e *Execution) (reason, who string) 
 		}
 		reason, err := callGuard(ctx, g.fn, e)
 		if err != nil {
-			return "guard of " + g.owner + " failed: " + err.Error(), g.owner
+			return "guard of " + g.owner + " failed: " + errText(err), g.owner
 		}
 		if reason != "" {
 			return reason, g.owner
@@ -177,13 +180,21 @@ func callExec(ctx context.Context, l *entry[ExecuteFunc], e *Execution, next Exe
 			r = Fail(CodeToolError, fmt.Sprintf("execute listener of %s failed: panic: %v", l.owner, p))
 		}
 	}()
-	return l.fn(ctx, e, next).normalize("execute listener of " + l.owner)
+	return l.fn(ctx, e, next).normalize("execute listener of " + l.owner).decidedBy(l.owner)
 }
 
 // callTool runs the body. The caller's cancellation is ABORTED; an *Error
 // keeps its code; any other error or a panic is TOOL_ERROR.
-func callTool(ctx context.Context, reg *registered, e *Execution) Result {
-	v, err := runBody(ctx, reg.body, e)
+func callTool(ctx context.Context, reg *registered, e *Execution) (r Result) {
+	// Reading the error runs the plugin's code too (Error, As), so it is
+	// inside the recover: a wrapper may run this on its own goroutine,
+	// where an escaping panic would end the host.
+	defer func() {
+		if p := recover(); p != nil {
+			r = Fail(CodeToolError, fmt.Sprintf("tool %s panicked: %v", e.name, p))
+		}
+	}()
+	v, err := reg.body(ctx, e)
 	if err == nil {
 		return OK(v)
 	}
@@ -191,19 +202,10 @@ func callTool(ctx context.Context, reg *registered, e *Execution) Result {
 		return Fail(CodeAborted, "call cancelled: "+cerr.Error())
 	}
 	var pe *Error
-	if errors.As(err, &pe) {
-		return Fail(pe.Code, pe.Message)
+	if errors.As(err, &pe) && pe != nil {
+		return Fail(pe.Code, pe.Message).normalize("tool " + e.name).decidedBy(reg.info.Owner)
 	}
-	return Fail(CodeToolError, err.Error())
-}
-
-func runBody(ctx context.Context, fn ToolFunc, e *Execution) (v any, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("tool %s panicked: %v", e.name, p)
-		}
-	}()
-	return fn(ctx, e)
+	return Fail(CodeToolError, errText(err))
 }
 
 // review runs the stage-4 chain over r and applies its answer.
@@ -236,7 +238,7 @@ func reviewChain(ctx context.Context, s *snapshot, e *Execution, r Result, i int
 	rv, err := callPost(ctx, l.fn, e, r, func(ctx context.Context) Review { return reviewChain(ctx, s, e, r, i+1) })
 	switch {
 	case err != nil:
-		return Review{Action: ReviewBlock, Feedback: "post-execute listener of " + l.owner + " failed: " + err.Error(), DecidedBy: l.owner}
+		return Review{Action: ReviewBlock, Feedback: "post-execute listener of " + l.owner + " failed: " + errText(err), DecidedBy: l.owner}
 	case rv.Action < ReviewAccept || rv.Action > ReviewBlock:
 		return Review{Action: ReviewBlock, Feedback: fmt.Sprintf("post-execute listener of %s returned an unknown review (%d)", l.owner, rv.Action), DecidedBy: l.owner}
 	}
@@ -266,7 +268,7 @@ func (t *Tools) observe(ctx context.Context, s *snapshot, e *Execution, r Result
 			continue
 		}
 		if err := callObserver(ctx, o.fn, e, r); err != nil {
-			t.log.Error("result observer failed", "plugin", o.owner, "tool", e.name, "error", err)
+			t.log.Error("result observer failed", "plugin", o.owner, "tool", e.name, "error", errText(err))
 		}
 	}
 }
@@ -274,6 +276,17 @@ func (t *Tools) observe(ctx context.Context, s *snapshot, e *Execution, r Result
 func callObserver(ctx context.Context, fn ResultFunc, e *Execution, r Result) (err error) {
 	defer recoverInto(&err)
 	return fn(ctx, e, r)
+}
+
+// errText is err's message. A plugin's error is plugin code: an Error
+// method that panics gives a message saying so instead of a panic.
+func errText(err error) (s string) {
+	defer func() {
+		if p := recover(); p != nil {
+			s = fmt.Sprintf("(%T whose Error method panicked: %v)", err, p)
+		}
+	}()
+	return err.Error()
 }
 
 // recoverInto turns a panic in a listener into its error.

@@ -532,7 +532,10 @@ type ToolResult struct {
 	// Set when ok is false.
 	Error *ToolError `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
 	// Which plugin or rule denied or blocked the call, when one did.
-	DecidedBy     string `protobuf:"bytes,5,opt,name=decided_by,json=decidedBy,proto3" json:"decided_by,omitempty"`
+	DecidedBy string `protobuf:"bytes,5,opt,name=decided_by,json=decidedBy,proto3" json:"decided_by,omitempty"`
+	// How long the call took in the host, from lookup to the end of stage 4,
+	// in nanoseconds. Set on results delivered to stage-5 observers.
+	DurationNs    int64 `protobuf:"varint,6,opt,name=duration_ns,json=durationNs,proto3" json:"duration_ns,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -600,6 +603,13 @@ func (x *ToolResult) GetDecidedBy() string {
 		return x.DecidedBy
 	}
 	return ""
+}
+
+func (x *ToolResult) GetDurationNs() int64 {
+	if x != nil {
+		return x.DurationNs
+	}
+	return 0
 }
 
 // Outcome is the result of stage 3: the tool call and its wrappers.
@@ -3131,7 +3141,7 @@ const file_plugkit_proto_rawDesc = "" +
 	"\x04tool\x18\x05 \x01(\v2\x1a.plugkit.v1.ToolDescriptorR\x04tool\"9\n" +
 	"\tToolError\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"\x97\x01\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"\xb8\x01\n" +
 	"\n" +
 	"ToolResult\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x0e\n" +
@@ -3140,7 +3150,9 @@ const file_plugkit_proto_rawDesc = "" +
 	"value_json\x18\x03 \x01(\fR\tvalueJson\x12+\n" +
 	"\x05error\x18\x04 \x01(\v2\x15.plugkit.v1.ToolErrorR\x05error\x12\x1d\n" +
 	"\n" +
-	"decided_by\x18\x05 \x01(\tR\tdecidedBy\"e\n" +
+	"decided_by\x18\x05 \x01(\tR\tdecidedBy\x12\x1f\n" +
+	"\vduration_ns\x18\x06 \x01(\x03R\n" +
+	"durationNs\"e\n" +
 	"\aOutcome\x12\x0e\n" +
 	"\x02ok\x18\x01 \x01(\bR\x02ok\x12\x1d\n" +
 	"\n" +

@@ -89,11 +89,12 @@ func ToolErrorFromProto(m *pb.ToolError) *ToolError {
 // ToolResultToProto converts r.
 func ToolResultToProto(r ToolResult) *pb.ToolResult {
 	return &pb.ToolResult{
-		Id:        r.ID,
-		Ok:        r.OK,
-		ValueJson: r.Value,
-		Error:     ToolErrorToProto(r.Error),
-		DecidedBy: r.DecidedBy,
+		Id:         r.ID,
+		Ok:         r.OK,
+		ValueJson:  r.Value,
+		Error:      ToolErrorToProto(r.Error),
+		DecidedBy:  r.DecidedBy,
+		DurationNs: int64(r.Duration),
 	}
 }
 
@@ -108,6 +109,7 @@ func ToolResultFromProto(m *pb.ToolResult) ToolResult {
 		Value:     m.GetValueJson(),
 		Error:     ToolErrorFromProto(m.GetError()),
 		DecidedBy: m.GetDecidedBy(),
+		Duration:  time.Duration(m.GetDurationNs()),
 	}
 }
 

@@ -76,6 +76,9 @@ type ToolResult struct {
 	Error *ToolError
 	// DecidedBy names the plugin or rule that denied or blocked the call.
 	DecidedBy string
+	// Duration is how long the call took in the host (lookup to the end of
+	// stage 4); set on the results stage-5 observers receive.
+	Duration time.Duration
 }
 
 // Outcome is the result of stage 3: the tool call and its wrappers.
