@@ -352,6 +352,9 @@ func checkConfig(p Plugin, schema json.RawMessage) hcl.Diagnostics {
 		return invalidSchema(err)
 	}
 	c := jsonschema.NewCompiler()
+	// Formats are assertions here, so a plugin can declare "format": "regex" and
+	// get a bad pattern reported with its line before anything starts.
+	c.AssertFormat()
 	// A schema from a plugin must not make the host read files or the
 	// network through $ref.
 	c.UseLoader(noLoader{})

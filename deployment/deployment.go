@@ -108,6 +108,9 @@ func (p Plugin) Spec() remote.Spec {
 		Inject:   slices.Clone(p.Inject),
 		Critical: p.Critical,
 		Restart:  p.Restart,
+
+		EnabledTools:  slices.Clone(p.EnabledTools),
+		DisabledTools: slices.Clone(p.DisabledTools),
 	}
 }
 
