@@ -161,7 +161,8 @@ plugin "store" {
 		want := remote.Spec{
 			Name: "index", Path: wantPlugins[0].Path, SHA256: wantPlugins[0].SHA256,
 			Config: wantPlugins[0].Config, Inject: []string{"tools", "store"}, Critical: true,
-			Restart: wantPlugins[0].Restart,
+			Restart:      wantPlugins[0].Restart,
+			EnabledTools: []string{"search"}, DisabledTools: []string{"reindex"},
 		}
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("Spec() =\n%+v\nwant\n%+v", got, want)

@@ -1,0 +1,132 @@
+package remote
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/plugkit-go/plugkit/pipeline"
+	"github.com/plugkit-go/plugkit/shared/pb"
+)
+
+// The host-side converters between the pipeline's values and the wire's.
+// Values cross as JSON: a json.RawMessage goes as it is, anything else is
+// marshalled.
+
+func toDescriptor(t *pipeline.ToolInfo) *pb.ToolDescriptor {
+	if t == nil {
+		return nil
+	}
+	return &pb.ToolDescriptor{
+		Name: t.Name, Description: t.Description, ParametersJson: t.Parameters,
+		Destructive: t.Destructive, ReadOnly: t.ReadOnly, Idempotent: t.Idempotent,
+		TimeoutMs: t.Timeout.Milliseconds(), Owner: t.Owner,
+	}
+}
+
+func fromDescriptor(d *pb.ToolDescriptor) pipeline.Tool {
+	return pipeline.Tool{
+		Name: d.GetName(), Description: d.GetDescription(), Parameters: d.GetParametersJson(),
+		Destructive: d.GetDestructive(), ReadOnly: d.GetReadOnly(), Idempotent: d.GetIdempotent(),
+		Timeout: time.Duration(d.GetTimeoutMs()) * time.Millisecond,
+	}
+}
+
+func toExecution(e *pipeline.Execution) *pb.Execution {
+	return &pb.Execution{
+		Id: e.ID(), Name: e.Name(), ArgumentsJson: []byte(e.ArgumentsJSON()),
+		Caller: e.Caller(), Tool: toDescriptor(e.Tool()),
+	}
+}
+
+// valueJSON encodes a result value for the wire.
+func valueJSON(v any) ([]byte, error) {
+	switch v := v.(type) {
+	case nil:
+		return nil, nil
+	case json.RawMessage:
+		return v, nil
+	default:
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("result value is not JSON: %w", err)
+		}
+		return b, nil
+	}
+}
+
+// fromValueJSON is the other way; an absent value is nil.
+func fromValueJSON(b []byte) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return json.RawMessage(b)
+}
+
+func toError(e *pipeline.Error) *pb.ToolError {
+	if e == nil {
+		return nil
+	}
+	return &pb.ToolError{Code: string(e.Code), Message: e.Message}
+}
+
+func fromError(e *pb.ToolError) *pipeline.Error {
+	if e == nil {
+		return nil
+	}
+	return &pipeline.Error{Code: pipeline.Code(e.GetCode()), Message: e.GetMessage()}
+}
+
+// ToResult converts a pipeline result for the wire (an unencodable value
+// becomes a TOOL_ERROR rather than a lost result).
+func ToResult(r pipeline.Result) *pb.ToolResult {
+	v, err := valueJSON(r.Value)
+	if err != nil {
+		r = pipeline.Fail(pipeline.CodeToolError, err.Error())
+		v = nil
+	}
+	return &pb.ToolResult{Id: r.ID, Ok: r.OK, ValueJson: v, Error: toError(r.Error), DecidedBy: r.DecidedBy, DurationNs: int64(r.Duration)}
+}
+
+func toOutcome(r pipeline.Result) *pb.Outcome {
+	v, err := valueJSON(r.Value)
+	if err != nil {
+		return &pb.Outcome{Error: &pb.ToolError{Code: string(pipeline.CodeToolError), Message: err.Error()}}
+	}
+	return &pb.Outcome{Ok: r.OK, ValueJson: v, Error: toError(r.Error)}
+}
+
+func fromOutcome(o *pb.Outcome) pipeline.Result {
+	return pipeline.Result{OK: o.GetOk(), Value: fromValueJSON(o.GetValueJson()), Error: fromError(o.GetError())}
+}
+
+func toDecision(d pipeline.Decision) *pb.Decision {
+	v := pb.Verdict_VERDICT_UNSPECIFIED
+	switch d.Verdict {
+	case pipeline.VerdictAllow:
+		v = pb.Verdict_VERDICT_ALLOW
+	case pipeline.VerdictDeny:
+		v = pb.Verdict_VERDICT_DENY
+	case pipeline.VerdictAsk:
+		v = pb.Verdict_VERDICT_ASK
+	}
+	return &pb.Decision{Verdict: v, Reason: d.Reason}
+}
+
+func toReview(r pipeline.Review) *pb.Review {
+	out := &pb.Review{Feedback: r.Feedback}
+	switch r.Action {
+	case pipeline.ReviewAccept:
+		out.Verdict = pb.ReviewVerdict_REVIEW_VERDICT_ACCEPT
+	case pipeline.ReviewReplace:
+		out.Verdict = pb.ReviewVerdict_REVIEW_VERDICT_REPLACE
+		v, err := valueJSON(r.Value)
+		if err != nil {
+			return &pb.Review{Verdict: pb.ReviewVerdict_REVIEW_VERDICT_BLOCK, Feedback: err.Error()}
+		}
+		out.ValueJson = v
+	case pipeline.ReviewBlock:
+		out.Verdict = pb.ReviewVerdict_REVIEW_VERDICT_BLOCK
+	}
+	return out
+}

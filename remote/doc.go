@@ -1,0 +1,18 @@
+// Package remote runs plugins as separate processes with HashiCorp
+// go-plugin (gRPC only) and plugs them into the kernel and the pipeline.
+//
+// A remote plugin's life:
+//
+//  1. Manager.Load starts its binary (AutoMTLS, an optional pinned
+//     checksum, a private socket folder, an empty environment) and asks it
+//     what it needs (Describe).
+//  2. The kernel loads it like any plugin. Its apply step makes the process
+//     an effect of the scope, serves the plugin its Host service on one
+//     broker connection, and runs the plugin's own apply step.
+//  3. Each registration the process makes is recorded in its scope as a
+//     proxy: a pipeline function that makes one RPC (two for a wrapper) and
+//     turns every failure into the error the pipeline maps fail-closed.
+//  4. When the process exits for any reason the scope ends and its effects
+//     are undone; calls in flight fail at once. A crash restarts it under its
+//     restart policy; a critical plugin holds every call DENIED meanwhile.
+package remote

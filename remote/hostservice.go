@@ -1,0 +1,195 @@
+package remote
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/plugkit-go/plugkit/kernel"
+	"github.com/plugkit-go/plugkit/pipeline"
+	"github.com/plugkit-go/plugkit/shared/pb"
+)
+
+// Callable is a service whose methods take and return JSON, which is what a
+// plugin process can call. Remote providers implement it; an in-host
+// provider that implements it can be called by plugin processes too.
+type Callable interface {
+	Call(ctx context.Context, caller, method string, args json.RawMessage) (json.RawMessage, error)
+}
+
+// hostService is the Host service one plugin process calls back into. Every
+// registration it receives is an effect of that plugin's scope.
+type hostService struct {
+	pb.UnimplementedHostServer
+	inst  *instance
+	scope *kernel.Scope
+
+	tokens  tokens
+	mu      sync.Mutex
+	effects map[string]*kernel.Effect
+	seq     atomic.Uint64
+}
+
+func newHostService(inst *instance, scope *kernel.Scope) *hostService {
+	return &hostService{inst: inst, scope: scope, effects: map[string]*kernel.Effect{}}
+}
+
+func (h *hostService) registrar() (*pipeline.Registrar, error) {
+	svc, err := h.scope.Service(pipeline.ServiceName)
+	if err != nil {
+		return nil, status.Error(codes.FailedPrecondition, err.Error())
+	}
+	return svc.(*pipeline.Registrar), nil
+}
+
+// record keeps an effect under a new registration id for Dispose.
+func (h *hostService) record(e *kernel.Effect, err error) (string, error) {
+	if err != nil {
+		return "", status.Error(codes.FailedPrecondition, err.Error())
+	}
+	id := "r" + strconv.FormatUint(h.seq.Add(1), 10)
+	h.mu.Lock()
+	h.effects[id] = e
+	h.mu.Unlock()
+	return id, nil
+}
+
+func (h *hostService) RegisterTool(ctx context.Context, req *pb.RegisterToolRequest) (*pb.RegisterToolResponse, error) {
+	reg, err := h.registrar()
+	if err != nil {
+		return nil, err
+	}
+	t := fromDescriptor(req.GetTool())
+	if !h.inst.spec.toolEnabled(t.Name) {
+		h.inst.log.Info("tool not enabled by the deployment; not registered", "tool", t.Name)
+		id, err := h.record(h.scope.Track("disabled tool "+t.Name, func() error { return nil }))
+		return &pb.RegisterToolResponse{RegistrationId: id}, err
+	}
+	t.Execute = h.inst.toolProxy(req.GetHandlerId(), t.Name)
+	id, err := h.record(reg.Register(t))
+	return &pb.RegisterToolResponse{RegistrationId: id}, err
+}
+
+func (h *hostService) AddGuard(ctx context.Context, req *pb.AddGuardRequest) (*pb.AddGuardResponse, error) {
+	reg, err := h.registrar()
+	if err != nil {
+		return nil, err
+	}
+	id, err := h.record(reg.Guard(h.inst.guardProxy(req.GetHandlerId()), req.GetTools()...))
+	return &pb.AddGuardResponse{RegistrationId: id}, err
+}
+
+func (h *hostService) Listen(ctx context.Context, req *pb.ListenRequest) (*pb.ListenResponse, error) {
+	reg, err := h.registrar()
+	if err != nil {
+		return nil, err
+	}
+	wrap := req.GetMode() == pb.ListenMode_LISTEN_MODE_WRAP
+	handler, tools := req.GetHandlerId(), req.GetTools()
+	var e *kernel.Effect
+	switch req.GetStage() {
+	case pb.Stage_STAGE_PRE_EXECUTE:
+		e, err = reg.OnPreExecute(h.inst.preProxy(h, handler, wrap), tools...)
+	case pb.Stage_STAGE_EXECUTE:
+		e, err = reg.OnExecute(h.inst.execProxy(h, handler, wrap), tools...)
+	case pb.Stage_STAGE_POST_EXECUTE:
+		e, err = reg.OnPostExecute(h.inst.postProxy(h, handler, wrap), tools...)
+	case pb.Stage_STAGE_RESULT:
+		e, err = reg.OnResult(h.inst.observerProxy(handler), tools...)
+	default:
+		return nil, status.Errorf(codes.InvalidArgument, "listen: unknown stage %v", req.GetStage())
+	}
+	id, err := h.record(e, err)
+	return &pb.ListenResponse{RegistrationId: id}, err
+}
+
+func (h *hostService) SetApprover(ctx context.Context, req *pb.SetApproverRequest) (*pb.SetApproverResponse, error) {
+	reg, err := h.registrar()
+	if err != nil {
+		return nil, err
+	}
+	id, err := h.record(reg.SetApprover(h.inst.approverProxy(req.GetHandlerId())))
+	return &pb.SetApproverResponse{RegistrationId: id}, err
+}
+
+func (h *hostService) Provide(ctx context.Context, req *pb.ProvideRequest) (*pb.ProvideResponse, error) {
+	svc := &remoteService{inst: h.inst, handler: req.GetHandlerId(), methods: req.GetMethods()}
+	id, err := h.record(h.scope.Provide(req.GetService(), svc))
+	return &pb.ProvideResponse{RegistrationId: id}, err
+}
+
+func (h *hostService) CallService(ctx context.Context, req *pb.HostCallServiceRequest) (*pb.HostCallServiceResponse, error) {
+	v, err := h.scope.Service(req.GetService())
+	if err != nil {
+		return nil, status.Error(codes.FailedPrecondition, err.Error())
+	}
+	c, ok := v.(Callable)
+	if !ok {
+		return nil, status.Errorf(codes.FailedPrecondition, "service %q cannot be called from a plugin process", req.GetService())
+	}
+	out, err := c.Call(ctx, h.scope.Name(), req.GetMethod(), req.GetArgsJson())
+	if err != nil {
+		return &pb.HostCallServiceResponse{Error: err.Error()}, nil
+	}
+	return &pb.HostCallServiceResponse{ResultJson: out}, nil
+}
+
+func (h *hostService) ExecuteTool(ctx context.Context, req *pb.HostExecuteToolRequest) (*pb.HostExecuteToolResponse, error) {
+	reg, err := h.registrar()
+	if err != nil {
+		return nil, err
+	}
+	r := reg.Execute(ctx, req.GetName(), req.GetArgumentsJson())
+	return &pb.HostExecuteToolResponse{Result: ToResult(r)}, nil
+}
+
+func (h *hostService) Contribute(ctx context.Context, req *pb.ContributeRequest) (*pb.ContributeResponse, error) {
+	id, err := h.record(h.scope.Contribute(req.GetPoint(), req.GetKey(), int(req.GetOrder()), json.RawMessage(req.GetValueJson())))
+	return &pb.ContributeResponse{RegistrationId: id}, err
+}
+
+func (h *hostService) Dispose(ctx context.Context, req *pb.DisposeRequest) (*pb.DisposeResponse, error) {
+	h.mu.Lock()
+	e, ok := h.effects[req.GetRegistrationId()]
+	delete(h.effects, req.GetRegistrationId())
+	h.mu.Unlock()
+	if !ok {
+		return nil, status.Errorf(codes.NotFound, "dispose: no registration %q", req.GetRegistrationId())
+	}
+	if err := e.Undo(); err != nil {
+		return nil, status.Error(codes.Internal, fmt.Sprintf("dispose %s: %v", req.GetRegistrationId(), err))
+	}
+	return &pb.DisposeResponse{}, nil
+}
+
+func (h *hostService) Next(ctx context.Context, req *pb.NextRequest) (*pb.NextResponse, error) {
+	next, ok := h.tokens.get(req.GetCallToken())
+	if !ok {
+		return nil, status.Errorf(codes.NotFound, "next: call token %q is not live (its listener call has returned)", req.GetCallToken())
+	}
+	return next(ctx), nil
+}
+
+// remoteService is a service provided by a plugin process.
+type remoteService struct {
+	inst    *instance
+	handler string
+	methods []string
+}
+
+func (s *remoteService) Call(ctx context.Context, caller, method string, args json.RawMessage) (json.RawMessage, error) {
+	resp, err := s.inst.client.CallService(ctx, &pb.CallServiceRequest{HandlerId: s.handler, Method: method, ArgsJson: args, Caller: caller})
+	if err != nil {
+		return nil, s.inst.callErr("service call "+method, err)
+	}
+	if resp.GetError() != "" {
+		return nil, fmt.Errorf("%s", resp.GetError())
+	}
+	return resp.GetResultJson(), nil
+}

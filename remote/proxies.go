@@ -1,0 +1,220 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/plugkit-go/plugkit/pipeline"
+	"github.com/plugkit-go/plugkit/shared/pb"
+)
+
+// The proxies: each registration a plugin process makes becomes one of these
+// pipeline functions, which make the RPC and turn every way it can fail into
+// the error the pipeline maps fail-closed. Filters cost one RPC; wrappers get
+// a call token and the plugin continues the chain through Host.Next.
+
+// callErr turns a transport error into an error that says which plugin and
+// what failed.
+func (in *instance) callErr(op string, err error) error {
+	st, _ := status.FromError(err)
+	switch {
+	case st.Code() == codes.ResourceExhausted:
+		return fmt.Errorf("plugin %s: %s: message larger than the %d-byte limit", in.name, op, in.maxMessage)
+	case in.exited():
+		return fmt.Errorf("plugin %s: %s: plugin process exited", in.name, op)
+	case st.Code() == codes.Unavailable:
+		return fmt.Errorf("plugin %s: %s: plugin unreachable: %s", in.name, op, st.Message())
+	case st.Code() == codes.DeadlineExceeded:
+		return fmt.Errorf("plugin %s: %s: no answer in time", in.name, op)
+	}
+	return fmt.Errorf("plugin %s: %s: %s", in.name, op, st.Message())
+}
+
+// filterCtx bounds a filter's RPC by the listener timeout.
+func (in *instance) filterCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	if in.listenerTimeout <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, in.listenerTimeout)
+}
+
+func (in *instance) toolProxy(handler, name string) pipeline.ToolFunc {
+	return func(ctx context.Context, e *pipeline.Execution) (any, error) {
+		resp, err := in.client.ExecuteTool(ctx, &pb.ExecuteToolRequest{HandlerId: handler, Execution: toExecution(e)})
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, &pipeline.Error{Code: pipeline.CodeToolError, Message: in.callErr("tool "+name, err).Error()}
+		}
+		if resp.GetError() != "" {
+			return nil, errors.New(resp.GetError())
+		}
+		return fromValueJSON(resp.GetValueJson()), nil
+	}
+}
+
+func (in *instance) guardProxy(handler string) pipeline.GuardFunc {
+	return func(ctx context.Context, e *pipeline.Execution) (string, error) {
+		ctx, cancel := in.filterCtx(ctx)
+		defer cancel()
+		resp, err := in.client.Guard(ctx, &pb.GuardRequest{HandlerId: handler, Execution: toExecution(e)})
+		if err != nil {
+			return "", in.callErr("guard", err)
+		}
+		if resp.GetError() != "" {
+			return "", errors.New(resp.GetError())
+		}
+		return resp.GetReason(), nil
+	}
+}
+
+func (in *instance) approverProxy(handler string) pipeline.ApproverFunc {
+	return func(ctx context.Context, e *pipeline.Execution, question string) (bool, error) {
+		resp, err := in.client.Approve(ctx, &pb.ApproveRequest{HandlerId: handler, Execution: toExecution(e), Question: question})
+		if err != nil {
+			return false, in.callErr("approver", err)
+		}
+		if resp.GetError() != "" {
+			return false, errors.New(resp.GetError())
+		}
+		return resp.GetApproved(), nil
+	}
+}
+
+func (in *instance) preProxy(h *hostService, handler string, wrap bool) pipeline.PreExecuteFunc {
+	return func(ctx context.Context, e *pipeline.Execution, next pipeline.DecideNext) (pipeline.Decision, error) {
+		req := &pb.PreExecuteRequest{HandlerId: handler, Execution: toExecution(e)}
+		var inner latest[pipeline.Decision]
+		if wrap {
+			req.CallToken = h.tokens.add(func(ctx context.Context) *pb.NextResponse {
+				d := next(ctx)
+				inner.set(d)
+				return &pb.NextResponse{Answer: &pb.NextResponse_PreExecute{PreExecute: toDecision(d)}}
+			})
+			defer h.tokens.remove(req.CallToken)
+		} else {
+			var cancel context.CancelFunc
+			ctx, cancel = in.filterCtx(ctx)
+			defer cancel()
+		}
+		resp, err := in.client.PreExecute(ctx, req)
+		if err != nil {
+			return pipeline.Decision{}, in.callErr("pre-execute listener", err)
+		}
+		if resp.GetError() != "" {
+			return pipeline.Decision{}, errors.New(resp.GetError())
+		}
+		d := resp.GetDecision()
+		var out pipeline.Decision
+		switch d.GetVerdict() {
+		case pb.Verdict_VERDICT_PASS:
+			if wrap {
+				return pipeline.Decision{}, errors.New("a wrapping listener answered PASS; it must call next")
+			}
+			return next(ctx), nil
+		case pb.Verdict_VERDICT_ALLOW:
+			out = pipeline.Allow()
+		case pb.Verdict_VERDICT_DENY:
+			out = pipeline.Deny(d.GetReason())
+		case pb.Verdict_VERDICT_ASK:
+			out = pipeline.Ask(d.GetReason())
+		default:
+			return pipeline.Decision{}, fmt.Errorf("unknown decision %v", d.GetVerdict())
+		}
+		// Handing back what next returned keeps the inner decider's name.
+		if prev := inner.get(); prev.Verdict == out.Verdict && prev.Reason == out.Reason {
+			out.DecidedBy = prev.DecidedBy
+		}
+		return out, nil
+	}
+}
+
+func (in *instance) execProxy(h *hostService, handler string, wrap bool) pipeline.ExecuteFunc {
+	return func(ctx context.Context, e *pipeline.Execution, next pipeline.ExecuteNext) pipeline.Result {
+		req := &pb.WrapExecuteRequest{HandlerId: handler, Execution: toExecution(e)}
+		if wrap {
+			req.CallToken = h.tokens.add(func(ctx context.Context) *pb.NextResponse {
+				return &pb.NextResponse{Answer: &pb.NextResponse_Execute{Execute: toOutcome(next(ctx))}}
+			})
+			defer h.tokens.remove(req.CallToken)
+		}
+		resp, err := in.client.WrapExecute(ctx, req)
+		switch {
+		case err != nil:
+			if ctx.Err() != nil {
+				return pipeline.Fail(pipeline.CodeAborted, "call cancelled: "+ctx.Err().Error())
+			}
+			return pipeline.Fail(pipeline.CodeToolError, in.callErr("execute listener", err).Error())
+		case resp.GetError() != "":
+			return pipeline.Fail(pipeline.CodeToolError, "execute listener of "+in.name+" failed: "+resp.GetError())
+		case resp.GetPass():
+			return next(ctx)
+		}
+		return fromOutcome(resp.GetOutcome())
+	}
+}
+
+func (in *instance) postProxy(h *hostService, handler string, wrap bool) pipeline.PostExecuteFunc {
+	return func(ctx context.Context, e *pipeline.Execution, r pipeline.Result, next pipeline.ReviewNext) (pipeline.Review, error) {
+		req := &pb.PostExecuteRequest{HandlerId: handler, Execution: toExecution(e), Outcome: toOutcome(r)}
+		var inner latest[pipeline.Review]
+		if wrap {
+			req.CallToken = h.tokens.add(func(ctx context.Context) *pb.NextResponse {
+				rv := next(ctx)
+				inner.set(rv)
+				return &pb.NextResponse{Answer: &pb.NextResponse_PostExecute{PostExecute: toReview(rv)}}
+			})
+			defer h.tokens.remove(req.CallToken)
+		} else {
+			var cancel context.CancelFunc
+			ctx, cancel = in.filterCtx(ctx)
+			defer cancel()
+		}
+		resp, err := in.client.PostExecute(ctx, req)
+		if err != nil {
+			return pipeline.Review{}, in.callErr("post-execute listener", err)
+		}
+		if resp.GetError() != "" {
+			return pipeline.Review{}, errors.New(resp.GetError())
+		}
+		rv := resp.GetReview()
+		var out pipeline.Review
+		switch rv.GetVerdict() {
+		case pb.ReviewVerdict_REVIEW_VERDICT_PASS:
+			if wrap {
+				return pipeline.Review{}, errors.New("a wrapping listener answered PASS; it must call next")
+			}
+			return next(ctx), nil
+		case pb.ReviewVerdict_REVIEW_VERDICT_ACCEPT:
+			out = pipeline.Accept()
+		case pb.ReviewVerdict_REVIEW_VERDICT_REPLACE:
+			out = pipeline.AcceptReplacing(fromValueJSON(rv.GetValueJson()))
+		case pb.ReviewVerdict_REVIEW_VERDICT_BLOCK:
+			out = pipeline.Block(rv.GetFeedback())
+		default:
+			return pipeline.Review{}, fmt.Errorf("unknown review %v", rv.GetVerdict())
+		}
+		if prev := inner.get(); prev.Action == out.Action && prev.Feedback == out.Feedback && out.Action != pipeline.ReviewReplace {
+			out.DecidedBy = prev.DecidedBy
+		}
+		return out, nil
+	}
+}
+
+// latest holds the last answer a WRAP listener's next produced. It is set by
+// the Host.Next handler and read after the listener's RPC returns, two
+// goroutines the network orders but the race detector cannot see.
+type latest[T any] struct {
+	mu sync.Mutex
+	v  T
+}
+
+func (l *latest[T]) set(v T) { l.mu.Lock(); l.v = v; l.mu.Unlock() }
+
+func (l *latest[T]) get() T { l.mu.Lock(); defer l.mu.Unlock(); return l.v }
