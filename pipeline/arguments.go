@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"golang.org/x/text/language"
@@ -29,7 +30,11 @@ func checkArguments(t *registered, raw []byte) (string, *Error) {
 	if err := t.schema.Validate(v); err != nil {
 		return "", &Error{Code: CodeInvalidArguments, Message: describeInvalid(err)}
 	}
-	return string(appendCanonical(make([]byte, 0, len(raw)), v)), nil
+	b := appendCanonical(make([]byte, 0, len(raw)), v)
+	// b is never written again, so the string can share its bytes instead of
+	// copying them: one allocation instead of two once the arguments are too
+	// long for the buffer to live on the stack.
+	return unsafe.String(unsafe.SliceData(b), len(b)), nil
 }
 
 func parseJSON(raw []byte) (any, error) {

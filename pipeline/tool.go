@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -51,6 +52,13 @@ func (t Tool) Info(owner string) ToolInfo {
 	}
 }
 
+// clone returns a copy that shares no memory with i, for callers outside
+// the pipeline (the registry's descriptors are never changed in place).
+func (i ToolInfo) clone() ToolInfo {
+	i.Parameters = bytes.Clone(i.Parameters)
+	return i
+}
+
 var anyObject = json.RawMessage(`{"type":"object"}`)
 
 // registered is a tool as the registry holds it: descriptor, compiled schema
@@ -86,11 +94,13 @@ func compile(t Tool, owner string) (*registered, error) {
 		return nil, fmt.Errorf("register tool %q: parameters are not valid JSON: %w", t.Name, err)
 	}
 	c := jsonschema.NewCompiler()
-	url := "tool:" + t.Name
-	if err := c.AddResource(url, doc); err != nil {
+	// The compiler names the schema by URL; escaped, so that a name with
+	// '#', '?' or '%' is not read as a fragment, a query or an escape.
+	loc := "tool:" + url.PathEscape(t.Name)
+	if err := c.AddResource(loc, doc); err != nil {
 		return nil, fmt.Errorf("register tool %q: parameters: %w", t.Name, err)
 	}
-	schema, err := c.Compile(url)
+	schema, err := c.Compile(loc)
 	if err != nil {
 		return nil, fmt.Errorf("register tool %q: parameters are not a valid JSON Schema: %w", t.Name, err)
 	}

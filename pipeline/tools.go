@@ -102,7 +102,7 @@ func (t *Tools) List() []ToolInfo {
 	s := t.snap.Load()
 	out := make([]ToolInfo, 0, len(s.tools))
 	for _, r := range s.tools {
-		out = append(out, r.info)
+		out = append(out, r.info.clone())
 	}
 	slices.SortFunc(out, func(a, b ToolInfo) int {
 		if a.Name < b.Name {
@@ -122,7 +122,7 @@ func (t *Tools) Lookup(name string) (ToolInfo, bool) {
 	if !ok {
 		return ToolInfo{}, false
 	}
-	return r.info, true
+	return r.info.clone(), true
 }
 
 // Hold makes every call DENIED, decided by who, with reason, until the
@@ -138,7 +138,10 @@ func (t *Tools) Hold(who, reason string) (release func()) {
 type hold struct{ who, reason string }
 
 func (t *Tools) nextID() string {
-	return t.idPrefix + strconv.FormatUint(t.seq.Add(1), 10)
+	// Built in a stack buffer so that the id costs one allocation, not two.
+	var buf [32]byte
+	b := append(buf[:0], t.idPrefix...)
+	return string(strconv.AppendUint(b, t.seq.Add(1), 10))
 }
 
 // snapshot is the compiled pipeline: every stage's listeners in order.

@@ -1,0 +1,191 @@
+package pipeline_test
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/plugkit-go/plugkit/pipeline"
+)
+
+func TestApprovalTimeout(t *testing.T) {
+	ctx := testCtx(t)
+	k, tools := newTools(t, pipeline.Options{ApprovalTimeout: 50 * time.Millisecond})
+	approverDone := make(chan error, 1)
+	var ran counter
+	load(t, k,
+		fakePlugin{name: "P", tools: []pipeline.Tool{tool("t", func(context.Context, *pipeline.Execution) (any, error) {
+			ran.inc()
+			return 1, nil
+		})}}.plugin(),
+		fakePlugin{name: "slowpoke", approver: func(ctx context.Context, e *pipeline.Execution, reason string) (bool, error) {
+			<-ctx.Done()
+			approverDone <- ctx.Err()
+			return true, nil // too late: an answer after the timeout is not heard
+		}}.plugin(),
+		fakePlugin{name: "asker", pre: func(context.Context, *pipeline.Execution, pipeline.DecideNext) (pipeline.Decision, error) {
+			return pipeline.Ask("really?"), nil
+		}}.plugin(),
+	)
+	start := time.Now()
+	r := tools.Execute(ctx, "t", nil, "client")
+	took := time.Since(start)
+	wantCode(t, r, pipeline.CodeDenied)
+	if want := "approval timed out after 50ms: really?"; r.Error.Message != want {
+		t.Errorf("message = %q, want %q", r.Error.Message, want)
+	}
+	if r.DecidedBy != "slowpoke" {
+		t.Errorf("decided by %q, want slowpoke", r.DecidedBy)
+	}
+	if took >= time.Second {
+		t.Errorf("the call took %v with a 50ms approval timeout", took)
+	}
+	select {
+	case err := <-approverDone:
+		if err != context.DeadlineExceeded {
+			t.Errorf("the approver's context ended with %v, want its deadline", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the approver's context was never cancelled")
+	}
+	if ran.get() != 0 {
+		t.Error("the body ran")
+	}
+}
+
+// A stage-1 listener, a guard, a wrapper, a post-execute listener and an
+// observer registered for tool a are not called for tool b.
+func TestInterestFilters(t *testing.T) {
+	ctx := testCtx(t)
+	k, tools := newTools(t, pipeline.Options{})
+	var mu sync.Mutex
+	var calls []string
+	saw := func(stage string, e *pipeline.Execution) {
+		mu.Lock()
+		defer mu.Unlock()
+		calls = append(calls, stage+" "+e.Name())
+	}
+	load(t, k,
+		fakePlugin{name: "P", tools: []pipeline.Tool{tool("a", okBody("a")), tool("b", okBody("b")), tool("c", okBody("c"))}}.plugin(),
+		fakePlugin{
+			name: "picky",
+			only: []string{"a", "c"},
+			pre: func(ctx context.Context, e *pipeline.Execution, next pipeline.DecideNext) (pipeline.Decision, error) {
+				saw("pre", e)
+				return next(ctx), nil
+			},
+			guard: func(ctx context.Context, e *pipeline.Execution) (string, error) {
+				saw("guard", e)
+				if e.Name() == "c" {
+					return "c is guarded", nil
+				}
+				return "", nil
+			},
+			exec: func(ctx context.Context, e *pipeline.Execution, next pipeline.ExecuteNext) pipeline.Result {
+				saw("exec", e)
+				return next(ctx)
+			},
+			post: func(ctx context.Context, e *pipeline.Execution, r pipeline.Result, next pipeline.ReviewNext) (pipeline.Review, error) {
+				saw("post", e)
+				return next(ctx), nil
+			},
+			result: func(ctx context.Context, e *pipeline.Execution, r pipeline.Result) error {
+				saw("result", e)
+				return nil
+			},
+		}.plugin(),
+	)
+	wantCode(t, tools.Execute(ctx, "b", nil, "client"), "")
+	wantCode(t, tools.Execute(ctx, "nope", nil, "client"), pipeline.CodeUnknownTool)
+	mu.Lock()
+	if len(calls) != 0 {
+		t.Errorf("listeners for a and c saw %q", calls)
+	}
+	mu.Unlock()
+	wantCode(t, tools.Execute(ctx, "a", nil, "client"), "")
+	wantCode(t, tools.Execute(ctx, "c", nil, "client"), pipeline.CodeDenied)
+	mu.Lock()
+	defer mu.Unlock()
+	want := []string{"pre a", "guard a", "exec a", "post a", "result a", "pre c", "guard c", "result c"}
+	if !slices.Equal(calls, want) {
+		t.Errorf("calls = %q, want %q", calls, want)
+	}
+}
+
+// Hold denies every call, naming the holder, until released.
+func TestHold(t *testing.T) {
+	ctx := testCtx(t)
+	k, tools := newTools(t, pipeline.Options{})
+	rec := &recorder{}
+	var ran counter
+	var preRan counter
+	load(t, k,
+		rec.plugin(),
+		fakePlugin{name: "P", tools: []pipeline.Tool{tool("t", func(context.Context, *pipeline.Execution) (any, error) {
+			ran.inc()
+			return 1, nil
+		})}}.plugin(),
+		fakePlugin{name: "L", pre: func(ctx context.Context, e *pipeline.Execution, next pipeline.DecideNext) (pipeline.Decision, error) {
+			preRan.inc()
+			return next(ctx), nil
+		}}.plugin(),
+	)
+	wantCode(t, tools.Execute(ctx, "t", nil, "client"), "")
+
+	release := tools.Hold("safety", "critical plugin safety is restarting")
+	for _, name := range []string{"t", "nope"} {
+		r := tools.Execute(ctx, name, nil, "client")
+		wantCode(t, r, pipeline.CodeDenied)
+		if r.DecidedBy != "safety" || !strings.Contains(r.Error.Message, "safety") {
+			t.Errorf("%s: %q decided by %q, want a denial naming safety", name, r.Error.Message, r.DecidedBy)
+		}
+	}
+	if ran.get() != 1 || preRan.get() != 1 {
+		t.Errorf("while held, the body ran %d times and stage 1 %d times, want once each (before the hold)", ran.get(), preRan.get())
+	}
+
+	// Two holders: the call proceeds only once both released.
+	releaseOther := tools.Hold("audit", "critical plugin audit is restarting")
+	release()
+	release() // releasing twice is harmless
+	r := tools.Execute(ctx, "t", nil, "client")
+	wantCode(t, r, pipeline.CodeDenied)
+	if r.DecidedBy != "audit" {
+		t.Errorf("decided by %q, want the remaining holder audit", r.DecidedBy)
+	}
+	releaseOther()
+	wantCode(t, tools.Execute(ctx, "t", nil, "client"), "")
+
+	var codes []pipeline.Code
+	for _, o := range rec.all() {
+		codes = append(codes, o.result.Code())
+	}
+	want := []pipeline.Code{"", pipeline.CodeDenied, pipeline.CodeDenied, pipeline.CodeDenied, ""}
+	if !slices.Equal(codes, want) {
+		t.Errorf("stage 5 saw %q, want %q", codes, want)
+	}
+}
+
+// Stage 4 runs after every stage-3 outcome, and each listener sees the
+// result it reviews.
+func TestPostExecuteSeesResult(t *testing.T) {
+	ctx := testCtx(t)
+	k, tools := newTools(t, pipeline.Options{})
+	var seen []string
+	load(t, k,
+		fakePlugin{name: "P", tools: []pipeline.Tool{addTool()}}.plugin(),
+		fakePlugin{name: "R", post: func(ctx context.Context, e *pipeline.Execution, r pipeline.Result, next pipeline.ReviewNext) (pipeline.Review, error) {
+			b, _ := json.Marshal(r.Value)
+			seen = append(seen, string(r.Code())+" "+string(b))
+			return next(ctx), nil
+		}}.plugin(),
+	)
+	wantCode(t, tools.Execute(ctx, "add", json.RawMessage(`{"a":2,"b":3}`), "c"), "")
+	if want := []string{" 5"}; !slices.Equal(seen, want) {
+		t.Errorf("stage 4 saw %q, want %q", seen, want)
+	}
+}
