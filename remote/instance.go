@@ -40,7 +40,14 @@ type instance struct {
 func (m *Manager) launch(ctx context.Context, spec Spec) (*instance, error) {
 	log := m.log.Named(spec.Name)
 	cmd := exec.Command(spec.Path, spec.Args...)
-	cmd.Env = append([]string{wire.MaxMessageEnv(m.opts.MaxMessageBytes)}, spec.Env...)
+	// The plugin's socket goes in the host's private folder (go-plugin
+	// honours UnixSocketConfig.TempDir only with a custom runner, so the
+	// variable it reads is set here).
+	cmd.Env = append([]string{
+		wire.MaxMessageEnv(m.opts.MaxMessageBytes),
+		"PLUGIN_UNIX_SOCKET_DIR=" + m.socketDir,
+		"TMPDIR=" + m.socketDir,
+	}, spec.Env...)
 	cfg := &plugin.ClientConfig{
 		HandshakeConfig:  wire.Handshake,
 		Plugins:          wire.ClientPlugins(m.opts.MaxMessageBytes),
@@ -50,8 +57,11 @@ func (m *Manager) launch(ctx context.Context, spec Spec) (*instance, error) {
 		Logger:           log,
 		GRPCDialOptions:  wire.DialOptions(m.opts.MaxMessageBytes),
 		SkipHostEnv:      true,
-		StartTimeout:     m.opts.StartTimeout,
-		UnixSocketConfig: &plugin.UnixSocketConfig{TempDir: m.socketDir},
+		// The host callback rides the plugin's own connection: no second
+		// socket, no second TLS handshake.
+		GRPCBrokerMultiplex: true,
+		StartTimeout:        m.opts.StartTimeout,
+		UnixSocketConfig:    &plugin.UnixSocketConfig{TempDir: m.socketDir},
 	}
 	if spec.SHA256 != "" {
 		sum, err := hex.DecodeString(spec.SHA256)

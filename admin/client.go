@@ -1,0 +1,152 @@
+package admin
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+
+	"github.com/plugkit-go/plugkit/host"
+)
+
+// Client talks to a running host's admin socket.
+type Client struct {
+	socket string
+	http   *http.Client
+}
+
+// NewClient returns a client of the host serving socket.
+func NewClient(socket string) *Client {
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", socket)
+		},
+	}
+	return &Client{socket: socket, http: &http.Client{Transport: tr}}
+}
+
+// ConnectError says the host could not be reached.
+type ConnectError struct {
+	Socket string
+	Err    error
+}
+
+func (e *ConnectError) Error() string {
+	return fmt.Sprintf("cannot reach the host at %s (is `host run` running?): %v", e.Socket, e.Err)
+}
+
+func (e *ConnectError) Unwrap() error { return e.Err }
+
+func (c *Client) do(ctx context.Context, method, path string, body any) (*http.Response, error) {
+	var rd *bytes.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, err
+		}
+		rd = bytes.NewReader(b)
+	} else {
+		rd = bytes.NewReader(nil)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://host"+path, rd)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, &ConnectError{Socket: c.socket, Err: err}
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		var m Message
+		_ = json.NewDecoder(resp.Body).Decode(&m)
+		if m.Error == "" {
+			m.Error = resp.Status
+		}
+		return nil, errors.New(m.Error)
+	}
+	return resp, nil
+}
+
+func (c *Client) get(ctx context.Context, path string, v any) error {
+	resp, err := c.do(ctx, http.MethodGet, path, nil)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	return json.NewDecoder(resp.Body).Decode(v)
+}
+
+// Status returns every plugin's status.
+func (c *Client) Status(ctx context.Context) (Status, error) {
+	var s Status
+	err := c.get(ctx, "/v1/status", &s)
+	return s, err
+}
+
+// Tools returns every registered tool.
+func (c *Client) Tools(ctx context.Context) ([]Tool, error) {
+	var t []Tool
+	err := c.get(ctx, "/v1/tools", &t)
+	return t, err
+}
+
+// Call runs one call. When ask is not nil the host may put questions to it
+// while the call waits; without it, a call that needs an approval is denied.
+func (c *Client) Call(ctx context.Context, tool string, args json.RawMessage, ask func(host.Question) bool) (Result, error) {
+	resp, err := c.do(ctx, http.MethodPost, "/v1/call", CallRequest{Tool: tool, Arguments: args, Interactive: ask != nil})
+	if err != nil {
+		return Result{}, err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 256<<20)
+	for sc.Scan() {
+		var ev CallEvent
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			return Result{}, fmt.Errorf("call: bad answer from the host: %w", err)
+		}
+		switch {
+		case ev.Result != nil:
+			return *ev.Result, nil
+		case ev.Question != nil:
+			approved := ask != nil && ask(*ev.Question)
+			if _, err := c.post(ctx, "/v1/answer", Answer{ID: ev.Question.ID, Approved: approved}); err != nil {
+				return Result{}, err
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return Result{}, &ConnectError{Socket: c.socket, Err: err}
+	}
+	return Result{}, &ConnectError{Socket: c.socket, Err: errors.New("the host closed the call without a result")}
+}
+
+func (c *Client) post(ctx context.Context, path string, body any) (string, error) {
+	resp, err := c.do(ctx, http.MethodPost, path, body)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	var m Message
+	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
+		return "", err
+	}
+	return m.Message, nil
+}
+
+// Reload restarts one plugin, or reloads the deployment file when plugin is "".
+func (c *Client) Reload(ctx context.Context, plugin string) (string, error) {
+	return c.post(ctx, "/v1/reload", ReloadRequest{Plugin: plugin})
+}
+
+// Stop asks the host to stop.
+func (c *Client) Stop(ctx context.Context) (string, error) {
+	return c.post(ctx, "/v1/stop", struct{}{})
+}

@@ -1,0 +1,16 @@
+// Package admin is the host's admin API: JSON over HTTP on an owner-only
+// Unix socket, served while `host run` runs and used by the other `host`
+// commands.
+//
+//	GET  /v1/status          every plugin: state, pid, uptime, restarts, tools, last error
+//	GET  /v1/tools           every tool: name, owner, hints, parameters
+//	POST /v1/call            one call through the pipeline (a stream, see below)
+//	POST /v1/answer          the answer to a question asked during a call
+//	POST /v1/reload          restart one plugin ({"plugin": name}) or reload the file ({})
+//	POST /v1/stop            stop the host
+//
+// A call's response is newline-delimited JSON: zero or more
+// {"question": {...}} events, when an approver asks and the client said it
+// can answer, then one {"result": {...}}. The client answers a question with
+// POST /v1/answer {"id", "approved"} while the call waits.
+package admin

@@ -1,0 +1,108 @@
+package admin
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/plugkit-go/plugkit/host"
+	"github.com/plugkit-go/plugkit/pipeline"
+)
+
+// PluginStatus is one plugin in GET /v1/status.
+type PluginStatus struct {
+	Name      string    `json:"name"`
+	State     string    `json:"state"`
+	PID       int       `json:"pid,omitempty"`
+	Started   time.Time `json:"started,omitzero"`
+	Uptime    string    `json:"uptime,omitempty"`
+	Restarts  int       `json:"restarts"`
+	Critical  bool      `json:"critical,omitempty"`
+	Tools     []string  `json:"tools"`
+	LastError string    `json:"last_error,omitempty"`
+}
+
+// Status is GET /v1/status.
+type Status struct {
+	Version string         `json:"version"`
+	PID     int            `json:"pid"`
+	Uptime  string         `json:"uptime"`
+	Plugins []PluginStatus `json:"plugins"`
+}
+
+// Tool is one tool in GET /v1/tools.
+type Tool struct {
+	Name        string          `json:"name"`
+	Owner       string          `json:"owner"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+	Destructive bool            `json:"destructive,omitempty"`
+	ReadOnly    bool            `json:"read_only,omitempty"`
+	Idempotent  bool            `json:"idempotent,omitempty"`
+	Timeout     string          `json:"timeout,omitempty"`
+}
+
+// CallRequest is POST /v1/call.
+type CallRequest struct {
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	// Interactive says the client can answer approval questions.
+	Interactive bool `json:"interactive,omitempty"`
+}
+
+// Error is a failed call's code and message.
+type Error struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Result is a call's result, as `host call --json` prints it.
+type Result struct {
+	ID        string          `json:"id"`
+	OK        bool            `json:"ok"`
+	Value     json.RawMessage `json:"value"`
+	Error     *Error          `json:"error"`
+	DecidedBy string          `json:"decided_by"`
+}
+
+// CallEvent is one line of a call's response stream.
+type CallEvent struct {
+	Question *host.Question `json:"question,omitempty"`
+	Result   *Result        `json:"result,omitempty"`
+}
+
+// Answer is POST /v1/answer.
+type Answer struct {
+	ID       string `json:"id"`
+	Approved bool   `json:"approved"`
+}
+
+// ReloadRequest is POST /v1/reload; an empty Plugin reloads the file.
+type ReloadRequest struct {
+	Plugin string `json:"plugin,omitempty"`
+}
+
+// Message is the body of a simple answer or an error.
+type Message struct {
+	Message string `json:"message,omitempty"`
+	Error   string `json:"error,omitempty"`
+}
+
+// FromResult converts a pipeline result for the wire.
+func FromResult(r pipeline.Result) Result {
+	out := Result{ID: r.ID, OK: r.OK, DecidedBy: r.DecidedBy, Value: json.RawMessage("null")}
+	switch v := r.Value.(type) {
+	case nil:
+	case json.RawMessage:
+		if len(v) > 0 {
+			out.Value = v
+		}
+	default:
+		if b, err := json.Marshal(v); err == nil {
+			out.Value = b
+		}
+	}
+	if r.Error != nil {
+		out.Error = &Error{Code: string(r.Error.Code), Message: r.Error.Message}
+	}
+	return out
+}

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/plugkit-go/plugkit/admin"
+	"github.com/plugkit-go/plugkit/deployment"
+	"github.com/plugkit-go/plugkit/shared/wire"
+)
+
+// Version is the host's version.
+const Version = "0.1.0"
+
+// Exit codes: 0 success, 1 a failure the command reports (a call that is not
+// ok, an invalid file), 2 a usage or connection error.
+const (
+	exitOK      = 0
+	exitFailed  = 1
+	exitUsage   = 2
+	defaultFile = "config.hcl"
+)
+
+// exitError carries an exit code through cobra.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+
+func fail(code int, format string, args ...any) error {
+	return &exitError{code: code, err: fmt.Errorf(format, args...)}
+}
+
+// env is what every command gets: its streams and the global flags.
+type env struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	config         string
+	socket         string
+	json           bool
+}
+
+// command is one row of the CLI: cobra's fields plus what it runs.
+type command struct {
+	use, short, long string
+	args             cobra.PositionalArgs
+	run              func(ctx context.Context, e *env, args []string) error
+}
+
+var commands = []command{
+	{use: "run", short: "Start the deployment in the foreground", args: cobra.NoArgs, run: runHost,
+		long: "Start every plugin of the deployment file, serve the admin socket, and stop\ncleanly on Ctrl-C or SIGTERM. Each plugin's state changes and its stderr are\nlogged under its name."},
+	{use: "validate", short: "Check the deployment file and every plugin without starting it", args: cobra.NoArgs, run: validate,
+		long: "Report every problem of the deployment file as file:line:col: message, including\neach plugin's config checked against the schema the plugin declares.\nExit 0 when the file is valid, 1 when it is not."},
+	{use: "status", short: "Show each plugin of the running host", args: cobra.NoArgs, run: status},
+	{use: "tools", short: "List the tools of the running host", args: cobra.NoArgs, run: tools},
+	{use: "call TOOL [JSON]", short: "Call a tool through the pipeline", args: cobra.RangeArgs(1, 2), run: call,
+		long: "Call TOOL with JSON arguments (default {}) through the whole pipeline and print\nthe result. When a policy asks for approval and the terminal can answer, you are\nasked yes/no; otherwise the call is denied.\nExit 0 when the result is ok, 1 when it is not, 2 on usage or connection errors."},
+	{use: "reload [PLUGIN]", short: "Restart one plugin, or reload the deployment file", args: cobra.MaximumNArgs(1), run: reload},
+	{use: "stop", short: "Stop the running host", args: cobra.NoArgs, run: stopHost},
+}
+
+// run is the whole CLI, testable without a process.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	e := &env{stdin: stdin, stdout: stdout, stderr: stderr}
+	root := &cobra.Command{
+		Use:   "host",
+		Short: "Run plugkit tool plugins behind one permission pipeline",
+		Long: "host runs the tool plugins of a deployment file as separate processes and puts\n" +
+			"every tool call through one permission pipeline.\n\n" +
+			"Start with `host run` in one terminal, then use the other commands in another.",
+		Version:       fmt.Sprintf("%s (plugin protocol %d)", Version, wire.ProtocolVersion),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.PersistentFlags().StringVarP(&e.config, "config", "c", defaultFile, "deployment file")
+	root.PersistentFlags().StringVar(&e.socket, "socket", "", "admin socket of a running host (default: from the deployment file)")
+	root.PersistentFlags().BoolVar(&e.json, "json", false, "print JSON")
+	for _, c := range commands {
+		root.AddCommand(&cobra.Command{
+			Use: c.use, Short: c.short, Long: c.long, Args: c.args,
+			RunE: func(cmd *cobra.Command, args []string) error { return c.run(cmd.Context(), e, args) },
+		})
+	}
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err.Error() != "" {
+			fmt.Fprintln(stderr, "host:", ee.err)
+		}
+		return ee.code
+	}
+	var ce *admin.ConnectError
+	if errors.As(err, &ce) {
+		fmt.Fprintln(stderr, "host:", err)
+		return exitUsage
+	}
+	// Cobra's own errors (unknown command or flag, wrong number of arguments).
+	fmt.Fprintf(stderr, "host: %v\nRun 'host --help' for usage.\n", err)
+	return exitUsage
+}
+
+// socketPath is --socket, or the admin socket the deployment file names.
+func (e *env) socketPath() (string, error) {
+	if e.socket != "" {
+		return e.socket, nil
+	}
+	if _, err := os.Stat(e.config); err != nil {
+		return "", fail(exitUsage, "no --socket given and cannot read %s: %v", e.config, err)
+	}
+	d, _ := deployment.Parse(e.config)
+	if d != nil && d.Host.AdminSocket != "" {
+		return d.Host.AdminSocket, nil
+	}
+	return filepath.Join(filepath.Dir(e.config), "plugkit.sock"), nil
+}
+
+func (e *env) client() (*admin.Client, error) {
+	path, err := e.socketPath()
+	if err != nil {
+		return nil, err
+	}
+	return admin.NewClient(path), nil
+}

@@ -1,0 +1,218 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/plugkit-go/plugkit/admin"
+	"github.com/plugkit-go/plugkit/host"
+)
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func status(ctx context.Context, e *env, _ []string) error {
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	st, err := c.Status(ctx)
+	if err != nil {
+		return err
+	}
+	if e.json {
+		return printJSON(e.stdout, st)
+	}
+	fmt.Fprintf(e.stdout, "host %s, pid %d, up %s\n\n", st.Version, st.PID, st.Uptime)
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PLUGIN\tSTATE\tPID\tUPTIME\tRESTARTS\tTOOLS\tLAST ERROR")
+	for _, p := range st.Plugins {
+		name := p.Name
+		if p.Critical {
+			name += " (critical)"
+		}
+		pid := "-"
+		if p.PID > 0 {
+			pid = fmt.Sprint(p.PID)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", name, p.State, pid, orDash(p.Uptime), p.Restarts, orDash(strings.Join(p.Tools, ",")), orDash(p.LastError))
+	}
+	return tw.Flush()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func tools(ctx context.Context, e *env, _ []string) error {
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	ts, err := c.Tools(ctx)
+	if err != nil {
+		return err
+	}
+	if e.json {
+		return printJSON(e.stdout, ts)
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TOOL\tOWNER\tHINTS\tPARAMETERS\tDESCRIPTION")
+	for _, t := range ts {
+		var hints []string
+		if t.ReadOnly {
+			hints = append(hints, "read-only")
+		}
+		if t.Destructive {
+			hints = append(hints, "destructive")
+		}
+		if t.Idempotent {
+			hints = append(hints, "idempotent")
+		}
+		if t.Timeout != "" {
+			hints = append(hints, "timeout "+t.Timeout)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.Name, t.Owner, orDash(strings.Join(hints, ",")), parameterSummary(t.Parameters), t.Description)
+	}
+	return tw.Flush()
+}
+
+// parameterSummary lists a schema's properties, required ones marked.
+func parameterSummary(schema json.RawMessage) string {
+	var s struct {
+		Properties map[string]struct {
+			Type any `json:"type"`
+		} `json:"properties"`
+		Required []string `json:"required"`
+	}
+	if json.Unmarshal(schema, &s) != nil || len(s.Properties) == 0 {
+		return "-"
+	}
+	var out []string
+	for name, p := range s.Properties {
+		item := fmt.Sprintf("%s:%v", name, p.Type)
+		for _, r := range s.Required {
+			if r == name {
+				item += "*"
+			}
+		}
+		out = append(out, item)
+	}
+	slices.Sort(out)
+	return strings.Join(out, " ")
+}
+
+func call(ctx context.Context, e *env, args []string) error {
+	tool, raw := args[0], "{}"
+	if len(args) == 2 {
+		raw = args[1]
+	}
+	if !json.Valid([]byte(raw)) {
+		return fail(exitUsage, "arguments %q are not valid JSON (quote them, e.g. '{\"q\":\"plugins\"}')", raw)
+	}
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	var ask func(host.Question) bool
+	if isTerminal(e.stdin) {
+		ask = func(q host.Question) bool { return prompt(e, q) }
+	}
+	r, err := c.Call(ctx, tool, json.RawMessage(raw), ask)
+	if err != nil {
+		return err
+	}
+	if e.json {
+		if err := printJSON(e.stdout, r); err != nil {
+			return err
+		}
+	} else if r.OK {
+		var v any
+		if json.Unmarshal(r.Value, &v) == nil {
+			if s, ok := v.(string); ok {
+				fmt.Fprintln(e.stdout, s)
+			} else {
+				_ = printJSON(e.stdout, v)
+			}
+		}
+	} else {
+		line := r.Error.Code + ": " + r.Error.Message
+		if r.DecidedBy != "" {
+			line += " (decided by " + r.DecidedBy + ")"
+		}
+		fmt.Fprintln(e.stdout, line)
+	}
+	if !r.OK {
+		return fail(exitFailed, "")
+	}
+	return nil
+}
+
+// prompt asks the person at the terminal; anything but yes is a no.
+func prompt(e *env, q host.Question) bool {
+	fmt.Fprintf(e.stderr, "%s\n  tool: %s\n  arguments: %s\nAllow? [y/N] ", q.Question, q.Tool, q.Arguments)
+	line, _ := bufio.NewReader(e.stdin).ReadString('\n')
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return true
+	}
+	return false
+}
+
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+func reload(ctx context.Context, e *env, args []string) error {
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	plugin := ""
+	if len(args) == 1 {
+		plugin = args[0]
+	}
+	msg, err := c.Reload(ctx, plugin)
+	if err != nil {
+		return fail(exitFailed, "reload: %v", err)
+	}
+	if e.json {
+		return printJSON(e.stdout, admin.Message{Message: msg})
+	}
+	fmt.Fprintln(e.stdout, msg)
+	return nil
+}
+
+func stopHost(ctx context.Context, e *env, _ []string) error {
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	msg, err := c.Stop(ctx)
+	if err != nil {
+		return err
+	}
+	if e.json {
+		return printJSON(e.stdout, admin.Message{Message: msg})
+	}
+	fmt.Fprintln(e.stdout, msg)
+	return nil
+}

@@ -1,0 +1,20 @@
+// Command host runs a plugkit deployment and talks to a running one.
+//
+//	host run      [-c config.hcl]   start the deployment in the foreground
+//	host validate [-c config.hcl]   check the file and every plugin, start nothing
+//	host status | tools | call TOOL [JSON] | reload [PLUGIN] | stop
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}

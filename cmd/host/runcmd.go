@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/plugkit-go/plugkit/admin"
+	"github.com/plugkit-go/plugkit/deployment"
+	"github.com/plugkit-go/plugkit/host"
+	"github.com/plugkit-go/plugkit/kernel"
+)
+
+func newLogger(e *env, level string) hclog.Logger {
+	return hclog.New(&hclog.LoggerOptions{
+		Name:   "host",
+		Level:  hclog.LevelFromString(level),
+		Output: e.stderr,
+		Color:  hclog.AutoColor,
+	})
+}
+
+func validate(ctx context.Context, e *env, _ []string) error {
+	log := newLogger(e, "warn")
+	d, diags := host.Load(ctx, e.config, log)
+	if diags.HasErrors() {
+		fmt.Fprint(e.stderr, deployment.Format(diags))
+		return fail(exitFailed, "")
+	}
+	if len(diags) > 0 {
+		fmt.Fprint(e.stderr, deployment.Format(diags))
+	}
+	fmt.Fprintf(e.stdout, "%s: ok (%d plugins)\n", e.config, len(d.Plugins))
+	return nil
+}
+
+func runHost(ctx context.Context, e *env, _ []string) error {
+	boot := newLogger(e, "info")
+	d, diags := host.Load(ctx, e.config, boot)
+	if diags.HasErrors() {
+		fmt.Fprint(e.stderr, deployment.Format(diags))
+		return fail(exitFailed, "%s is not valid; nothing was started", e.config)
+	}
+	log := newLogger(e, d.Host.LogLevel)
+
+	// Listen before starting plugins so that a second host on the same
+	// socket is refused before it starts anything.
+	ln, err := admin.Listen(d.Host.AdminSocket)
+	if err != nil {
+		return fail(exitFailed, "%v", err)
+	}
+	h, err := host.New(d, log)
+	if err != nil {
+		ln.Close()
+		return fail(exitFailed, "%v", err)
+	}
+	h.Kernel().Events().Listen(kernel.EventStateChanged, "cli", func(ctx context.Context, payload any, _ kernel.Next) (any, error) {
+		if sc, ok := payload.(kernel.StateChange); ok && sc.From != sc.To {
+			if sc.Err != nil {
+				log.Error("plugin state", "plugin", sc.Plugin, "state", sc.To.String(), "error", sc.Err)
+			} else {
+				log.Info("plugin state", "plugin", sc.Plugin, "state", sc.To.String())
+			}
+		}
+		return nil, nil
+	})
+	h.Start(ctx)
+	stopped := make(chan struct{}, 1)
+	srv := admin.NewServer(admin.Controls{
+		Host:    h,
+		Version: Version,
+		Stop: func() {
+			select {
+			case stopped <- struct{}{}:
+			default:
+			}
+		},
+		Reload: func(ctx context.Context, plugin string) (string, error) {
+			if plugin == "" {
+				return "", errors.New("reloading the whole deployment file is not supported yet; reload one plugin by name")
+			}
+			if err := h.Reload(ctx, plugin); err != nil {
+				return "", err
+			}
+			return "reloaded " + plugin, nil
+		},
+	}, log.Named("admin"))
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	log.Info("host running", "config", e.config, "admin_socket", d.Host.AdminSocket, "plugins", len(d.Plugins))
+
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	var runErr error
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			log.Info("signal received; stopping")
+			break loop
+		case <-stopped:
+			log.Info("stop requested; stopping")
+			break loop
+		case <-hup:
+			log.Warn("SIGHUP: reloading the whole deployment file is not supported yet")
+		case err := <-serveErr:
+			runErr = err
+			break loop
+		}
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(sctx)
+	h.Stop(sctx)
+	os.Remove(d.Host.AdminSocket)
+	log.Info("host stopped")
+	if runErr != nil {
+		return fail(exitFailed, "admin socket: %v", runErr)
+	}
+	return nil
+}

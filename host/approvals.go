@@ -1,0 +1,87 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/plugkit-go/plugkit/kernel"
+	"github.com/plugkit-go/plugkit/pipeline"
+)
+
+// ApproverPlugin is the name of the host's own approver plugin; it is loaded
+// first, so any approver a plugin registers is newer and decides instead.
+const ApproverPlugin = "host"
+
+// Question is an approval a client is asked for.
+type Question struct {
+	ID        string `json:"id"`
+	Tool      string `json:"tool"`
+	Arguments string `json:"arguments"`
+	Question  string `json:"question"`
+}
+
+// Asker is a client session that can answer questions, such as a terminal
+// or an MCP client that supports elicitation.
+type Asker func(ctx context.Context, q Question) (bool, error)
+
+// Approvals routes each Ask to the client that made the call. A client
+// registers as a caller name; a call from a caller with no Asker is denied
+// with a reason saying an approval was needed.
+type Approvals struct {
+	mu     sync.Mutex
+	askers map[string]Asker
+	seq    atomic.Uint64
+}
+
+// NewApprovals returns an empty router.
+func NewApprovals() *Approvals { return &Approvals{askers: map[string]Asker{}} }
+
+// Caller returns a fresh caller name for a client session; ask may be nil
+// for a client that cannot answer. Call release when the session ends.
+func (a *Approvals) Caller(prefix string, ask Asker) (caller string, release func()) {
+	caller = prefix + "#" + strconv.FormatUint(a.seq.Add(1), 10)
+	if ask != nil {
+		a.mu.Lock()
+		a.askers[caller] = ask
+		a.mu.Unlock()
+	}
+	return caller, func() {
+		a.mu.Lock()
+		delete(a.askers, caller)
+		a.mu.Unlock()
+	}
+}
+
+// ErrCannotAsk is the approver's failure when the calling client cannot be
+// asked; the pipeline turns it into DENIED.
+var ErrCannotAsk = errors.New("approval needed, but the client that made the call cannot answer")
+
+func (a *Approvals) approve(ctx context.Context, e *pipeline.Execution, question string) (bool, error) {
+	a.mu.Lock()
+	ask := a.askers[e.Caller()]
+	a.mu.Unlock()
+	if ask == nil {
+		return false, fmt.Errorf("%w (caller %s)", ErrCannotAsk, e.Caller())
+	}
+	return ask(ctx, Question{ID: e.ID(), Tool: e.Name(), Arguments: e.ArgumentsJSON(), Question: question})
+}
+
+// Plugin is the in-host plugin that registers the router as an approver.
+func (a *Approvals) Plugin() kernel.Plugin {
+	return kernel.Plugin{
+		Name:   ApproverPlugin,
+		Inject: []string{pipeline.ServiceName},
+		Apply: func(ctx context.Context, s *kernel.Scope) error {
+			svc, err := s.Service(pipeline.ServiceName)
+			if err != nil {
+				return err
+			}
+			_, err = svc.(*pipeline.Registrar).SetApprover(a.approve)
+			return err
+		},
+	}
+}

@@ -1,0 +1,154 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/plugkit-go/plugkit/deployment"
+	"github.com/plugkit-go/plugkit/kernel"
+	"github.com/plugkit-go/plugkit/pipeline"
+	"github.com/plugkit-go/plugkit/pipeline/policy"
+	"github.com/plugkit-go/plugkit/remote"
+)
+
+// Host is a running deployment.
+type Host struct {
+	Deployment *deployment.Deployment
+	Approvals  *Approvals
+	Metrics    *policy.Metrics
+
+	log     hclog.Logger
+	k       *kernel.Kernel
+	tools   *pipeline.Tools
+	mgr     *remote.Manager
+	started time.Time
+
+	stopOnce sync.Once
+}
+
+// Load parses and checks a deployment file, asking each plugin binary for
+// its declaration. The diagnostics say everything wrong with the file.
+func Load(ctx context.Context, path string, log hclog.Logger) (*deployment.Deployment, hcl.Diagnostics) {
+	d, diags := deployment.Parse(path)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	k := kernel.New(log)
+	tools := pipeline.New(k, pipeline.Options{})
+	defer tools.Close()
+	opts := d.Host.Options()
+	opts.Logger = log
+	mgr, err := remote.NewManager(k, tools, opts)
+	if err != nil {
+		return nil, append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot start plugins", Detail: err.Error()})
+	}
+	defer mgr.Close(ctx)
+	diags = append(diags, deployment.Check(ctx, d, func(ctx context.Context, p deployment.Plugin) (deployment.Declaration, error) {
+		desc, err := mgr.Probe(ctx, p.Spec())
+		if err != nil {
+			return deployment.Declaration{}, err
+		}
+		return deployment.Declaration{ConfigSchema: desc.GetConfigSchemaJson(), Inject: desc.GetInject(), Provides: desc.GetProvides()}, nil
+	})...)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	return d, diags
+}
+
+// New prepares a checked deployment: the tools service, the policies and
+// the host's approver. Plugins start with Start.
+func New(d *deployment.Deployment, log hclog.Logger) (*Host, error) {
+	k := kernel.New(log)
+	tools := pipeline.New(k, pipeline.Options{ApprovalTimeout: d.Host.ApprovalTimeout, Logger: log.Named("tools")})
+	h := &Host{
+		Deployment: d, Approvals: NewApprovals(), Metrics: policy.NewMetrics(),
+		log: log, k: k, tools: tools, started: time.Now(),
+	}
+	builtins := []kernel.Plugin{tools.Plugin(), h.Approvals.Plugin(), h.Metrics.Plugin()}
+	pol := d.Host.Policy
+	if pol.Concurrency > 0 || pol.PerTool > 0 {
+		builtins = append(builtins, policy.Concurrency(policy.ConcurrencyConfig{Global: pol.Concurrency, PerTool: pol.PerTool}))
+	}
+	if pol.Timeout {
+		// Outside retry: one clock covers every attempt.
+		builtins = append(builtins, policy.Timeout())
+	}
+	if pol.Retry != nil {
+		builtins = append(builtins, policy.Retry(policy.RetryConfig{Attempts: pol.Retry.Attempts, Backoff: pol.Retry.Backoff, MaxBackoff: pol.Retry.MaxBackoff}))
+	}
+	for _, p := range builtins {
+		if _, err := k.Load(p); err != nil {
+			k.Close()
+			tools.Close()
+			return nil, fmt.Errorf("start built-in %s: %w", p.Name, err)
+		}
+	}
+	opts := d.Host.Options()
+	opts.Logger = log
+	mgr, err := remote.NewManager(k, tools, opts)
+	if err != nil {
+		k.Close()
+		tools.Close()
+		return nil, err
+	}
+	h.mgr = mgr
+	return h, nil
+}
+
+// Kernel is the host's kernel, for following its events.
+func (h *Host) Kernel() *kernel.Kernel { return h.k }
+
+// Start starts each plugin in start order. A plugin that fails to start is
+// logged and left FAILED (a critical one keeps every call denied); the
+// others run.
+func (h *Host) Start(ctx context.Context) {
+	for _, p := range h.Deployment.Plugins {
+		if err := h.mgr.Load(ctx, p.Spec()); err != nil {
+			h.log.Error("plugin did not start", "plugin", p.Name, "error", err)
+		}
+	}
+}
+
+// Stop stops every plugin, newest first, then the built-ins.
+func (h *Host) Stop(ctx context.Context) {
+	h.stopOnce.Do(func() {
+		h.mgr.Close(ctx)
+		h.k.Close()
+		h.tools.Close()
+	})
+}
+
+// Call runs one call through the pipeline.
+func (h *Host) Call(ctx context.Context, tool string, args json.RawMessage, caller string) pipeline.Result {
+	return h.tools.Execute(ctx, tool, args, caller)
+}
+
+// Tools lists the registered tools.
+func (h *Host) Tools() []pipeline.ToolInfo { return h.tools.List() }
+
+// Pipeline is the tools service.
+func (h *Host) Pipeline() *pipeline.Tools { return h.tools }
+
+// Status describes every plugin of the deployment.
+func (h *Host) Status() []remote.Status { return h.mgr.Status() }
+
+// Started is when the host started.
+func (h *Host) Started() time.Time { return h.started }
+
+// Reload restarts one plugin's process: its registrations are undone and
+// made again by the new process.
+func (h *Host) Reload(ctx context.Context, name string) error {
+	for _, p := range h.Deployment.Plugins {
+		if p.Name == name {
+			return h.k.Restart(name, nil)
+		}
+	}
+	return fmt.Errorf("reload: no plugin named %q in the deployment", name)
+}
