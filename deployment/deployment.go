@@ -64,6 +64,9 @@ type Plugin struct {
 	Name string
 	// Path is the binary's absolute path.
 	Path string
+	// Dir is the folder of the deployment file: the plugin's working folder,
+	// so relative paths in its config are relative to the file.
+	Dir string
 	// SHA256 pins the binary (lower-case hex); empty when not pinned.
 	SHA256 string
 	// Inject lists the services the plugin needs; nil when the file does not
@@ -103,6 +106,7 @@ func (p Plugin) Spec() remote.Spec {
 	return remote.Spec{
 		Name:     p.Name,
 		Path:     p.Path,
+		Dir:      p.Dir,
 		SHA256:   p.SHA256,
 		Config:   slices.Clone(p.Config),
 		Inject:   slices.Clone(p.Inject),

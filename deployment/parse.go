@@ -288,6 +288,7 @@ func (p *parser) plugin(ps *pluginSyntax) Plugin {
 	switch {
 	case ps.Path != nil:
 		pl.Path = p.binary(ps.Body, ps.DefRange, *ps.Path, sum)
+		pl.Dir = p.absDir()
 	case attribute(ps.Body, "path") == nil || p.decoded(ps.Body, "path"): // not written, or null
 		p.errorf(ps.DefRange, "Missing path", "Plugin %q has no path; path names the plugin's binary, relative to this file.", ps.Name)
 	}
@@ -400,4 +401,10 @@ func fileSHA256(path string) (string, error) {
 		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// absDir is the deployment file's folder as an absolute path.
+func (p *parser) absDir() string {
+	abs, _ := p.resolve(".")
+	return abs
 }

@@ -124,6 +124,7 @@ plugin "store" {
 	wantPlugins := []Plugin{{
 		Name:          "index",
 		Path:          filepath.Join(conf, "bin", "ok"),
+		Dir:           conf,
 		SHA256:        "306c6ca7407560340797866e077e053627ad409277d1b9da58106fce4cf717cb",
 		Inject:        []string{"tools", "store"},
 		Critical:      true,
@@ -135,6 +136,7 @@ plugin "store" {
 	}, {
 		Name:    "store",
 		Path:    filepath.Join(conf, "bin", "other"),
+		Dir:     conf,
 		Inject:  []string{},
 		Restart: defaultRestart,
 		Config:  json.RawMessage(`{}`),
@@ -159,7 +161,7 @@ plugin "store" {
 	t.Run("spec", func(t *testing.T) {
 		got := d.Plugins[0].Spec()
 		want := remote.Spec{
-			Name: "index", Path: wantPlugins[0].Path, SHA256: wantPlugins[0].SHA256,
+			Name: "index", Path: wantPlugins[0].Path, Dir: conf, SHA256: wantPlugins[0].SHA256,
 			Config: wantPlugins[0].Config, Inject: []string{"tools", "store"}, Critical: true,
 			Restart:      wantPlugins[0].Restart,
 			EnabledTools: []string{"search"}, DisabledTools: []string{"reindex"},

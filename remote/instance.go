@@ -40,6 +40,7 @@ type instance struct {
 func (m *Manager) launch(ctx context.Context, spec Spec) (*instance, error) {
 	log := m.log.Named(spec.Name)
 	cmd := exec.Command(spec.Path, spec.Args...)
+	cmd.Dir = spec.Dir
 	// The plugin's socket goes in the host's private folder (go-plugin
 	// honours UnixSocketConfig.TempDir only with a custom runner, so the
 	// variable it reads is set here).

@@ -27,6 +27,9 @@ type Spec struct {
 	// Path is the plugin's binary.
 	Path string
 	Args []string
+	// Dir is the process's working folder (default: the host's), so that
+	// relative paths in its config mean what the deployment file means.
+	Dir string
 	// SHA256, when set, pins the binary: go-plugin checks it before launch.
 	SHA256 string
 	// Config is handed to the plugin's apply step (a JSON object).
