@@ -1,19 +1,32 @@
-# plugkit-go. `make test` is what CI runs; `make bench` measures.
+# plugkit-go. `make run` starts the sample deployment; `make test` is what CI runs.
 GO      ?= go
 BIN     := bin
+PLUGINS := index search files safety audit
 BENCH   ?= .
 COUNT   ?= 1
 
-.PHONY: all build test bench proto vet clean
+.PHONY: all build plugins run test bench proto vet clean
 
 all: build
 
-build:
-	$(GO) build ./...
+build: plugins
+	$(GO) build -o $(BIN)/host ./cmd/host
+
+plugins:
+	@mkdir -p $(BIN)/plugins
+	@for p in $(PLUGINS); do \
+		echo "$(GO) build -o $(BIN)/plugins/$$p ./plugins/$$p"; \
+		$(GO) build -o $(BIN)/plugins/$$p ./plugins/$$p || exit 1; \
+	done
+
+# Builds everything and runs config.hcl in the foreground; use the other
+# `bin/host` commands from a second terminal.
+run: build
+	./$(BIN)/host run -c config.hcl
 
 test:
 	$(GO) vet ./...
-	$(GO) test -race -count=1 -timeout 20m ./...
+	$(GO) test -race -count=1 -timeout 30m ./...
 
 bench:
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count $(COUNT) ./...
@@ -25,4 +38,4 @@ vet:
 	$(GO) vet ./...
 
 clean:
-	rm -rf $(BIN)
+	rm -rf $(BIN) run
