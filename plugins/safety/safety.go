@@ -1,0 +1,163 @@
+// Command safety is a plugkit policy plugin: it turns rules written in the
+// deployment file into guards that deny tool calls, and can ask before any
+// destructive tool runs. It is meant to be marked critical, so that while it
+// is not running every call is denied rather than let through unchecked.
+//
+// Each deny rule becomes one stage-2 guard, registered in file order: a
+// guard can only deny, so no rule can let through a call another plugin
+// refused, and when several rules deny a call the reason reported is that
+// of the first in file order. A rule applies to the tools it names (every tool when it
+// names none); within those it denies when an inspected argument is under
+// one of its path prefixes or matches one of its regular expressions, or
+// outright when it has neither.
+//
+// ask_destructive adds a stage-1 filter that Asks the current approver
+// before every tool whose descriptor says destructive, whoever registered
+// the tool and whenever.
+//
+// Example deployment block:
+//
+//	plugin "safety" {
+//	  path     = "bin/plugins/safety"
+//	  inject   = ["tools"]
+//	  critical = true
+//	  config {
+//	    deny "no-secrets" {
+//	      tools       = ["read_file", "write_file"] # optional: tool-name globs (path.Match); default every tool
+//	      arguments   = ["path"]                    # optional: string arguments to inspect; default ["path"]
+//	      path_prefix = ["secrets/", "/etc"]        # deny when a cleaned argument is under one
+//	      pattern     = ["(?i)password"]            # deny when an argument matches a Go regexp
+//	      reason      = "secrets are off limits"    # optional
+//	    }
+//	    deny "no-shell" { tools = ["shell*"] }      # tools only: deny those tools outright
+//	    ask_destructive = true
+//	  }
+//	}
+package main
+
+import (
+	"context"
+
+	"github.com/plugkit-go/plugkit/shared/sdk"
+)
+
+const (
+	pluginName    = "safety"
+	pluginVersion = "0.1.0"
+)
+
+// Config is the plugin's config block as the host hands it over: each deny
+// block becomes an object of the deny array, its label under "name".
+//
+// configSchema below describes the same shape; it is declared rather than
+// derived so that it can assert what a struct cannot say (regexp syntax,
+// glob syntax, non-empty lists, a rule that denies something), which lets
+// the host report a bad rule at its line when it validates the deployment.
+// TestSchemaMatchesConfig keeps the two in step.
+type Config struct {
+	Deny           []Rule `json:"deny,omitempty"`
+	AskDestructive bool   `json:"ask_destructive,omitempty"`
+}
+
+// Rule is one deny block.
+type Rule struct {
+	Name       string   `json:"name"`
+	Tools      []string `json:"tools,omitempty"`
+	Arguments  []string `json:"arguments,omitempty"`
+	PathPrefix []string `json:"path_prefix,omitempty"`
+	Pattern    []string `json:"pattern,omitempty"`
+	Reason     string   `json:"reason,omitempty"`
+}
+
+// globPatternJSON is a regular expression for path.Match's syntax, escaped
+// for a JSON string: literal characters, *, ?, backslash escapes, and
+// non-empty [classes] of characters and ranges, negated by a leading ^.
+// Unescaped it reads
+//
+//	^(?:[^\\\[]|\\.|\[(?:\^(?:(?:[^\\\]-]|\\.)(?:-(?:[^\\\]-]|\\.))?)+|(?:[^\\\]^-]|\\.)(?:-(?:[^\\\]-]|\\.))?(?:(?:[^\\\]-]|\\.)(?:-(?:[^\\\]-]|\\.))?)*)\])*$
+//
+// TestGlobPatternAgreesWithPathMatch checks it against path.Match itself.
+const globPatternJSON = `^(?:[^\\\\\\[]|\\\\.|\\[(?:\\^(?:(?:[^\\\\\\]-]|\\\\.)(?:-(?:[^\\\\\\]-]|\\\\.))?)+|(?:[^\\\\\\]^-]|\\\\.)(?:-(?:[^\\\\\\]-]|\\\\.))?(?:(?:[^\\\\\\]-]|\\\\.)(?:-(?:[^\\\\\\]-]|\\\\.))?)*)\\])*$`
+
+// configSchema is the JSON Schema of Config (see the note there).
+const configSchema = `{
+  "type": "object",
+  "additionalProperties": false,
+  "properties": {
+    "deny": {
+      "description": "Deny rules, one block each, applied in file order.",
+      "type": "array",
+      "items": {
+        "type": "object",
+        "additionalProperties": false,
+        "required": ["name"],
+        "properties": {
+          "name": {"type": "string", "minLength": 1, "description": "The block's label; reasons and audits name the rule by it."},
+          "tools": {
+            "type": "array", "minItems": 1,
+            "description": "Tool-name glob patterns (path.Match syntax) the rule applies to; every tool when absent.",
+            "items": {"type": "string", "minLength": 1, "pattern": "` + globPatternJSON + `"}
+          },
+          "arguments": {
+            "type": "array", "minItems": 1,
+            "description": "The arguments whose string values (or arrays of strings) are inspected; [\"path\"] when absent.",
+            "items": {"type": "string", "minLength": 1}
+          },
+          "path_prefix": {
+            "type": "array", "minItems": 1,
+            "description": "Deny when an inspected argument, cleaned (path.Clean), is one of these paths or under it.",
+            "items": {"type": "string", "minLength": 1}
+          },
+          "pattern": {
+            "type": "array", "minItems": 1,
+            "description": "Deny when an inspected argument, as written or cleaned, matches one of these Go regular expressions.",
+            "items": {"type": "string", "format": "regex"}
+          },
+          "reason": {"type": "string", "minLength": 1, "description": "Said to the caller when the rule denies; the rule's name is always given too."}
+        },
+        "anyOf": [
+          {"required": ["tools"]},
+          {"required": ["path_prefix"]},
+          {"required": ["pattern"]}
+        ],
+        "dependentSchemas": {
+          "arguments": {"anyOf": [{"required": ["path_prefix"]}, {"required": ["pattern"]}]}
+        }
+      }
+    },
+    "ask_destructive": {
+      "type": "boolean",
+      "description": "Ask the approver before every call of a tool whose descriptor says destructive."
+    }
+  }
+}`
+
+func newPlugin() sdk.Plugin[Config] {
+	return sdk.Plugin[Config]{
+		Name:         pluginName,
+		Version:      pluginVersion,
+		Inject:       []string{"tools"},
+		ConfigSchema: configSchema,
+		Apply:        apply,
+	}
+}
+
+// apply compiles every rule before registering anything, so a bad rule
+// registers nothing; a failed registration is undone by the host.
+func apply(ctx context.Context, p *sdk.Context, cfg Config) error {
+	pol, err := compile(cfg)
+	if err != nil {
+		return err
+	}
+	for _, g := range pol.guards {
+		if _, err := p.AddGuard(ctx, g); err != nil {
+			return err
+		}
+	}
+	if pol.ask != nil {
+		if _, err := p.OnPreExecute(ctx, *pol.ask); err != nil {
+			return err
+		}
+	}
+	return nil
+}
