@@ -5,11 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
+	"sync"
 	"unicode/utf8"
-	"unsafe"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"golang.org/x/text/language"
@@ -23,32 +22,26 @@ func checkArguments(t *registered, raw []byte) (string, *Error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		raw = []byte("{}")
 	}
-	v, err := parseJSON(raw)
+	v, text, err := parseJSONText(raw)
 	if err != nil {
 		return "", &Error{Code: CodeInvalidArguments, Message: "arguments are not valid JSON: " + err.Error()}
 	}
 	if err := t.schema.Validate(v); err != nil {
 		return "", &Error{Code: CodeInvalidArguments, Message: describeInvalid(err)}
 	}
-	b := appendCanonical(make([]byte, 0, len(raw)), v)
-	// b is never written again, so the string can share its bytes instead of
-	// copying them: one allocation instead of two once the arguments are too
-	// long for the buffer to live on the stack.
-	return unsafe.String(unsafe.SliceData(b), len(b)), nil
+	bp := canonicalBuffers.Get().(*[]byte)
+	defer canonicalBuffers.Put(bp)
+	b := appendCanonical((*bp)[:0], v)
+	*bp = b
+	if string(b) == text {
+		// Most callers already send canonical JSON: keep the parser's copy.
+		return text, nil
+	}
+	return string(b), nil
 }
 
-func parseJSON(raw []byte) (any, error) {
-	d := json.NewDecoder(bytes.NewReader(raw))
-	d.UseNumber()
-	var v any
-	if err := d.Decode(&v); err != nil {
-		return nil, err
-	}
-	if _, err := d.Token(); err != io.EOF {
-		return nil, errors.New("unexpected data after the top-level value")
-	}
-	return v, nil
-}
+// canonicalBuffers recycles the buffers canonical forms are written into.
+var canonicalBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b }}
 
 var printer = message.NewPrinter(language.English)
 
