@@ -11,6 +11,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/plugkit-go/plugkit/admin"
 	"github.com/plugkit-go/plugkit/host"
 )
@@ -172,13 +174,15 @@ func prompt(e *env, q host.Question) bool {
 	return false
 }
 
+// isTerminal says whether r is a terminal a person can answer at (a
+// character device such as /dev/null is not).
 func isTerminal(r io.Reader) bool {
 	f, ok := r.(*os.File)
 	if !ok {
 		return false
 	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
 }
 
 func reload(ctx context.Context, e *env, args []string) error {

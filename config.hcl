@@ -1,0 +1,64 @@
+# The sample deployment: `make run` builds every binary and starts this file.
+# Paths are relative to this file. `bin/host validate` checks it without
+# starting anything.
+
+host {
+  admin_socket     = "run/host.sock"
+  log_level        = "info"
+  approval_timeout = "60s"
+
+  policy {
+    timeout     = true # each tool's declared timeout is enforced
+    concurrency = 16   # at most 16 calls at once across all tools
+  }
+}
+
+# A full-text index over the shipped corpus, provided as the "index" service.
+plugin "index" {
+  path = "bin/plugins/index"
+  config {
+    root = "corpus"
+  }
+}
+
+# The search tool; it needs the index service, so it starts after "index".
+plugin "search" {
+  path   = "bin/plugins/search"
+  inject = ["tools", "index"]
+}
+
+# File tools confined to the sandbox folder.
+plugin "files" {
+  path = "bin/plugins/files"
+  config {
+    root = "sandbox"
+  }
+}
+
+# Rules over everyone's tools. Critical: while it is not running, every call
+# is denied.
+plugin "safety" {
+  path     = "bin/plugins/safety"
+  critical = true
+  config {
+    deny "outside-the-sandbox" {
+      tools       = ["read_file", "list_dir", "write_file", "delete_file"]
+      path_prefix = ["/", ".."]
+      reason      = "paths must stay inside the sandbox"
+    }
+    deny "no-secrets" {
+      pattern = ["(?i)secret", "(?i)password"]
+      reason  = "secrets are off limits"
+    }
+    ask_destructive = true
+  }
+}
+
+# One hash-chained JSON line per call, for every outcome.
+plugin "audit" {
+  path = "bin/plugins/audit"
+  config {
+    path  = "run/audit.log"
+    fsync = "always"
+  }
+}
