@@ -215,3 +215,17 @@ func TestSnapshotInFlight(t *testing.T) {
 	wantCode(t, recv(t, ctx, done), "")
 	wantCode(t, tools.Execute(ctx, "add", json.RawMessage(`{"a":1,"b":2}`), "client"), pipeline.CodeDenied)
 }
+
+func TestMarkAbsent(t *testing.T) {
+	ctx := testCtx(t)
+	_, tools := newTools(t, pipeline.Options{})
+	release := tools.MarkAbsent("add", "plugin p is restarting")
+	r := tools.Execute(ctx, "add", json.RawMessage(`{}`), "c")
+	wantCode(t, r, pipeline.CodeToolError)
+	if r.Error.Message != "plugin p is restarting" {
+		t.Fatalf("absent tool: %+v", r.Error)
+	}
+	release()
+	release()
+	wantCode(t, tools.Execute(ctx, "add", json.RawMessage(`{}`), "c"), pipeline.CodeUnknownTool)
+}

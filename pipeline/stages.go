@@ -38,6 +38,9 @@ func (t *Tools) run(ctx context.Context, s *snapshot, e *Execution, args json.Ra
 	// Stage 0: lookup and argument check.
 	reg, ok := s.tools[e.name]
 	if !ok {
+		if why, ok := s.absent[e.name]; ok {
+			return Fail(CodeToolError, why)
+		}
 		return Fail(CodeUnknownTool, "no tool named "+e.name)
 	}
 	e.tool = &reg.info

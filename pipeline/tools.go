@@ -29,9 +29,10 @@ const (
 	PointPostExecute = "tools/post-execute"
 	PointResult      = "tools/result"
 	PointHolds       = "tools/holds"
+	PointAbsent      = "tools/absent"
 )
 
-var allPoints = []string{PointTools, PointGuards, PointApprovers, PointPreExecute, PointExecute, PointPostExecute, PointResult, PointHolds}
+var allPoints = []string{PointTools, PointGuards, PointApprovers, PointPreExecute, PointExecute, PointPostExecute, PointResult, PointHolds, PointAbsent}
 
 // Options configure the service.
 type Options struct {
@@ -137,6 +138,16 @@ func (t *Tools) Hold(who, reason string) (release func()) {
 
 type hold struct{ who, reason string }
 
+// MarkAbsent says why a tool is missing while it is missing: a call to it
+// fails at once as TOOL_ERROR with reason (say, that its plugin is
+// restarting) instead of UNKNOWN_TOOL, until release is called. A
+// registered tool of that name takes precedence.
+func (t *Tools) MarkAbsent(tool, reason string) (release func()) {
+	remove, _ := t.k.Points().Add(PointAbsent, tool, 0, reason, "host")
+	var once sync.Once
+	return func() { once.Do(remove) }
+}
+
 func (t *Tools) nextID() string {
 	// Built in a stack buffer so that the id costs one allocation, not two.
 	var buf [32]byte
@@ -147,6 +158,7 @@ func (t *Tools) nextID() string {
 // snapshot is the compiled pipeline: every stage's listeners in order.
 type snapshot struct {
 	tools    map[string]*registered
+	absent   map[string]string // tool → why it is missing
 	holds    []hold
 	pre      []entry[PreExecuteFunc]
 	guards   []entry[GuardFunc]
@@ -202,6 +214,14 @@ func (t *Tools) compile() {
 	for _, c := range p.All(PointTools) {
 		if r, ok := c.Value.(*registered); ok {
 			s.tools[r.info.Name] = r
+		}
+	}
+	for _, c := range p.All(PointAbsent) {
+		if reason, ok := c.Value.(string); ok {
+			if s.absent == nil {
+				s.absent = map[string]string{}
+			}
+			s.absent[c.Key] = reason
 		}
 	}
 	for _, c := range p.All(PointHolds) {
