@@ -29,7 +29,16 @@ type Host struct {
 	mgr     *remote.Manager
 	started time.Time
 
-	stopOnce sync.Once
+	stopOnce  sync.Once
+	reloading sync.Mutex // one file reload at a time
+	mu        sync.Mutex // guards Deployment once running
+}
+
+// deployment is the deployment as last loaded.
+func (h *Host) deployment() *deployment.Deployment {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.Deployment
 }
 
 // Load parses and checks a deployment file, asking each plugin binary for
@@ -145,7 +154,7 @@ func (h *Host) Started() time.Time { return h.started }
 // Reload restarts one plugin's process: its registrations are undone and
 // made again by the new process.
 func (h *Host) Reload(ctx context.Context, name string) error {
-	for _, p := range h.Deployment.Plugins {
+	for _, p := range h.deployment().Plugins {
 		if p.Name == name {
 			return h.k.Restart(name, nil)
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -83,7 +84,7 @@ func runHost(ctx context.Context, e *env, _ []string) error {
 		},
 		Reload: func(ctx context.Context, plugin string) (string, error) {
 			if plugin == "" {
-				return "", errors.New("reloading the whole deployment file is not supported yet; reload one plugin by name")
+				return reloadFile(ctx, h, log)
 			}
 			if err := h.Reload(ctx, plugin); err != nil {
 				return "", err
@@ -109,7 +110,8 @@ loop:
 			log.Info("stop requested; stopping")
 			break loop
 		case <-hup:
-			log.Warn("SIGHUP: reloading the whole deployment file is not supported yet")
+			log.Info("SIGHUP: reloading the deployment file")
+			_, _ = reloadFile(ctx, h, log)
 		case err := <-serveErr:
 			runErr = err
 			break loop
@@ -125,4 +127,23 @@ loop:
 		return fail(exitFailed, "admin socket: %v", runErr)
 	}
 	return nil
+}
+
+// reloadFile reloads the deployment file, logging what happened; an invalid
+// file is refused with its diagnostics and the running deployment stays.
+func reloadFile(ctx context.Context, h *host.Host, log hclog.Logger) (string, error) {
+	summary, diags := h.ReloadFile(ctx)
+	if diags.HasErrors() {
+		msg := strings.TrimSpace(deployment.Format(diags))
+		log.Error("reload refused; the running deployment is unchanged", "problems", msg)
+		if summary != "" {
+			return "", errors.New(summary + "\n" + msg)
+		}
+		return "", errors.New("the deployment file is not valid; nothing changed\n" + msg)
+	}
+	for _, d := range diags {
+		log.Warn(d.Summary, "detail", d.Detail)
+	}
+	log.Info(summary)
+	return summary, nil
 }
