@@ -30,6 +30,8 @@ type Host struct {
 	started time.Time
 
 	stopOnce  sync.Once
+	stopWatch context.CancelFunc
+	watchers  sync.WaitGroup
 	reloading sync.Mutex // one file reload at a time
 	mu        sync.Mutex // guards Deployment once running
 }
@@ -123,11 +125,20 @@ func (h *Host) Start(ctx context.Context) {
 			h.log.Error("plugin did not start", "plugin", p.Name, "error", err)
 		}
 	}
+	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	h.stopWatch = cancel
+	if err := h.watchBinaries(wctx); err != nil {
+		h.log.Error("cannot watch plugin binaries; watch = true has no effect", "error", err)
+	}
 }
 
 // Stop stops every plugin, newest first, then the built-ins.
 func (h *Host) Stop(ctx context.Context) {
 	h.stopOnce.Do(func() {
+		if h.stopWatch != nil {
+			h.stopWatch()
+			h.watchers.Wait()
+		}
 		h.mgr.Close(ctx)
 		h.k.Close()
 		h.tools.Close()

@@ -36,22 +36,7 @@ func TestReloadDeploymentFile(t *testing.T) {
 		return fmt.Sprintf("plugin \"files\" {\n  path = %q\n  config {\n    root = %q\n  }\n}\n", pluginPath("files"), root)
 	}
 	safety := fmt.Sprintf("plugin \"safety\" {\n  path = %q\n  config {\n    deny \"no-which\" {\n      pattern = [\"which\"]\n    }\n  }\n}\n", pluginPath("safety"))
-	status := func() map[string]admin.PluginStatus {
-		t.Helper()
-		out, stderr, code := cli(t, "status", "--json", "-c", config)
-		if code != 0 {
-			t.Fatalf("status: exit %d %s", code, stderr)
-		}
-		var st admin.Status
-		if err := json.Unmarshal([]byte(out), &st); err != nil {
-			t.Fatal(err)
-		}
-		m := map[string]admin.PluginStatus{}
-		for _, p := range st.Plugins {
-			m[p.Name] = p
-		}
-		return m
-	}
+	status := func() map[string]admin.PluginStatus { return statusOf(t, config) }
 
 	write(files("a"))
 	startHost(t, config, 1)
@@ -101,4 +86,22 @@ func TestReloadDeploymentFile(t *testing.T) {
 			t.Fatal("safety still listed")
 		}
 	})
+}
+
+// statusOf is `host status --json`, by plugin name.
+func statusOf(t *testing.T, config string) map[string]admin.PluginStatus {
+	t.Helper()
+	out, stderr, code := cli(t, "status", "--json", "-c", config)
+	if code != 0 {
+		t.Fatalf("status: exit %d %s", code, stderr)
+	}
+	var st admin.Status
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]admin.PluginStatus{}
+	for _, p := range st.Plugins {
+		m[p.Name] = p
+	}
+	return m
 }
