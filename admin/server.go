@@ -17,8 +17,8 @@ import (
 	"github.com/plugkit-go/plugkit/host"
 )
 
-// Backend is what the admin API serves; *host.Host with the run loop's
-// reload and stop satisfies it through Controls.
+// Controls are what the admin API serves: the running host, and the run
+// loop's reload and stop.
 type Controls struct {
 	Host *host.Host
 	// Reload reloads one plugin, or the whole file when plugin is "".
