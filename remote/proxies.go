@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -35,6 +36,33 @@ func (in *instance) callErr(op string, err error) error {
 	return fmt.Errorf("plugin %s: %s: %s", in.name, op, st.Message())
 }
 
+// settle makes a failed RPC agree with ctx about its deadline. The deadline
+// crosses the boundary and the plugin runs its own timer for it, so the
+// plugin's answer to a call whose deadline passed (its handler's "context
+// deadline exceeded", or gRPC's DEADLINE_EXCEEDED) can arrive before ctx's
+// own timer has fired. The pipeline reads ctx.Err() to tell a timeout or a
+// cancellation from a plugin's failure (TOOL_TIMEOUT and ABORTED against
+// TOOL_ERROR, "timed out" against "failed"), so once the deadline has passed
+// this waits for ctx to be done and returns its error. It returns nil when
+// ctx is live and its deadline has not passed.
+func settle(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	d, ok := ctx.Deadline()
+	if !ok || time.Now().Before(d) {
+		return nil
+	}
+	t := time.NewTimer(time.Second)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C: // not reached: a passed deadline fires ctx's timer
+		return context.DeadlineExceeded
+	}
+}
+
 // filterCtx bounds a filter's RPC by the listener timeout.
 func (in *instance) filterCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	if in.listenerTimeout <= 0 {
@@ -47,12 +75,15 @@ func (in *instance) toolProxy(handler, name string) pipeline.ToolFunc {
 	return func(ctx context.Context, e *pipeline.Execution) (any, error) {
 		resp, err := in.client.ExecuteTool(ctx, &pb.ExecuteToolRequest{HandlerId: handler, Execution: toExecution(e)})
 		if err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
+			if cerr := settle(ctx); cerr != nil {
+				return nil, cerr
 			}
 			return nil, &pipeline.Error{Code: pipeline.CodeToolError, Message: in.callErr("tool "+name, err).Error()}
 		}
 		if resp.GetError() != "" {
+			if cerr := settle(ctx); cerr != nil {
+				return nil, cerr
+			}
 			return nil, errors.New(resp.GetError())
 		}
 		return fromValueJSON(resp.GetValueJson()), nil
@@ -65,9 +96,11 @@ func (in *instance) guardProxy(handler string) pipeline.GuardFunc {
 		defer cancel()
 		resp, err := in.client.Guard(ctx, &pb.GuardRequest{HandlerId: handler, Execution: toExecution(e)})
 		if err != nil {
+			_ = settle(ctx)
 			return "", in.callErr("guard", err)
 		}
 		if resp.GetError() != "" {
+			_ = settle(ctx)
 			return "", errors.New(resp.GetError())
 		}
 		return resp.GetReason(), nil
@@ -78,9 +111,11 @@ func (in *instance) approverProxy(handler string) pipeline.ApproverFunc {
 	return func(ctx context.Context, e *pipeline.Execution, question string) (bool, error) {
 		resp, err := in.client.Approve(ctx, &pb.ApproveRequest{HandlerId: handler, Execution: toExecution(e), Question: question})
 		if err != nil {
+			_ = settle(ctx)
 			return false, in.callErr("approver", err)
 		}
 		if resp.GetError() != "" {
+			_ = settle(ctx)
 			return false, errors.New(resp.GetError())
 		}
 		return resp.GetApproved(), nil
@@ -105,9 +140,11 @@ func (in *instance) preProxy(h *hostService, handler string, wrap bool) pipeline
 		}
 		resp, err := in.client.PreExecute(ctx, req)
 		if err != nil {
+			_ = settle(ctx)
 			return pipeline.Decision{}, in.callErr("pre-execute listener", err)
 		}
 		if resp.GetError() != "" {
+			_ = settle(ctx)
 			return pipeline.Decision{}, errors.New(resp.GetError())
 		}
 		d := resp.GetDecision()
@@ -147,11 +184,14 @@ func (in *instance) execProxy(h *hostService, handler string, wrap bool) pipelin
 		resp, err := in.client.WrapExecute(ctx, req)
 		switch {
 		case err != nil:
-			if ctx.Err() != nil {
-				return pipeline.Fail(pipeline.CodeAborted, "call cancelled: "+ctx.Err().Error())
+			if cerr := settle(ctx); cerr != nil {
+				return pipeline.Fail(pipeline.CodeAborted, "call cancelled: "+cerr.Error())
 			}
 			return pipeline.Fail(pipeline.CodeToolError, in.callErr("execute listener", err).Error())
 		case resp.GetError() != "":
+			if cerr := settle(ctx); cerr != nil {
+				return pipeline.Fail(pipeline.CodeAborted, "call cancelled: "+cerr.Error())
+			}
 			return pipeline.Fail(pipeline.CodeToolError, "execute listener of "+in.name+" failed: "+resp.GetError())
 		case resp.GetPass():
 			return next(ctx)
@@ -178,9 +218,11 @@ func (in *instance) postProxy(h *hostService, handler string, wrap bool) pipelin
 		}
 		resp, err := in.client.PostExecute(ctx, req)
 		if err != nil {
+			_ = settle(ctx)
 			return pipeline.Review{}, in.callErr("post-execute listener", err)
 		}
 		if resp.GetError() != "" {
+			_ = settle(ctx)
 			return pipeline.Review{}, errors.New(resp.GetError())
 		}
 		rv := resp.GetReview()

@@ -456,6 +456,9 @@ func (b *builder) pre(s PreSpec) (pipeline.PreExecuteFunc, error) {
 	}
 	return func(ctx context.Context, e *pipeline.Execution, next pipeline.DecideNext) (pipeline.Decision, error) {
 		return alive(ctx, b.died, func(ctx context.Context) (pipeline.Decision, error) {
+			if err := sleep(ctx, s.Sleep); err != nil {
+				return pipeline.Decision{}, err
+			}
 			b.logs.Add(s.Log, "called")
 			return fn(ctx, e, next)
 		})
@@ -578,6 +581,9 @@ func (b *builder) post(s PostSpec) (pipeline.PostExecuteFunc, error) {
 	}
 	return func(ctx context.Context, e *pipeline.Execution, r pipeline.Result, next pipeline.ReviewNext) (pipeline.Review, error) {
 		return alive(ctx, b.died, func(ctx context.Context) (pipeline.Review, error) {
+			if err := sleep(ctx, s.Sleep); err != nil {
+				return pipeline.Review{}, err
+			}
 			b.logs.Add(s.Log, "called")
 			return fn(ctx, e, r, next)
 		})
@@ -592,6 +598,9 @@ func (b *builder) observer(s ObserverSpec) (pipeline.ResultFunc, error) {
 	}
 	return func(ctx context.Context, e *pipeline.Execution, r pipeline.Result) error {
 		_, err := alive(ctx, b.died, func(ctx context.Context) (struct{}, error) {
+			if s.Sleep > 0 {
+				time.Sleep(s.Sleep) // an observer is not cancelled: it records
+			}
 			b.logs.Add(s.Log, e.Name()+" "+outcome(r))
 			if s.Behaviour == ObservePanic {
 				panic("observer panics")

@@ -126,6 +126,9 @@ type PreSpec struct {
 	Behaviour Pre    `json:"behaviour"`
 	Reason    string `json:"reason,omitempty"`
 	Field     string `json:"field,omitempty"`
+	// Sleep is how long the listener takes before it logs and decides,
+	// honouring its context (so that calls are in flight in it).
+	Sleep time.Duration `json:"sleep,omitempty"`
 	// Tools limits the listener to these tools (an interest filter).
 	Tools []string `json:"tools,omitempty"`
 	Log   string   `json:"log,omitempty"`
@@ -208,11 +211,14 @@ const (
 
 // PostSpec is a stage-4 listener.
 type PostSpec struct {
-	Behaviour Post     `json:"behaviour"`
-	Value     string   `json:"value,omitempty"`
-	Reason    string   `json:"reason,omitempty"`
-	Tools     []string `json:"tools,omitempty"`
-	Log       string   `json:"log,omitempty"`
+	Behaviour Post   `json:"behaviour"`
+	Value     string `json:"value,omitempty"`
+	Reason    string `json:"reason,omitempty"`
+	// Sleep is how long the listener takes before it logs and reviews,
+	// honouring its context.
+	Sleep time.Duration `json:"sleep,omitempty"`
+	Tools []string      `json:"tools,omitempty"`
+	Log   string        `json:"log,omitempty"`
 }
 
 // Observe is a stage-5 observer's behaviour.
@@ -228,9 +234,12 @@ const (
 
 // ObserverSpec is a stage-5 observer.
 type ObserverSpec struct {
-	Behaviour Observe  `json:"behaviour"`
-	Tools     []string `json:"tools,omitempty"`
-	Log       string   `json:"log,omitempty"`
+	Behaviour Observe `json:"behaviour"`
+	// Sleep is how long the observer takes before it logs (a slow audit
+	// sink, so that results queue up behind it).
+	Sleep time.Duration `json:"sleep,omitempty"`
+	Tools []string      `json:"tools,omitempty"`
+	Log   string        `json:"log,omitempty"`
 }
 
 // Approve is an approver's behaviour.

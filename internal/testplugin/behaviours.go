@@ -86,6 +86,9 @@ func (b *builder) pre(s conformance.PreSpec) (sdk.PreExecuteListener, error) {
 	l := sdk.PreExecuteListener{Tools: s.Tools}
 	logged := func(fn func(ctx context.Context, c *sdk.Call, next sdk.NextDecision) (sdk.Decision, error)) func(ctx context.Context, c *sdk.Call, next sdk.NextDecision) (sdk.Decision, error) {
 		return func(ctx context.Context, c *sdk.Call, next sdk.NextDecision) (sdk.Decision, error) {
+			if err := sleep(ctx, s.Sleep); err != nil {
+				return sdk.Decision{}, err
+			}
 			b.logs.add(s.Log, "called")
 			return fn(ctx, c, next)
 		}
@@ -94,6 +97,9 @@ func (b *builder) pre(s conformance.PreSpec) (sdk.PreExecuteListener, error) {
 	case conformance.PrePass:
 		// A filter that passes costs one RPC; the host continues the chain.
 		l.Filter = func(ctx context.Context, c *sdk.Call) (sdk.Decision, error) {
+			if err := sleep(ctx, s.Sleep); err != nil {
+				return sdk.Decision{}, err
+			}
 			b.logs.add(s.Log, "called")
 			return sdk.Pass(), nil
 		}
@@ -225,6 +231,9 @@ func (b *builder) post(s conformance.PostSpec) (sdk.PostExecuteListener, error) 
 	l := sdk.PostExecuteListener{Tools: s.Tools}
 	filter := func(fn func() (sdk.Review, error)) {
 		l.Filter = func(ctx context.Context, c *sdk.Call, out sdk.Outcome) (sdk.Review, error) {
+			if err := sleep(ctx, s.Sleep); err != nil {
+				return sdk.Review{}, err
+			}
 			b.logs.add(s.Log, "called")
 			return fn()
 		}
@@ -251,6 +260,9 @@ func (b *builder) post(s conformance.PostSpec) (sdk.PostExecuteListener, error) 
 
 func (b *builder) observer(s conformance.ObserverSpec) sdk.ResultListener {
 	return sdk.ResultListener{Tools: s.Tools, Observe: func(ctx context.Context, c *sdk.Call, r sdk.ToolResult) {
+		if s.Sleep > 0 {
+			time.Sleep(s.Sleep) // an observer is not cancelled: it records
+		}
 		code := ""
 		if r.Error != nil {
 			code = r.Error.Code

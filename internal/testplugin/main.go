@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 
@@ -24,12 +25,27 @@ type Config struct {
 	Spec   conformance.PluginSpec `json:"spec"`
 	LogDir string                 `json:"log_dir"`
 	// Provides and Inject are services for cross-plugin tests: a provided
-	// service answers "echo" with its arguments and "whoami" with the
-	// plugin's name.
+	// service answers "echo" with its arguments, "whoami" with the
+	// plugin's name and "pid" with its process id.
 	Provides []string `json:"provides,omitempty"`
+	// Gate, when set, is a file whose presence holds Apply until it is
+	// removed (or the host gives up on the apply): a harness that kills the
+	// plugin creates it first, so that the process its manager starts again
+	// stays out of the pipeline until the harness lets it in.
+	Gate string `json:"gate,omitempty"`
+	// ApplyLog names a log that gets "apply <pid>" each time Apply starts.
+	ApplyLog string `json:"apply_log,omitempty"`
+	// Control names a tool that runs test operations (control.go).
+	Control string `json:"control,omitempty"`
+	// LateTools are registered by a goroutine after Apply has returned,
+	// outside any call from the host.
+	LateTools []conformance.ToolSpec `json:"late_tools,omitempty"`
 }
 
 func main() {
+	if os.Getenv("TESTPLUGIN_NOISE") != "" {
+		makeNoise()
+	}
 	sdk.Serve(sdk.Plugin[Config]{
 		Name:         "testplugin",
 		Inject:       injectFromEnv(),
@@ -58,61 +74,147 @@ func listEnv(key string, def []string) []string {
 
 func apply(ctx context.Context, p *sdk.Context, cfg Config) error {
 	b := &builder{logs: &fileLogs{dir: cfg.LogDir}}
+	b.logs.add(cfg.ApplyLog, "apply "+strconv.Itoa(os.Getpid()))
+	if err := waitGate(ctx, cfg.Gate); err != nil {
+		return err
+	}
 	s := cfg.Spec
+	h := &handles{m: map[string]*sdk.Handle{}}
 	var errs []error
-	add := func(_ *sdk.Handle, err error) { errs = append(errs, err) }
+	add := func(key string) func(*sdk.Handle, error) {
+		return func(hd *sdk.Handle, err error) {
+			errs = append(errs, err)
+			h.put(key, hd)
+		}
+	}
 	for _, ts := range s.Tools {
 		t, err := b.tool(ts)
 		if err != nil {
 			return err
 		}
-		add(p.RegisterTool(ctx, t))
+		add("tool:" + ts.Name)(p.RegisterTool(ctx, t))
 	}
-	for _, ps := range s.Pre {
+	for i, ps := range s.Pre {
 		l, err := b.pre(ps)
 		if err != nil {
 			return err
 		}
-		add(p.OnPreExecute(ctx, l))
+		add("pre:" + strconv.Itoa(i))(p.OnPreExecute(ctx, l))
 	}
-	for _, gs := range s.Guards {
+	for i, gs := range s.Guards {
 		g, err := b.guard(gs)
 		if err != nil {
 			return err
 		}
-		add(p.AddGuard(ctx, g))
+		add("guard:" + strconv.Itoa(i))(p.AddGuard(ctx, g))
 	}
-	for _, es := range s.Exec {
+	for i, es := range s.Exec {
 		l, err := b.exec(es)
 		if err != nil {
 			return err
 		}
-		add(p.OnExecute(ctx, l))
+		add("exec:" + strconv.Itoa(i))(p.OnExecute(ctx, l))
 	}
-	for _, ps := range s.Post {
+	for i, ps := range s.Post {
 		l, err := b.post(ps)
 		if err != nil {
 			return err
 		}
-		add(p.OnPostExecute(ctx, l))
+		add("post:" + strconv.Itoa(i))(p.OnPostExecute(ctx, l))
 	}
-	for _, os := range s.Observers {
-		add(p.OnResult(ctx, b.observer(os)))
+	for i, os := range s.Observers {
+		add("observer:" + strconv.Itoa(i))(p.OnResult(ctx, b.observer(os)))
 	}
 	if s.Approver != nil {
 		a, err := b.approver(*s.Approver)
 		if err != nil {
 			return err
 		}
-		add(p.SetApprover(ctx, a))
+		add("approver")(p.SetApprover(ctx, a))
 	}
 	for _, name := range cfg.Provides {
-		add(p.Provide(ctx, sdk.Service{Name: name, Methods: map[string]sdk.Method{
+		add("provide:" + name)(p.Provide(ctx, sdk.Service{Name: name, Methods: map[string]sdk.Method{
 			"echo":   func(ctx context.Context, args json.RawMessage) (any, error) { return args, nil },
 			"whoami": func(ctx context.Context, args json.RawMessage) (any, error) { return s.Name, nil },
+			"pid":    func(ctx context.Context, args json.RawMessage) (any, error) { return os.Getpid(), nil },
 		}}))
 	}
-	return errors.Join(errs...)
+	if cfg.Control != "" {
+		add("tool:" + cfg.Control)(p.RegisterTool(ctx, b.control(cfg.Control, p, h)))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if len(cfg.LateTools) > 0 {
+		late := make([]sdk.Tool, 0, len(cfg.LateTools))
+		for _, ts := range cfg.LateTools {
+			t, err := b.tool(ts)
+			if err != nil {
+				return err
+			}
+			late = append(late, t)
+		}
+		go registerLate(p, h, late)
+	}
+	return nil
+}
+
+// registerLate registers tools once Apply has returned, as a plugin that
+// discovers tools in the background would. Apply's context has ended by
+// then, so each registration runs under a context of its own.
+func registerLate(p *sdk.Context, h *handles, tools []sdk.Tool) {
+	time.Sleep(10 * time.Millisecond)
+	for _, t := range tools {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		hd, err := p.RegisterTool(ctx, t)
+		cancel()
+		if err != nil {
+			p.Logger().Error("late registration failed", "tool", t.Name, "error", err)
+			continue
+		}
+		h.put("tool:"+t.Name, hd)
+	}
+}
+
+// waitGate holds Apply while the gate file exists.
+func waitGate(ctx context.Context, gate string) error {
+	if gate == "" {
+		return nil
+	}
+	for {
+		if _, err := os.Stat(gate); errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// handles are the registrations the plugin made, by key ("tool:<name>",
+// "guard:<i>", ...), for the control tool's dispose.
+type handles struct {
+	mu sync.Mutex
+	m  map[string]*sdk.Handle
+}
+
+func (h *handles) put(key string, hd *sdk.Handle) {
+	if hd == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.m[key] = hd
+}
+
+func (h *handles) take(key string) (*sdk.Handle, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	hd, ok := h.m[key]
+	delete(h.m, key)
+	return hd, ok
 }
 
 // fileLogs appends each entry as a line of <dir>/<name>.log.

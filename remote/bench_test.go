@@ -1,0 +1,247 @@
+package remote_test
+
+import (
+	"context"
+	"encoding/json"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+
+	"github.com/plugkit-go/plugkit/internal/conformance"
+	"github.com/plugkit-go/plugkit/remote"
+	"github.com/plugkit-go/plugkit/shared/pb"
+	"github.com/plugkit-go/plugkit/shared/wire"
+)
+
+// The benchmarks run side by side so that their ratios mean something:
+//
+//   - RawGoPluginRPC is the floor: one go-plugin gRPC unary call
+//     (Plugin.ExecuteTool of the test plugin's add tool) through the
+//     dispensed client, with the transport the manager uses (AutoMTLS,
+//     broker multiplexing, the same limits) and no pipeline;
+//   - RemoteTool is the same tool through the whole pipeline, no listener:
+//     the host's overhead on top of the floor;
+//   - RemotePipeline adds a pre-execute filter, a guard, a post-execute
+//     filter and a stage-5 observer, each in its own process: four RPCs the
+//     caller waits for (tool + three filters); the observer must add none.
+//     RawGoPluginRPC4Processes is its floor: four bare calls, one to each
+//     of four processes;
+//   - the Parallel variants run 64 concurrent callers;
+//   - PluginStart is spawn to ACTIVE.
+
+// benchArgs are the arguments of every benchmarked call.
+const benchArgs = `{"a":2,"b":3}`
+
+// benchParallelism makes RunParallel use 64 goroutines.
+func benchParallelism(b *testing.B) {
+	b.SetParallelism(max(1, 64/runtime.GOMAXPROCS(0)))
+}
+
+// rawHost is the least a host must answer for the test plugin to apply: it
+// records the tools' handler ids.
+type rawHost struct {
+	pb.UnimplementedHostServer
+	mu    sync.Mutex
+	tools map[string]string // tool name → handler id
+}
+
+func (h *rawHost) RegisterTool(_ context.Context, req *pb.RegisterToolRequest) (*pb.RegisterToolResponse, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.tools[req.GetTool().GetName()] = req.GetHandlerId()
+	return &pb.RegisterToolResponse{RegistrationId: "r" + strconv.Itoa(len(h.tools))}, nil
+}
+
+// startRaw starts the test plugin with go-plugin alone, applies it with the
+// add tool, and returns its client and the request that calls add (the
+// same request the manager's proxy sends).
+func startRaw(b *testing.B) (*wire.PluginClient, *pb.ExecuteToolRequest) {
+	b.Helper()
+	limit := wire.DefaultMaxMessageBytes
+	cmd := exec.Command(testPlugin)
+	cmd.Env = []string{wire.MaxMessageEnv(limit)}
+	client := plugin.NewClient(&plugin.ClientConfig{
+		HandshakeConfig:     wire.Handshake,
+		Plugins:             wire.ClientPlugins(limit),
+		Cmd:                 cmd,
+		AllowedProtocols:    []plugin.Protocol{plugin.ProtocolGRPC},
+		AutoMTLS:            true,
+		Logger:              hclog.NewNullLogger(),
+		GRPCDialOptions:     wire.DialOptions(limit),
+		SkipHostEnv:         true,
+		GRPCBrokerMultiplex: true,
+	})
+	b.Cleanup(client.Kill)
+	rpc, err := client.Client()
+	if err != nil {
+		b.Fatal(err)
+	}
+	raw, err := rpc.Dispense(wire.PluginName)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pc := raw.(*wire.PluginClient)
+	host := &rawHost{tools: map[string]string{}}
+	cfg, _ := json.Marshal(pluginConfig{Spec: conformance.PluginSpec{Name: "raw", Tools: []conformance.ToolSpec{addTool("")}}})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := pc.Apply(ctx, &pb.ApplyRequest{ConfigJson: cfg, HostBrokerId: pc.ServeHost(host)})
+	if err != nil || resp.GetError() != "" {
+		b.Fatalf("apply: %v %s", err, resp.GetError())
+	}
+	b.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, _ = pc.Shutdown(ctx, &pb.ShutdownRequest{})
+	})
+	req := &pb.ExecuteToolRequest{HandlerId: host.tools["add"], Execution: &pb.Execution{
+		Id: "0123abcd-1", Name: "add", ArgumentsJson: []byte(benchArgs), Caller: "client",
+		Tool: &pb.ToolDescriptor{Name: "add", Description: "Adds a and b.", ParametersJson: []byte(addSchema), Owner: "raw"},
+	}}
+	return pc, req
+}
+
+func rawCall(b *testing.B, ctx context.Context, pc *wire.PluginClient, req *pb.ExecuteToolRequest) {
+	resp, err := pc.ExecuteTool(ctx, req)
+	if err != nil || string(resp.GetValueJson()) != "5" {
+		b.Fatalf("add = %v, %v", resp, err)
+	}
+}
+
+// BenchmarkRawGoPluginRPC is the floor: a bare go-plugin gRPC call.
+func BenchmarkRawGoPluginRPC(b *testing.B) {
+	pc, req := startRaw(b)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		rawCall(b, ctx, pc, req)
+	}
+}
+
+// BenchmarkRawGoPluginRPC4Processes is RemotePipeline's floor as the
+// machine sees it: one op is four bare calls, one to each of four plugin
+// processes in turn. A call to a process that has been idle while three
+// others were called costs more than a call to a process called
+// back-to-back (its threads have gone to sleep), so four times
+// RawGoPluginRPC underestimates what four RPCs to four processes cost.
+func BenchmarkRawGoPluginRPC4Processes(b *testing.B) {
+	type target struct {
+		pc  *wire.PluginClient
+		req *pb.ExecuteToolRequest
+	}
+	var ts []target
+	for range 4 {
+		pc, req := startRaw(b)
+		ts = append(ts, target{pc, req})
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, t := range ts {
+			rawCall(b, ctx, t.pc, t.req)
+		}
+	}
+}
+
+// BenchmarkRawGoPluginRPCParallel is the floor with 64 concurrent callers.
+func BenchmarkRawGoPluginRPCParallel(b *testing.B) {
+	pc, req := startRaw(b)
+	ctx := context.Background()
+	benchParallelism(b)
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(p *testing.PB) {
+		for p.Next() {
+			rawCall(b, ctx, pc, req)
+		}
+	})
+}
+
+// benchHost is a host with the add tool in a plugin process, and the given
+// listener plugins, each in a process of its own; no in-host listener.
+func benchHost(b *testing.B, listeners ...conformance.PluginSpec) *processHost {
+	b.Helper()
+	h := newBareHost(b, conformance.Config{}, remote.Options{})
+	mustLoad(b, h, conformance.PluginSpec{Name: "P", Tools: []conformance.ToolSpec{addTool("")}}, pluginConfig{})
+	for _, l := range listeners {
+		mustLoad(b, h, l, pluginConfig{})
+	}
+	return h
+}
+
+// pipelineListeners are RemotePipeline's plugins: filters that pass, a
+// silent guard and an observer that logs nowhere.
+var pipelineListeners = []conformance.PluginSpec{
+	{Name: "pre", Pre: []conformance.PreSpec{{Behaviour: conformance.PrePass}}},
+	{Name: "guard", Guards: []conformance.GuardSpec{{Behaviour: conformance.GuardSilent}}},
+	{Name: "post", Post: []conformance.PostSpec{{Behaviour: conformance.PostPass}}},
+	{Name: "observer", Observers: []conformance.ObserverSpec{{Behaviour: conformance.ObserveRecord}}},
+}
+
+func hostCall(b *testing.B, ctx context.Context, h *processHost, args json.RawMessage) {
+	r := h.tools.Execute(ctx, "add", args, conformance.Caller)
+	if !r.OK || valueOf(r) != "5" {
+		b.Fatalf("add = %s", describe(r))
+	}
+}
+
+// BenchmarkRemoteTool is a remote tool through the whole pipeline, no
+// listener.
+func BenchmarkRemoteTool(b *testing.B) {
+	h := benchHost(b)
+	ctx, args := context.Background(), json.RawMessage(benchArgs)
+	b.ReportAllocs()
+	for b.Loop() {
+		hostCall(b, ctx, h, args)
+	}
+}
+
+// BenchmarkRemoteToolParallel is RemoteTool with 64 concurrent callers.
+func BenchmarkRemoteToolParallel(b *testing.B) {
+	h := benchHost(b)
+	ctx, args := context.Background(), json.RawMessage(benchArgs)
+	benchParallelism(b)
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(p *testing.PB) {
+		for p.Next() {
+			hostCall(b, ctx, h, args)
+		}
+	})
+}
+
+// BenchmarkRemotePipeline is RemoteTool plus a remote pre-execute filter,
+// guard, post-execute filter and observer, each in its own process.
+func BenchmarkRemotePipeline(b *testing.B) {
+	h := benchHost(b, pipelineListeners...)
+	ctx, args := context.Background(), json.RawMessage(benchArgs)
+	b.ReportAllocs()
+	for b.Loop() {
+		hostCall(b, ctx, h, args)
+	}
+}
+
+// BenchmarkPluginStart is one plugin from spawn to ACTIVE (its unload is
+// not timed).
+func BenchmarkPluginStart(b *testing.B) {
+	h := newBareHost(b, conformance.Config{}, remote.Options{})
+	cfg, _ := json.Marshal(pluginConfig{Spec: conformance.PluginSpec{Name: "P", Tools: []conformance.ToolSpec{addTool("")}}})
+	ctx := context.Background()
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if err := h.m.Load(ctx, remote.Spec{Name: "P", Path: testPlugin, Config: cfg}); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		if err := h.m.Unload(ctx, "P"); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+}

@@ -1,0 +1,121 @@
+package remote_test
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+// The tests of this package run plugins as real processes: TestMain builds
+// internal/testplugin once with `go build` (CI needs nothing but go), and
+// re-runs the test binary itself as a tiny host for the test that kills a
+// host (roleEnv).
+
+// roleEnv makes the test binary play another part.
+const roleEnv = "PLUGKIT_REMOTE_TEST_ROLE"
+
+// pluginBinEnv passes the test plugin's path to a helper host.
+const pluginBinEnv = "PLUGKIT_REMOTE_TEST_PLUGIN"
+
+// testPlugin is the path of the built internal/testplugin binary.
+var testPlugin string
+
+func TestMain(m *testing.M) {
+	if os.Getenv(roleEnv) == "host" {
+		runHelperHost()
+		os.Exit(0)
+	}
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "plugkit-remote-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "temp dir:", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	testPlugin = filepath.Join(dir, "testplugin")
+	if err := buildTestPlugin(testPlugin); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+
+	code := m.Run()
+
+	// No test may leave a plugin process behind.
+	if left := waitNoPlugins(testPlugin, 3*time.Second); len(left) > 0 {
+		fmt.Fprintf(os.Stderr, "plugin processes left running after the tests: %v\n", left)
+		for _, pid := range left {
+			_ = killPid(pid)
+		}
+		code = 1
+	}
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	return code
+}
+
+// buildTestPlugin builds internal/testplugin into out.
+func buildTestPlugin(out string) error {
+	gobin := "go"
+	if p, err := exec.LookPath("go"); err == nil {
+		gobin = p
+	} else if root := runtime.GOROOT(); root != "" {
+		gobin = filepath.Join(root, "bin", "go")
+	}
+	cmd := exec.Command(gobin, "build", "-o", out, "github.com/plugkit-go/plugkit/internal/testplugin")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("go build internal/testplugin: %v\n%s", err, stderr.String())
+	}
+	return nil
+}
+
+// pluginPids returns the live (not zombie) processes running bin.
+func pluginPids(bin string) []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe"))
+		if err != nil || strings.TrimSuffix(exe, " (deleted)") != bin {
+			continue
+		}
+		if processGone(pid) {
+			continue
+		}
+		out = append(out, pid)
+	}
+	return out
+}
+
+// waitNoPlugins waits up to d for every process running bin to end and
+// returns those still running.
+func waitNoPlugins(bin string, d time.Duration) []int {
+	deadline := time.Now().Add(d)
+	for {
+		left := pluginPids(bin)
+		if len(left) == 0 || time.Now().After(deadline) {
+			return left
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
