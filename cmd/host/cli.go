@@ -60,6 +60,8 @@ var commands = []command{
 		long: "Start every plugin of the deployment file, serve the admin socket, and stop\ncleanly on Ctrl-C or SIGTERM. Each plugin's state changes and its stderr are\nlogged under its name."},
 	{use: "validate", short: "Check the deployment file and every plugin without starting it", args: cobra.NoArgs, run: validate,
 		long: "Report every problem of the deployment file as file:line:col: message, including\neach plugin's config checked against the schema the plugin declares.\nExit 0 when the file is valid, 1 when it is not."},
+	{use: "mcp", short: "Serve the deployment to an agent over MCP on stdio", args: cobra.NoArgs, run: serveMCP,
+		long: "Start every plugin of the deployment file and serve its tools over the Model\nContext Protocol on stdin and stdout, for MCP clients that launch their tool\nservers. Every call passes the pipeline as caller mcp#N; a policy's question is\nput to the client's user (elicitation). Logs go to stderr. No admin socket is\nserved; for a host shared with the other commands, set mcp = \"127.0.0.1:PORT\"\nin the host block and use `host run`."},
 	{use: "status", short: "Show each plugin of the running host", args: cobra.NoArgs, run: status},
 	{use: "tools", short: "List the tools of the running host", args: cobra.NoArgs, run: tools},
 	{use: "call TOOL [JSON]", short: "Call a tool through the pipeline", args: cobra.RangeArgs(1, 2), run: call,

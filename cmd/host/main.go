@@ -2,7 +2,8 @@
 //
 //	host run      [-c config.hcl]   start the deployment in the foreground
 //	host validate [-c config.hcl]   check the file and every plugin, start nothing
-//	host status | tools | call TOOL [JSON] | reload [PLUGIN] | stop
+//	host mcp      [-c config.hcl]   serve the deployment to an MCP client over stdio
+//	host status | tools | call TOOL [JSON] | reload [PLUGIN] | stop | lock
 package main
 
 import (

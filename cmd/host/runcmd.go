@@ -71,6 +71,12 @@ func runHost(ctx context.Context, e *env, _ []string) error {
 		}
 		return nil, nil
 	})
+	stopMCP, err := startMCP(d, h, log)
+	if err != nil {
+		ln.Close()
+		h.Stop(ctx)
+		return fail(exitFailed, "%v", err)
+	}
 	h.Start(ctx)
 	stopped := make(chan struct{}, 1)
 	srv := admin.NewServer(admin.Controls{
@@ -120,6 +126,7 @@ loop:
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_ = srv.Shutdown(sctx)
+	stopMCP(sctx)
 	h.Stop(sctx)
 	os.Remove(d.Host.AdminSocket)
 	log.Info("host stopped")

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/plugkit-go/plugkit/deployment"
+	"github.com/plugkit-go/plugkit/host"
+	"github.com/plugkit-go/plugkit/kernel"
+	"github.com/plugkit-go/plugkit/mcpserver"
+)
+
+// serveMCP is `host mcp`: the deployment served to one MCP client over
+// stdin and stdout, for clients that launch their tool servers. stdout
+// belongs to the protocol, so every log line goes to stderr. No admin
+// socket is served: a host shared with other clients is `host run` with an
+// mcp address.
+func serveMCP(ctx context.Context, e *env, _ []string) error {
+	boot := newLogger(e, "warn")
+	d, diags := host.Load(ctx, e.config, boot)
+	if diags.HasErrors() {
+		fmt.Fprint(e.stderr, deployment.Format(diags))
+		return fail(exitFailed, "%s is not valid; nothing was started", e.config)
+	}
+	log := newLogger(e, d.Host.LogLevel)
+	h, err := host.New(d, log)
+	if err != nil {
+		return fail(exitFailed, "%v", err)
+	}
+	unlisten := h.Kernel().Events().Listen(kernel.EventStateChanged, "cli", func(ctx context.Context, payload any, _ kernel.Next) (any, error) {
+		if sc, ok := payload.(kernel.StateChange); ok && sc.From != sc.To {
+			if sc.Err != nil {
+				log.Error("plugin state", "plugin", sc.Plugin, "state", sc.To.String(), "error", sc.Err)
+			} else {
+				log.Info("plugin state", "plugin", sc.Plugin, "state", sc.To.String())
+			}
+		}
+		return nil, nil
+	})
+	defer unlisten()
+	// Plugins start before the first request is read: a client usually
+	// lists the tools once, right after it connects.
+	h.Start(ctx)
+	srv := mcpserver.New(h, mcpserver.Options{Version: Version, Logger: log.Named("mcp")})
+	log.Info("serving MCP on stdio", "config", e.config, "plugins", len(d.Plugins), "tools", len(h.Tools()))
+	serveErr := srv.ServeStdio(ctx, e.stdin, e.stdout)
+
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(sctx)
+	h.Stop(sctx)
+	log.Info("host stopped")
+	if serveErr != nil {
+		return fail(exitFailed, "mcp: %v", serveErr)
+	}
+	return nil
+}
+
+// startMCP serves MCP over streamable HTTP on the deployment's mcp address
+// while `host run` runs, and does nothing without one. Call it before the
+// plugins start: a taken port then stops the host before it starts
+// anything, and clients see the tools come as their plugins do. stop ends
+// the calls in flight (ABORTED) and the sessions.
+func startMCP(d *deployment.Deployment, h *host.Host, log hclog.Logger) (stop func(context.Context), err error) {
+	if d.Host.MCP == "" {
+		return func(context.Context) {}, nil
+	}
+	ln, err := mcpserver.Listen(d.Host.MCP)
+	if err != nil {
+		return nil, err
+	}
+	srv := mcpserver.New(h, mcpserver.Options{Version: Version, Logger: log.Named("mcp")})
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	log.Info("serving MCP", "url", "http://"+d.Host.MCP+mcpserver.Path)
+	return func(ctx context.Context) {
+		if err := srv.Shutdown(ctx); err != nil {
+			log.Warn("mcp shutdown", "error", err)
+		}
+		if err := <-served; err != nil {
+			log.Error("mcp server failed", "error", err)
+		}
+	}, nil
+}

@@ -1,0 +1,365 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/plugkit-go/plugkit/admin"
+	"github.com/plugkit-go/plugkit/host"
+	"github.com/plugkit-go/plugkit/pipeline"
+)
+
+// A tools/call runs the pipeline call in a goroutine of its own, because the
+// call may have to outlive the request: with the input-required flow the
+// handler returns the question and the client's retry, a new request, picks
+// the waiting call up again. The handler that serves a call (the first
+// request, then each retry) waits for its result, its question or its own
+// cancellation, which cancels the call.
+
+// session is one MCP session as a caller of the pipeline.
+type session struct {
+	caller  string
+	release func()
+	// ctx ends with the session: every call of the session derives from it.
+	// A context kept in a struct, deliberately (STYLE says not to): a call
+	// can outlive the request that started it (see above), so its lifetime
+	// is the session's, which no request's ctx carries.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu     sync.Mutex
+	parked map[string]*parked // requestState → a call waiting for the client's answer
+}
+
+// parked is a call whose question was returned to the client.
+type parked struct {
+	c      *call
+	expire *time.Timer
+}
+
+// call is one pipeline call in flight.
+type call struct {
+	tool string
+	// req is the request that started the call; its client capabilities
+	// are read only when the call asks (they are costly to decode).
+	req    *mcp.CallToolRequest
+	cancel context.CancelFunc
+	// questions carries the approver's question to the handler serving the
+	// call; answers carries the answer back (buffered: the approver may
+	// have given up by then).
+	questions chan host.Question
+	answers   chan answer
+	done      chan struct{} // closed once result is set
+	result    pipeline.Result
+}
+
+type answer struct {
+	approved bool
+	err      error
+}
+
+type callKey struct{}
+
+var errClosed = errors.New("the MCP server is shutting down")
+
+// session returns the caller for ss, registering it with the host's
+// approvals on its first call; it is released when the session ends.
+func (s *Server) session(ss *mcp.ServerSession) (*session, error) {
+	s.smu.Lock()
+	defer s.smu.Unlock()
+	if s.closed {
+		return nil, errClosed
+	}
+	if sess, ok := s.sessions[ss]; ok {
+		return sess, nil
+	}
+	sess := &session{parked: map[string]*parked{}}
+	sess.ctx, sess.cancel = context.WithCancel(s.base)
+	sess.caller, sess.release = s.h.Approvals.Caller(CallerPrefix, func(ctx context.Context, q host.Question) (bool, error) {
+		return s.ask(ctx, sess, q)
+	})
+	s.sessions[ss] = sess
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		_ = ss.Wait()
+		s.endSession(ss)
+	}()
+	s.log.Debug("session", "caller", sess.caller, "id", ss.ID())
+	return sess, nil
+}
+
+// endSession cancels the session's calls, drops its parked questions and
+// releases its caller name.
+func (s *Server) endSession(ss *mcp.ServerSession) {
+	s.smu.Lock()
+	sess, ok := s.sessions[ss]
+	delete(s.sessions, ss)
+	s.smu.Unlock()
+	if !ok {
+		return
+	}
+	sess.cancel()
+	sess.mu.Lock()
+	for state, p := range sess.parked {
+		p.expire.Stop()
+		delete(sess.parked, state)
+	}
+	sess.mu.Unlock()
+	sess.release()
+}
+
+// ask is the session's Asker: it hands the question to the handler serving
+// the call, which puts it to the client's user, and waits for the answer.
+func (s *Server) ask(ctx context.Context, sess *session, q host.Question) (bool, error) {
+	c, _ := ctx.Value(callKey{}).(*call)
+	if c == nil || !canElicit(c.req.ClientCapabilities()) {
+		return false, fmt.Errorf("%w (caller %s has no elicitation)", host.ErrCannotAsk, sess.caller)
+	}
+	select {
+	case c.questions <- q:
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+	select {
+	case a := <-c.answers:
+		return a.approved, a.err
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+}
+
+// callTool is the handler of every tool.
+func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	sess, err := s.session(req.Session)
+	if err != nil {
+		return nil, err
+	}
+	var c *call
+	if state := req.Params.RequestState; state != "" {
+		// A retry after an input-required result: it carries the answer.
+		c = sess.unpark(state)
+		if c == nil || c.tool != req.Params.Name {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "requestState names no call waiting for an answer (it expired or was answered)"}
+		}
+		c.answer(approvalFrom(req.Params.InputResponses))
+	} else if c, err = s.start(sess, req); err != nil {
+		return nil, err
+	}
+	return s.serve(ctx, sess, req, c)
+}
+
+// start runs the call in its own goroutine, as the session's caller.
+func (s *Server) start(sess *session, req *mcp.CallToolRequest) (*call, error) {
+	s.smu.Lock()
+	defer s.smu.Unlock()
+	if s.closed {
+		return nil, errClosed
+	}
+	ctx, cancel := context.WithCancel(sess.ctx)
+	c := &call{
+		tool:      req.Params.Name,
+		req:       req,
+		cancel:    cancel,
+		questions: make(chan host.Question),
+		answers:   make(chan answer, 1),
+		done:      make(chan struct{}),
+	}
+	ctx = context.WithValue(ctx, callKey{}, c)
+	args := req.Params.Arguments
+	if len(args) == 0 || string(args) == "null" {
+		args = json.RawMessage("{}")
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer cancel()
+		c.result = s.h.Call(ctx, c.tool, args, sess.caller)
+		close(c.done)
+	}()
+	return c, nil
+}
+
+// answer hands the client's answer to the approver; one that already gave
+// up (approval timeout) has no use for it.
+func (c *call) answer(a answer) {
+	select {
+	case c.answers <- a:
+	default:
+	}
+}
+
+// serve waits for the call's result or its question, and ends the call when
+// the request is cancelled. A legacy session's question is put to the
+// client here, while the call waits; the wait for the user's answer also
+// ends when the call does (the approval timed out) or the request does.
+func (s *Server) serve(ctx context.Context, sess *session, req *mcp.CallToolRequest, c *call) (*mcp.CallToolResult, error) {
+	var (
+		asked      chan answer // the elicitation in progress, nil when none
+		stopAsking = func() {}
+	)
+	defer func() {
+		stopAsking()
+		if asked != nil {
+			<-asked
+		}
+	}()
+	for {
+		select {
+		case <-c.done:
+			return toolResult(c.result), nil
+		case q := <-c.questions:
+			if !legacy(req.Session) {
+				return &mcp.CallToolResult{
+					InputRequests: mcp.InputRequestMap{approvalInput: approvalRequest(q)},
+					RequestState:  sess.park(c, s.parkFor),
+				}, nil
+			}
+			asked, stopAsking = startElicit(ctx, req.Session, q)
+		case a := <-asked:
+			asked = nil
+			stopAsking()
+			if ctx.Err() == nil {
+				// Cancelled while the user was asked, the call is
+				// ABORTED by the case below, not refused.
+				c.answer(a)
+			}
+		case <-ctx.Done():
+			// The client gave up on the request and will not read a
+			// result; the call ends ABORTED (stage 5 sees it) on its own.
+			c.cancel()
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// park keeps c for the client's retry and returns the requestState that
+// names it: 128 random bits, only meaningful to this session, so it needs
+// no signature.
+func (sess *session) park(c *call, ttl time.Duration) string {
+	state := rand.Text()
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	sess.parked[state] = &parked{c: c, expire: time.AfterFunc(ttl, func() { sess.unpark(state) })}
+	return state
+}
+
+func (sess *session) unpark(state string) *call {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	p, ok := sess.parked[state]
+	if !ok {
+		return nil
+	}
+	p.expire.Stop()
+	delete(sess.parked, state)
+	return p.c
+}
+
+// legacy says whether the session negotiated a protocol before 2026-07-28,
+// where a server sends elicitation/create itself; the SDK decides the same
+// way whether a result may be input-required.
+func legacy(ss *mcp.ServerSession) bool {
+	p := ss.InitializeParams()
+	return p != nil && p.ProtocolVersion < "2026-07-28"
+}
+
+// canElicit says whether the client can answer a form elicitation (a client
+// that names no mode supports forms).
+func canElicit(caps *mcp.ClientCapabilities) bool {
+	if caps == nil || caps.Elicitation == nil {
+		return false
+	}
+	e := caps.Elicitation
+	return e.Form != nil || e.URL == nil
+}
+
+// approvalInput names the question in an input-required result.
+const approvalInput = "approval"
+
+// approvalSchema is the form: one boolean, off unless the user turns it on.
+var approvalSchema = json.RawMessage(`{"type":"object","properties":{"approve":{"type":"boolean","title":"Approve","description":"Allow this tool call?","default":false}}}`)
+
+func approvalRequest(q host.Question) *mcp.ElicitParams {
+	return &mcp.ElicitParams{
+		Mode:            "form",
+		Message:         fmt.Sprintf("%s\n\nTool: %s\nArguments: %s\n\nApprove this call?", q.Question, q.Tool, q.Arguments),
+		RequestedSchema: approvalSchema,
+	}
+}
+
+// approved reads an answer: only accept with approve = true approves.
+func approved(r *mcp.ElicitResult) bool {
+	if r == nil || r.Action != "accept" {
+		return false
+	}
+	v, ok := r.Content["approve"].(bool)
+	return ok && v
+}
+
+func approvalFrom(responses mcp.InputResponseMap) answer {
+	r, ok := responses[approvalInput].(*mcp.ElicitResult)
+	if !ok {
+		return answer{err: errors.New("the retry carried no answer to the approval question")}
+	}
+	return answer{approved: approved(r)}
+}
+
+// startElicit puts q to the client's user in the background; stop ends the
+// question early, and the answer comes on the channel either way.
+func startElicit(ctx context.Context, ss *mcp.ServerSession, q host.Question) (asked chan answer, stop context.CancelFunc) {
+	ctx, stop = context.WithCancel(ctx)
+	asked = make(chan answer, 1)
+	go func() {
+		ok, err := elicit(ctx, ss, q)
+		asked <- answer{ok, err}
+	}()
+	return asked, stop
+}
+
+func elicit(ctx context.Context, ss *mcp.ServerSession, q host.Question) (bool, error) {
+	r, err := ss.Elicit(ctx, approvalRequest(q))
+	if err != nil {
+		return false, fmt.Errorf("elicitation failed: %w", err)
+	}
+	return approved(r), nil
+}
+
+// toolResult is a pipeline result as MCP's: the value as text (a string
+// as itself, anything else as JSON, an object also as structuredContent),
+// or an error result whose text carries the code, the message and who
+// decided.
+func toolResult(r pipeline.Result) *mcp.CallToolResult {
+	w := admin.FromResult(r)
+	meta := mcp.Meta{"plugkit/id": w.ID}
+	if w.OK {
+		text := string(w.Value)
+		var str string
+		if json.Unmarshal(w.Value, &str) == nil {
+			text = str
+		}
+		res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, Meta: meta}
+		if v := bytes.TrimSpace(w.Value); len(v) > 0 && v[0] == '{' {
+			res.StructuredContent = w.Value
+		}
+		return res
+	}
+	line := w.Error.Code + ": " + w.Error.Message
+	if w.DecidedBy != "" {
+		line += " (decided by " + w.DecidedBy + ")"
+	}
+	meta["plugkit/code"] = w.Error.Code
+	if w.DecidedBy != "" {
+		meta["plugkit/decided_by"] = w.DecidedBy
+	}
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: line}}, Meta: meta}
+}

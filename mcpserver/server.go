@@ -1,0 +1,246 @@
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/plugkit-go/plugkit/host"
+	"github.com/plugkit-go/plugkit/kernel"
+	"github.com/plugkit-go/plugkit/pipeline"
+)
+
+// Path is where the streamable HTTP endpoint is served.
+const Path = "/mcp"
+
+// CallerPrefix names MCP sessions as callers: mcp#1, mcp#2, ...
+const CallerPrefix = "mcp"
+
+// sessionTimeout closes an HTTP session that has sent no request for this
+// long, so that a client that went away without saying so does not hold a
+// caller forever. Such a client starts a new session on its next request.
+const sessionTimeout = 30 * time.Minute
+
+// Options configure a Server.
+type Options struct {
+	// Version is the server version clients are told.
+	Version string
+	// Logger receives the server's logs and the SDK's; in stdio mode it
+	// must not write to stdout, which belongs to the protocol. Nil discards.
+	Logger hclog.Logger
+}
+
+// Server serves one host's tools over MCP.
+type Server struct {
+	h   *host.Host
+	log hclog.Logger
+	mcp *mcp.Server
+	// parkFor is how long a question answered through an input-required
+	// result waits for the client's retry: the approval timeout (after which
+	// the pipeline has denied the call) and a minute to pick up the denial.
+	parkFor time.Duration
+
+	// base ends with Shutdown: every session's calls derive from it. It is
+	// kept in the struct for the reason session.ctx is.
+	base   context.Context
+	cancel context.CancelFunc
+	// wg counts the follow loop, the calls and the session watchers.
+	wg sync.WaitGroup
+
+	unfollow []func()
+	changed  chan struct{}
+	tmu      sync.Mutex
+	touched  map[string]bool // plugins whose state changed since the last sync
+	// listed is what clients were last told; only sync touches it.
+	listed map[string]pipeline.ToolInfo
+
+	smu      sync.Mutex
+	sessions map[*mcp.ServerSession]*session
+	closed   bool
+	https    []*http.Server // one per Serve
+
+	shutdownOnce sync.Once
+}
+
+// New returns a server of h's tools. It lists the tools registered now and
+// follows the registry from then on, until Shutdown.
+func New(h *host.Host, opts Options) *Server {
+	log := opts.Logger
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	version := opts.Version
+	if version == "" {
+		version = "dev"
+	}
+	base, cancel := context.WithCancel(context.Background())
+	s := &Server{
+		h: h, log: log,
+		parkFor:  h.Deployment.Host.ApprovalTimeout + time.Minute,
+		base:     base,
+		cancel:   cancel,
+		changed:  make(chan struct{}, 1),
+		touched:  map[string]bool{},
+		listed:   map[string]pipeline.ToolInfo{},
+		sessions: map[*mcp.ServerSession]*session{},
+	}
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "plugkit", Title: "plugkit host", Version: version}, &mcp.ServerOptions{
+		Instructions: "The tools of a plugkit deployment. Every call passes the host's permission pipeline: " +
+			"a policy may deny it (the result says why and who decided) or ask your user to approve it.",
+		Logger:       newSlog(log.Named("sdk")),
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+	})
+	s.sync()
+	s.unfollow = []func(){
+		h.Kernel().Points().Watch(pipeline.PointTools, s.poke),
+		h.Kernel().Events().Listen(kernel.EventStateChanged, "mcp", func(_ context.Context, payload any, _ kernel.Next) (any, error) {
+			if sc, ok := payload.(kernel.StateChange); ok && sc.From != sc.To {
+				s.touch(sc.Plugin)
+			}
+			return nil, nil
+		}),
+	}
+	s.wg.Add(1)
+	go s.follow()
+	return s
+}
+
+// Run serves one session over t until the client goes away (stdio: its end
+// of the pipe is closed) or ctx ends, which cancels the session's calls.
+func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
+	ss, err := s.mcp.Connect(ctx, t, nil)
+	if err != nil {
+		return fmt.Errorf("mcp: %w", err)
+	}
+	ended := make(chan error, 1)
+	go func() { ended <- ss.Wait() }()
+	select {
+	case err := <-ended:
+		s.endSession(ss)
+		return ignoreClosed(err)
+	case <-ctx.Done():
+	case <-s.base.Done():
+	}
+	// Close waits for the requests in flight, so end their calls first.
+	s.endSession(ss)
+	_ = ss.Close()
+	<-ended
+	return nil
+}
+
+// ServeStdio serves one session over r and w (newline-delimited JSON-RPC),
+// as Run does.
+func (s *Server) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) error {
+	return s.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(r), Writer: nopWriteCloser{w}})
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// ignoreClosed treats a client hanging up as the normal end of a session,
+// including a last write (the answer to a request the client cancelled as
+// it left) that finds the pipe closed.
+func ignoreClosed(err error) error {
+	for _, normal := range []error{io.EOF, io.ErrClosedPipe, mcp.ErrConnectionClosed, net.ErrClosed, os.ErrClosed, syscall.EPIPE} {
+		if errors.Is(err, normal) {
+			return nil
+		}
+	}
+	return err
+}
+
+// Handler is the streamable HTTP handler, served at Path. It keeps one
+// session per client (Mcp-Session-Id), so that a call can be asked about
+// and the client told when the tools change; the SDK rejects requests whose
+// Host header is not a loopback name (DNS rebinding).
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle(Path, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
+		Logger:         newSlog(s.log.Named("http")),
+		SessionTimeout: sessionTimeout,
+	}))
+	return mux
+}
+
+// Listen listens on addr, the deployment's loopback host:port (the file is
+// checked before, so this does not check again).
+func Listen(addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("mcp: %w", err)
+	}
+	return ln, nil
+}
+
+// Serve serves streamable HTTP on ln until Shutdown; it may serve several
+// listeners at once.
+func (s *Server) Serve(ln net.Listener) error {
+	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	s.smu.Lock()
+	if s.closed {
+		s.smu.Unlock()
+		ln.Close()
+		return nil
+	}
+	s.https = append(s.https, srv)
+	s.smu.Unlock()
+	err := srv.Serve(ln)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// Shutdown stops following the registry, ends every call in flight
+// (ABORTED) and every session, and stops the HTTP server, whose requests get
+// until ctx ends to finish. It may be called more than once.
+func (s *Server) Shutdown(ctx context.Context) error {
+	var err error
+	s.shutdownOnce.Do(func() {
+		for _, u := range s.unfollow {
+			u()
+		}
+		s.smu.Lock()
+		s.closed = true
+		https := s.https
+		s.smu.Unlock()
+		s.cancel()
+		// A session's Close waits for its requests in flight; with base
+		// cancelled their calls end, so it does not wait long.
+		for ss := range s.mcp.Sessions() {
+			_ = ss.Close()
+		}
+		var errs []error
+		for _, srv := range https {
+			errs = append(errs, shutdownHTTP(ctx, srv))
+		}
+		err = errors.Join(errs...)
+		s.wg.Wait()
+	})
+	return err
+}
+
+// shutdownHTTP stops srv once its calls and sessions are over. What is left
+// are idle connections and ones a client opened without sending a request
+// yet, which net/http's Shutdown waits five seconds for; a second is plenty
+// for a last response to be written, then the rest are closed.
+func shutdownHTTP(ctx context.Context, srv *http.Server) error {
+	gctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if err := srv.Shutdown(gctx); err != nil {
+		srv.Close()
+		return ctx.Err()
+	}
+	return nil
+}
