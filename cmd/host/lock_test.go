@@ -13,17 +13,7 @@ import (
 func TestLockThenTamper(t *testing.T) {
 	needBinaries(t)
 	dir := t.TempDir()
-	src, err := os.ReadFile(pluginPath("files"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "files")
-	if err := os.WriteFile(bin, src, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(filepath.Join(dir, "root"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	bin, src := copyFilesPlugin(t, dir)
 	hcl := "# pinned by host lock\nplugin \"files\" {\n  path = \"files\" # a copy\n  config {\n    root = \"root\"\n  }\n}\n"
 	if err := os.WriteFile(filepath.Join(dir, "config.hcl"), []byte(hcl), 0o644); err != nil {
 		t.Fatal(err)
@@ -47,4 +37,22 @@ func TestLockThenTamper(t *testing.T) {
 	if code != 1 || !strings.Contains(stderr, want) || !strings.Contains(stderr, "Checksum mismatch") {
 		t.Fatalf("validate after tampering: exit %d, want %q Checksum mismatch:\n%s", code, want, stderr)
 	}
+}
+
+// copyFilesPlugin copies the built files plugin into dir (with a "root"
+// folder for it) and returns the copy's path and its bytes.
+func copyFilesPlugin(t *testing.T, dir string) (string, []byte) {
+	t.Helper()
+	src, err := os.ReadFile(pluginPath("files"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "files")
+	if err := os.WriteFile(bin, src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "root"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return bin, src
 }

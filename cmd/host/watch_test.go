@@ -12,17 +12,7 @@ import (
 func TestWatchReloadsOnNewBinary(t *testing.T) {
 	needBinaries(t)
 	dir := t.TempDir()
-	src, err := os.ReadFile(pluginPath("files"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "files")
-	if err := os.WriteFile(bin, src, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(filepath.Join(dir, "root"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	bin, src := copyFilesPlugin(t, dir)
 	config := filepath.Join(dir, "config.hcl")
 	hcl := "host {\n  admin_socket = \"host.sock\"\n}\nplugin \"files\" {\n  path  = \"files\"\n  watch = true\n  config {\n    root = \"root\"\n  }\n}\n"
 	if err := os.WriteFile(config, []byte(hcl), 0o644); err != nil {
