@@ -11,6 +11,12 @@ type Effect struct {
 	desc  string
 	scope *Scope
 	undo  func() error
+	// contrib is set for a contribution that is in its point; a reload
+	// swaps it out with the new scope's contributions in one step.
+	contrib *contribRef
+	// listener marks an event listener; a reload removes it when it
+	// commits, so that no event reaches both versions.
+	listener bool
 
 	once sync.Once
 	err  error

@@ -133,11 +133,21 @@ func (k *Kernel) Unload(name string) error {
 	if !ok {
 		return fmt.Errorf("unload %s: no such plugin", name)
 	}
-	for s.State() == Loading {
-		s.mu.Lock()
-		s.unloadReq = true
-		s.cancel()
-		s.mu.Unlock()
+	for {
+		if n := s.next; n != nil {
+			// A reload is staging the next version: it must not commit.
+			n.mu.Lock()
+			n.abort = errors.New("the plugin was unloaded")
+			n.cancel()
+			n.mu.Unlock()
+		} else if s.State() == Loading {
+			s.mu.Lock()
+			s.unloadReq = true
+			s.cancel()
+			s.mu.Unlock()
+		} else {
+			break
+		}
 		k.cond.Wait()
 	}
 	// While it waited, the scope may have been disposed and the name loaded
@@ -196,7 +206,9 @@ func (k *Kernel) reconcileLocked() {
 		k.rebuildLocked()
 		var next *Scope
 		for _, s := range k.order {
-			if s.State() == Pending && k.satisfied(s) {
+			// A scope whose next version is staging waits for the reload:
+			// that version replaces it, or it starts again if that fails.
+			if s.State() == Pending && s.next == nil && k.satisfied(s) {
 				next = s
 				break
 			}

@@ -13,6 +13,11 @@ func (k *Kernel) Restart(name string, cause error) error {
 	if !ok {
 		return fmt.Errorf("restart %s: no such plugin", name)
 	}
+	k.restartLocked(s, cause)
+	return nil
+}
+
+func (k *Kernel) restartLocked(s *Scope, cause error) {
 	s.mu.Lock()
 	st := s.state
 	if st == Loading {
@@ -26,5 +31,4 @@ func (k *Kernel) Restart(name string, cause error) error {
 		k.endLocked(s, Pending, cause)
 	}
 	k.reconcileLocked()
-	return nil
 }

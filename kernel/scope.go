@@ -31,6 +31,15 @@ type Scope struct {
 	cancel    context.CancelFunc
 	stale     bool // a service it injects left while it was loading
 	unloadReq bool // Unload was asked while it was loading
+
+	// A reload builds the next version in a staged scope while this one
+	// serves: next is that scope (guarded by the kernel's life lock).
+	next *Scope
+	// In a staged scope: replaces is the scope it will replace, staged
+	// what it registered so far, and abort why it must not commit.
+	replaces *Scope
+	staged   *stage
+	abort    error
 }
 
 // Name is the plugin's name.
@@ -120,6 +129,9 @@ func (s *Scope) Provide(name string, value any) (*Effect, error) {
 	if err := s.ended("provide " + name); err != nil {
 		return nil, err
 	}
+	if st := s.stage(); st != nil {
+		return st.provide(s, name, value)
+	}
 	if err := s.k.provide(name, value, s); err != nil {
 		return nil, err
 	}
@@ -169,8 +181,15 @@ func (s *Scope) On(event string, h Handler) (*Effect, error) {
 	if err := s.ended("on " + event); err != nil {
 		return nil, err
 	}
+	if st := s.stage(); st != nil {
+		return st.listen(s, event, h)
+	}
 	remove := s.k.events.add(event, s.plugin.Name, h)
-	return s.Track("on "+event, func() error { remove(); return nil })
+	e, err := s.Track("on "+event, func() error { remove(); return nil })
+	if e != nil {
+		e.listener = true
+	}
+	return e, err
 }
 
 // Contribute adds value to an extension point under key and order; the
@@ -180,15 +199,27 @@ func (s *Scope) Contribute(point, key string, order int, value any) (*Effect, er
 	if err := s.ended("contribute " + point); err != nil {
 		return nil, err
 	}
-	remove, err := s.k.points.add(point, key, order, value, s.plugin.Name)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", s.plugin.Name, err)
-	}
 	desc := "contribute " + point
 	if key != "" {
 		desc += " " + key
 	}
-	return s.Track(desc, func() error { remove(); return nil })
+	c := pendingContribution{point: point, key: key, order: order, value: value, owner: s.plugin.Name}
+	if st := s.stage(); st != nil {
+		if err := s.k.points.check(c); err != nil {
+			return nil, fmt.Errorf("%s: %w", s.plugin.Name, err)
+		}
+		return st.contribute(s, desc, c)
+	}
+	refs, err := s.k.points.swap(nil, []pendingContribution{c})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", s.plugin.Name, err)
+	}
+	ref := refs[0]
+	e, err := s.Track(desc, func() error { s.k.points.remove(ref); return nil })
+	if e != nil {
+		e.contrib = &ref
+	}
+	return e, err
 }
 
 // A Binder is a service that hands each consumer its own view, so that

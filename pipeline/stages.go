@@ -12,7 +12,8 @@ import (
 // never panics: every outcome is a Result, and stage 5 sees each one once.
 func (t *Tools) Execute(ctx context.Context, name string, args json.RawMessage, caller string) Result {
 	start := time.Now()
-	s := t.snap.Load()
+	s := t.acquire()
+	defer s.inflight.Add(-1)
 	e := &Execution{id: t.nextID(), name: name, caller: caller}
 	r := t.run(ctx, s, e, args)
 	r.ID = e.id

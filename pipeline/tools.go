@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strconv"
 	"sync"
@@ -52,6 +53,7 @@ type Tools struct {
 
 	snap     atomic.Pointer[snapshot]
 	rebuild  sync.Mutex
+	retired  []*snapshot // replaced snapshots that calls may still hold (guarded by rebuild)
 	unwatch  []func()
 	idPrefix string
 	seq      atomic.Uint64
@@ -157,6 +159,9 @@ func (t *Tools) nextID() string {
 
 // snapshot is the compiled pipeline: every stage's listeners in order.
 type snapshot struct {
+	// inflight counts the calls running on this snapshot (see acquire).
+	inflight atomic.Int64
+
 	tools    map[string]*registered
 	absent   map[string]string // tool → why it is missing
 	holds    []hold
@@ -194,9 +199,9 @@ func newEntry[F any](fn F, owner string, tools []string) entry[F] {
 	return e
 }
 
-func collect[F any](p *kernel.Points, point string) []entry[F] {
+func collect[F any](all map[string][]kernel.Contribution, point string) []entry[F] {
 	var out []entry[F]
-	for _, c := range p.All(point) {
+	for _, c := range all[point] {
 		if e, ok := c.Value.(entry[F]); ok {
 			out = append(out, e)
 		}
@@ -209,14 +214,15 @@ func collect[F any](p *kernel.Points, point string) []entry[F] {
 func (t *Tools) compile() {
 	t.rebuild.Lock()
 	defer t.rebuild.Unlock()
-	p := t.k.Points()
+	// One read of every point, so that a reload's swap is seen whole.
+	all := t.k.Points().AllOf(allPoints...)
 	s := &snapshot{tools: map[string]*registered{}}
-	for _, c := range p.All(PointTools) {
+	for _, c := range all[PointTools] {
 		if r, ok := c.Value.(*registered); ok {
 			s.tools[r.info.Name] = r
 		}
 	}
-	for _, c := range p.All(PointAbsent) {
+	for _, c := range all[PointAbsent] {
 		if reason, ok := c.Value.(string); ok {
 			if s.absent == nil {
 				s.absent = map[string]string{}
@@ -224,22 +230,65 @@ func (t *Tools) compile() {
 			s.absent[c.Key] = reason
 		}
 	}
-	for _, c := range p.All(PointHolds) {
+	for _, c := range all[PointHolds] {
 		if h, ok := c.Value.(hold); ok {
 			s.holds = append(s.holds, h)
 		}
 	}
-	s.pre = collect[PreExecuteFunc](p, PointPreExecute)
-	s.guards = collect[GuardFunc](p, PointGuards)
-	s.exec = collect[ExecuteFunc](p, PointExecute)
-	s.post = collect[PostExecuteFunc](p, PointPostExecute)
-	s.result = collect[ResultFunc](p, PointResult)
-	if c, ok := p.Last(PointApprovers); ok {
-		if a, ok := c.Value.(entry[ApproverFunc]); ok {
+	s.pre = collect[PreExecuteFunc](all, PointPreExecute)
+	s.guards = collect[GuardFunc](all, PointGuards)
+	s.exec = collect[ExecuteFunc](all, PointExecute)
+	s.post = collect[PostExecuteFunc](all, PointPostExecute)
+	s.result = collect[ResultFunc](all, PointResult)
+	// The newest approver wins (the newest contribution is the last in
+	// order, since approvers are all contributed at order 0).
+	if list := all[PointApprovers]; len(list) > 0 {
+		if a, ok := list[len(list)-1].Value.(entry[ApproverFunc]); ok {
 			s.approver = &a
 		}
 	}
-	t.snap.Store(s)
+	if prev := t.snap.Swap(s); prev != nil {
+		// A retired snapshot nobody runs on can never gain a caller again
+		// (acquire checks that its snapshot is current), so it is dropped.
+		t.retired = slices.DeleteFunc(append(t.retired, prev), func(r *snapshot) bool { return r.inflight.Load() == 0 })
+	}
+}
+
+// acquire returns the current snapshot, counted as in use until release.
+func (t *Tools) acquire() *snapshot {
+	for {
+		s := t.snap.Load()
+		s.inflight.Add(1)
+		// Compile may have replaced it between the two steps: then this
+		// call must not run on it, since Quiesce may have found it unused.
+		if t.snap.Load() == s {
+			return s
+		}
+		s.inflight.Add(-1)
+	}
+}
+
+// Quiesce waits until no call is running on a version of the pipeline older
+// than the current one, or until ctx ends. Once a plugin's registrations
+// are removed (an unload, a reload's swap), this is when nothing can call
+// into them any more: its process may then stop without failing a call.
+func (t *Tools) Quiesce(ctx context.Context) error {
+	t.rebuild.Lock()
+	olds := slices.Clone(t.retired)
+	t.rebuild.Unlock()
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for {
+		olds = slices.DeleteFunc(olds, func(r *snapshot) bool { return r.inflight.Load() == 0 })
+		if len(olds) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("calls still running after their tools were removed: %w", ctx.Err())
+		case <-tick.C:
+		}
+	}
 }
 
 // Registrar is one plugin's handle on the service: everything registered
