@@ -19,6 +19,10 @@ type PluginStatus struct {
 	Critical  bool      `json:"critical,omitempty"`
 	Tools     []string  `json:"tools"`
 	LastError string    `json:"last_error,omitempty"`
+	// LastExit says how the plugin's last process to crash ended, and
+	// Stderr holds the last lines that process wrote to stderr.
+	LastExit string   `json:"last_exit,omitempty"`
+	Stderr   []string `json:"stderr,omitempty"`
 }
 
 // Status is GET /v1/status.

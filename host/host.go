@@ -162,12 +162,14 @@ func (h *Host) Status() []remote.Status { return h.mgr.Status() }
 // Started is when the host started.
 func (h *Host) Started() time.Time { return h.started }
 
-// Reload restarts one plugin's process: its registrations are undone and
-// made again by the new process.
+// Reload restarts one plugin's process without failing a call: the new
+// process starts and registers while the old one serves, then takes over in
+// one step (see remote.Manager.Reload). If the new one fails, the old one
+// keeps serving and the error says why.
 func (h *Host) Reload(ctx context.Context, name string) error {
 	for _, p := range h.deployment().Plugins {
 		if p.Name == name {
-			return h.k.Restart(name, nil)
+			return h.mgr.Reload(ctx, name)
 		}
 	}
 	return fmt.Errorf("reload: no plugin named %q in the deployment", name)

@@ -14,7 +14,9 @@ import (
 
 // ReloadFile re-reads the deployment file. An invalid file is refused with
 // its diagnostics and nothing changes. Otherwise plugins that were removed
-// are stopped, plugins whose block changed are restarted with the new one,
+// are stopped, plugins whose block changed are reloaded with the new one
+// (the old version serves until the new one takes over, and stays if it
+// fails),
 // plugins that were added are started, and the rest are left untouched.
 // Changes to the host block take effect at the next start; they are
 // reported as a warning.
@@ -51,6 +53,7 @@ func (h *Host) ReloadFile(ctx context.Context) (string, hcl.Diagnostics) {
 	}
 
 	var problems []string
+	kept := map[string]bool{} // changed plugins whose old version stays
 	for _, name := range removed {
 		if err := h.mgr.Unload(ctx, name); err != nil {
 			problems = append(problems, err.Error())
@@ -61,12 +64,21 @@ func (h *Host) ReloadFile(ctx context.Context) (string, hcl.Diagnostics) {
 			continue
 		}
 		if slices.Contains(changed, p.Name) {
-			if err := h.mgr.Unload(ctx, p.Name); err != nil {
+			if err := h.mgr.Replace(ctx, p.Spec()); err != nil {
 				problems = append(problems, err.Error())
+				kept[p.Name] = true
 			}
+			continue
 		}
 		if err := h.mgr.Load(ctx, p.Spec()); err != nil {
 			problems = append(problems, err.Error())
+		}
+	}
+	// A plugin whose new block failed runs its old one: the deployment
+	// says so, so that the next reload tries the new block again.
+	for i, p := range next.Plugins {
+		if kept[p.Name] {
+			next.Plugins[i] = oldSpecs[p.Name]
 		}
 	}
 	h.mu.Lock()

@@ -140,6 +140,16 @@ func (t *Tools) Hold(who, reason string) (release func()) {
 
 type hold struct{ who, reason string }
 
+// Observe adds a stage-5 observer that belongs to the host, on behalf of
+// owner, until the returned remove is called; tools, when given, limits it.
+// The host keeps a critical plugin's observer this way, so that it outlives
+// the plugin's process and sees the calls made while the plugin is down.
+func (t *Tools) Observe(owner string, fn ResultFunc, tools ...string) (remove func()) {
+	rm, _ := t.k.Points().Add(PointResult, "", 0, newEntry(fn, owner, tools), owner)
+	var once sync.Once
+	return func() { once.Do(rm) }
+}
+
 // MarkAbsent says why a tool is missing while it is missing: a call to it
 // fails at once as TOOL_ERROR with reason (say, that its plugin is
 // restarting) instead of UNKNOWN_TOOL, until release is called. A

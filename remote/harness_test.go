@@ -49,6 +49,10 @@ type pluginConfig struct {
 	ApplyLog  string                 `json:"apply_log,omitempty"`
 	Control   string                 `json:"control,omitempty"`
 	LateTools []conformance.ToolSpec `json:"late_tools,omitempty"`
+	// CrashOnApply makes the plugin write it to stderr and exit 3 in Apply;
+	// CrashAfterApply, 100ms after Apply has returned.
+	CrashOnApply    string `json:"crash_on_apply,omitempty"`
+	CrashAfterApply string `json:"crash_after_apply,omitempty"`
 }
 
 // defaultApprovalTimeout matches the in-host harness: generous, but a hung
@@ -157,12 +161,7 @@ func (h *processHost) Load(t *testing.T, p conformance.PluginSpec) error {
 // (its Spec, LogDir and Gate are set here) and env in its environment.
 func (h *processHost) load(t testing.TB, p conformance.PluginSpec, extra pluginConfig, env []string) error {
 	t.Helper()
-	cfg := extra
-	cfg.Spec, cfg.LogDir, cfg.Gate = p, h.dir, h.gate(p.Name)
-	raw, err := json.Marshal(cfg)
-	if err != nil {
-		t.Fatalf("config of plugin %q: %v", p.Name, err)
-	}
+	spec := h.spec(t, p, extra, env)
 	from := len(h.audit.Records())
 	h.mu.Lock()
 	for _, o := range p.Observers {
@@ -173,10 +172,22 @@ func (h *processHost) load(t testing.TB, p conformance.PluginSpec, extra pluginC
 	h.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return h.m.Load(ctx, remote.Spec{
+	return h.m.Load(ctx, spec)
+}
+
+// spec is the manager's spec of a test plugin that runs p.
+func (h *processHost) spec(t testing.TB, p conformance.PluginSpec, extra pluginConfig, env []string) remote.Spec {
+	t.Helper()
+	cfg := extra
+	cfg.Spec, cfg.LogDir, cfg.Gate = p, h.dir, h.gate(p.Name)
+	raw, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatalf("config of plugin %q: %v", p.Name, err)
+	}
+	return remote.Spec{
 		Name: p.Name, Path: testPlugin, Config: raw, Critical: p.Critical,
 		Restart: testRestart, Env: env,
-	})
+	}
 }
 
 func (h *processHost) Unload(t *testing.T, name string) {

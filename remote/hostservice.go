@@ -101,7 +101,11 @@ func (h *hostService) Listen(ctx context.Context, req *pb.ListenRequest) (*pb.Li
 	case pb.Stage_STAGE_POST_EXECUTE:
 		e, err = reg.OnPostExecute(h.inst.postProxy(h, handler, wrap), tools...)
 	case pb.Stage_STAGE_RESULT:
-		e, err = reg.OnResult(h.inst.observerProxy(handler), tools...)
+		if h.inst.durable != nil {
+			e, err = h.inst.durable.attach(h.scope, h.inst, handler, tools)
+		} else {
+			e, err = reg.OnResult(h.inst.observerProxy(handler), tools...)
+		}
 	default:
 		return nil, status.Errorf(codes.InvalidArgument, "listen: unknown stage %v", req.GetStage())
 	}

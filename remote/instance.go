@@ -4,14 +4,19 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 
+	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/shared/pb"
 	"github.com/plugkit-go/plugkit/shared/wire"
 )
@@ -23,12 +28,18 @@ type instance struct {
 	log             hclog.Logger
 	gp              *plugin.Client
 	client          *wire.PluginClient
+	cmd             *exec.Cmd   // go-plugin's: it runs and waits for it
+	stderr          *stderrTail // the last lines of the process's stderr
 	pid             int
 	started         time.Time
 	maxMessage      int
 	listenerTimeout time.Duration
 	drainTimeout    time.Duration
 	obs             *observers
+	// scope is the version of the plugin this process serves (set by apply).
+	scope *kernel.Scope
+	// durable takes its result listeners when the plugin is critical.
+	durable *durableResults
 
 	stopOnce sync.Once
 	stopping chan struct{} // closed when the host stops it on purpose
@@ -49,6 +60,7 @@ func (m *Manager) launch(ctx context.Context, spec Spec) (*instance, error) {
 		"PLUGIN_UNIX_SOCKET_DIR=" + m.socketDir,
 		"TMPDIR=" + m.socketDir,
 	}, spec.Env...)
+	stderr := &stderrTail{}
 	cfg := &plugin.ClientConfig{
 		HandshakeConfig:  wire.Handshake,
 		Plugins:          wire.ClientPlugins(m.opts.MaxMessageBytes),
@@ -56,8 +68,10 @@ func (m *Manager) launch(ctx context.Context, spec Spec) (*instance, error) {
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		AutoMTLS:         !m.opts.DisableMTLS,
 		Logger:           log,
-		GRPCDialOptions:  wire.DialOptions(m.opts.MaxMessageBytes),
-		SkipHostEnv:      true,
+		// go-plugin relays each stderr line to Logger and copies it here.
+		Stderr:          stderr,
+		GRPCDialOptions: wire.DialOptions(m.opts.MaxMessageBytes),
+		SkipHostEnv:     true,
 		// The host callback rides the plugin's own connection: no second
 		// socket, no second TLS handshake.
 		GRPCBrokerMultiplex: true,
@@ -74,7 +88,10 @@ func (m *Manager) launch(ctx context.Context, spec Spec) (*instance, error) {
 	gp := plugin.NewClient(cfg)
 	fail := func(what string, err error) (*instance, error) {
 		gp.Kill()
-		return nil, fmt.Errorf("plugin %s: %s: %w", spec.Name, what, err)
+		// Kill has waited for go-plugin's goroutines, the one that reads
+		// stderr and the one that waits for the process among them (or the
+		// process never started and ProcessState stays nil).
+		return nil, newLaunchError(fmt.Errorf("plugin %s: %s: %w", spec.Name, what, err), cmd, stderr.Lines())
 	}
 	rpc, err := gp.Client()
 	if err != nil {
@@ -90,6 +107,8 @@ func (m *Manager) launch(ctx context.Context, spec Spec) (*instance, error) {
 		log:             log,
 		gp:              gp,
 		client:          raw.(*wire.PluginClient),
+		cmd:             cmd,
+		stderr:          stderr,
 		started:         time.Now(),
 		maxMessage:      m.opts.MaxMessageBytes,
 		listenerTimeout: m.opts.ListenerTimeout,
@@ -110,6 +129,98 @@ func (in *instance) describe(ctx context.Context) (*pb.DescribeResponse, error) 
 		return nil, in.callErr("describe", err)
 	}
 	return resp, nil
+}
+
+// exitReason says how the process ended: "exit status 3", "killed by
+// signal: killed". Call it only once client.Exited() is closed: go-plugin
+// closes it (cancels the context behind it) after cmd.Wait has returned, and
+// after its stderr reader has read to the end, so ProcessState is set and the
+// stderr tail is complete.
+func (in *instance) exitReason() string {
+	return describeExit(in.cmd.ProcessState)
+}
+
+func describeExit(ps *os.ProcessState) string {
+	if ps == nil {
+		return "exit status unknown"
+	}
+	s := ps.String() // "exit status 3", "signal: killed", ...
+	if strings.HasPrefix(s, "signal: ") {
+		s = "killed by " + s
+	}
+	return s
+}
+
+// exitError is the failure of a plugin process that died while the host
+// started it or ran its apply step: how the process ended and the last
+// lines of its stderr, which usually say why. Such a failure leaves the
+// plugin FAILED, and Status shows both.
+type exitError struct {
+	err    error
+	pid    int
+	when   string   // "while starting", "during apply"
+	exit   string   // "exit status 3"; "" when not known
+	stderr []string // the tail of its stderr
+}
+
+// newLaunchError adds to err the exit status of a process that failed to
+// start and its last stderr line. Call it once go-plugin's Kill has
+// returned. A process ended by a signal is not described: go-plugin kills
+// the process itself when the handshake fails or times out.
+func newLaunchError(err error, cmd *exec.Cmd, stderr []string) error {
+	if cmd.Process == nil {
+		return err // it never started
+	}
+	e := &exitError{err: err, pid: cmd.Process.Pid, when: "while starting", stderr: stderr}
+	if ps := cmd.ProcessState; ps != nil && ps.Exited() {
+		e.exit = describeExit(ps)
+	}
+	if e.exit == "" && len(stderr) == 0 {
+		return err
+	}
+	return e
+}
+
+// exitError adds to err, the failure of op, how the exited process ended
+// and its last stderr line.
+func (in *instance) exitError(err error, op string) error {
+	return &exitError{err: err, pid: in.pid, when: "during " + op, exit: in.exitReason(), stderr: in.stderr.Lines()}
+}
+
+func (e *exitError) Error() string {
+	var more []string
+	if e.exit != "" {
+		more = append(more, e.exit)
+	}
+	if n := len(e.stderr); n > 0 {
+		more = append(more, "stderr: "+e.stderr[n-1])
+	}
+	if len(more) == 0 {
+		return e.err.Error()
+	}
+	return e.err.Error() + " (" + strings.Join(more, "; ") + ")"
+}
+
+func (e *exitError) Unwrap() error { return e.err }
+
+// summary describes the process as Status.LastExit does.
+func (e *exitError) summary() string {
+	s := "process " + strconv.Itoa(e.pid)
+	if e.exit == "" {
+		return s + " ended " + e.when
+	}
+	return s + " exited " + e.when + ": " + e.exit
+}
+
+// failedExit returns the exitError that made a scope FAILED, if a process
+// that died is what failed it.
+func failedExit(s *kernel.Scope, state kernel.State) (*exitError, bool) {
+	if s == nil || state != kernel.Failed {
+		return nil, false
+	}
+	var e *exitError
+	ok := errors.As(s.Err(), &e)
+	return e, ok
 }
 
 func (in *instance) exited() bool {

@@ -184,14 +184,44 @@ type managed struct {
 	m    *Manager
 	spec Spec
 
-	mu         sync.Mutex
-	first      *instance // launched by Load for Describe, used by the first apply
-	cur        *instance
-	deliberate bool // an unload was asked: no restart, no hold
-	hold       func()
-	crashes    []time.Time
-	restarts   int
-	lastExit   string
+	mu          sync.Mutex
+	plan        *plan                       // the current definition
+	procs       map[*kernel.Scope]*instance // the process of each live version
+	deliberate  bool                        // an unload was asked: no restart, no hold
+	hold        func()
+	absent      []func()        // releases the "restarting" marks of its tools
+	durable     *durableResults // a critical plugin's result listeners
+	absentTools []string
+	crashes     []time.Time
+	restarts    int
+	lastExit    string
+	lastStderr  []string // the stderr tail of the process that last crashed
+}
+
+// plan is one definition of a plugin (Load's, or a reload's) and the process
+// launched to ask it what it needs, which its first apply takes over.
+type plan struct {
+	mp   *managed
+	spec Spec
+
+	mu    sync.Mutex
+	first *instance
+}
+
+// takeFirst returns the process launched with the plan, once.
+func (p *plan) takeFirst() *instance {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	in := p.first
+	p.first = nil
+	return in
+}
+
+// dropFirst stops the process launched with the plan if no apply took it.
+func (p *plan) dropFirst() {
+	if in := p.takeFirst(); in != nil {
+		in.stop()
+	}
 }
 
 // Load starts a plugin process, asks what it needs, and adds it to the
@@ -201,7 +231,7 @@ func (m *Manager) Load(ctx context.Context, spec Spec) error {
 		return errors.New("load plugin: no name")
 	}
 	spec.Restart = spec.Restart.withDefaults()
-	mp := &managed{m: m, spec: spec}
+	mp := &managed{m: m, spec: spec, procs: map[*kernel.Scope]*instance{}}
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
@@ -223,35 +253,44 @@ func (m *Manager) Load(ctx context.Context, spec Spec) error {
 		m.mu.Unlock()
 	}
 
-	in, err := m.launch(ctx, spec)
+	p, def, err := mp.prepare(ctx, spec)
 	if err != nil {
 		forget()
+		return fmt.Errorf("load plugin %s: %w", spec.Name, err)
+	}
+	mp.mu.Lock()
+	mp.plan = p
+	mp.mu.Unlock()
+
+	_, err = m.k.Load(def)
+	if err != nil && !errors.Is(err, errGaveUp) {
+		// The scope stays FAILED and visible; a critical plugin stays held.
 		return err
+	}
+	return err
+}
+
+// prepare launches a process for spec, asks what it needs and returns the
+// kernel plugin whose first apply takes that process over.
+func (mp *managed) prepare(ctx context.Context, spec Spec) (*plan, kernel.Plugin, error) {
+	in, err := mp.m.launch(ctx, spec)
+	if err != nil {
+		return nil, kernel.Plugin{}, err
 	}
 	desc, err := in.describe(ctx)
 	if err != nil {
 		in.stop()
-		forget()
-		return err
+		return nil, kernel.Plugin{}, err
 	}
 	inject := spec.Inject
 	if inject == nil {
 		inject = desc.GetInject()
 	} else if missing := missingFrom(desc.GetInject(), inject); len(missing) > 0 {
 		in.stop()
-		forget()
-		return fmt.Errorf("load plugin %s: it needs %s, which its inject does not list", spec.Name, strings.Join(missing, ", "))
+		return nil, kernel.Plugin{}, fmt.Errorf("it needs %s, which its inject does not list", strings.Join(missing, ", "))
 	}
-	mp.mu.Lock()
-	mp.first = in
-	mp.mu.Unlock()
-
-	_, err = m.k.Load(kernel.Plugin{Name: spec.Name, Inject: inject, Apply: mp.apply})
-	if err != nil && !errors.Is(err, errGaveUp) {
-		// The scope stays FAILED and visible; a critical plugin stays held.
-		return err
-	}
-	return err
+	p := &plan{mp: mp, spec: spec, first: in}
+	return p, kernel.Plugin{Name: spec.Name, Inject: inject, Apply: p.apply}, nil
 }
 
 func missingFrom(need, have []string) []string {
@@ -269,10 +308,10 @@ var errGaveUp = errors.New("restart budget exhausted")
 // apply is the kernel apply step of a remote plugin: start (or take) the
 // process, make it an effect of the scope, serve it the Host service and
 // run its apply step.
-func (mp *managed) apply(ctx context.Context, s *kernel.Scope) error {
+func (p *plan) apply(ctx context.Context, s *kernel.Scope) error {
+	mp := p.mp
+	in := p.takeFirst()
 	mp.mu.Lock()
-	in := mp.first
-	mp.first = nil
 	wait, gaveUp := mp.backoffLocked()
 	mp.mu.Unlock()
 	if gaveUp {
@@ -289,22 +328,26 @@ func (mp *managed) apply(ctx context.Context, s *kernel.Scope) error {
 			}
 		}
 		var err error
-		if in, err = mp.m.launch(ctx, mp.spec); err != nil {
+		if in, err = mp.m.launch(ctx, p.spec); err != nil {
 			return err
 		}
 	}
-	if _, err := s.Track("process "+strconv.Itoa(in.pid), func() error { in.stop(); return nil }); err != nil {
+	in.scope = s
+	if p.spec.Critical {
+		in.durable = mp.durableResults()
+	}
+	if _, err := s.Track("process "+strconv.Itoa(in.pid), func() error { mp.stopProcess(in); return nil }); err != nil {
 		in.stop()
 		return err
 	}
 	mp.mu.Lock()
-	mp.cur = in
+	mp.procs[s] = in
 	mp.mu.Unlock()
 	go mp.watch(in)
 
 	hs := newHostService(in, s)
 	id := in.client.ServeHost(hs)
-	cfg := mp.spec.Config
+	cfg := p.spec.Config
 	if len(cfg) == 0 {
 		cfg = json.RawMessage("{}")
 	}
@@ -350,19 +393,100 @@ func (mp *managed) watch(in *instance) {
 		return
 	default:
 	}
+	if cur, _ := mp.m.k.Scope(mp.spec.Name); cur != in.scope {
+		// A version a reload is starting: its reload fails, and the
+		// version that serves is untouched.
+		in.stop()
+		_ = in.scope.Restart(fmt.Errorf("its new process %d exited while starting", in.pid))
+		return
+	}
 	mp.mu.Lock()
-	if mp.deliberate || mp.cur != in {
+	if mp.deliberate {
 		mp.mu.Unlock()
 		return
 	}
 	mp.crashes = append(mp.crashes, time.Now())
 	mp.restarts++
-	mp.lastExit = "process " + strconv.Itoa(in.pid) + " exited unexpectedly"
+	mp.lastExit = "process " + strconv.Itoa(in.pid) + " exited unexpectedly: " + in.exitReason()
+	mp.lastStderr = in.stderr.Lines()
 	cause := errors.New(mp.lastExit)
 	mp.mu.Unlock()
 	in.log.Error("plugin process exited; restarting", "pid", in.pid)
+	mp.markAbsent("plugin " + mp.spec.Name + " is restarting: its " + mp.lastExit)
 	in.stop()
-	_ = mp.m.k.Restart(mp.spec.Name, cause)
+	_ = in.scope.Restart(cause)
+}
+
+// markAbsent makes calls to the plugin's tools fail at once with why, while
+// they are missing (until it is ACTIVE again or unloaded), instead of
+// UNKNOWN_TOOL. It is set before the tools go, so there is no moment when a
+// call finds neither.
+func (mp *managed) markAbsent(why string) {
+	var names []string
+	for _, t := range mp.m.tools.List() {
+		if t.Owner == mp.spec.Name {
+			names = append(names, t.Name)
+		}
+	}
+	mp.mu.Lock()
+	defer mp.mu.Unlock()
+	if mp.deliberate {
+		return
+	}
+	if len(names) == 0 {
+		// Gone already (it died again before registering): the same
+		// tools, with the new reason.
+		names = mp.absentTools
+	}
+	for _, release := range mp.absent {
+		release()
+	}
+	mp.absent, mp.absentTools = nil, names
+	for _, n := range names {
+		mp.absent = append(mp.absent, mp.m.tools.MarkAbsent(n, why))
+	}
+}
+
+func (mp *managed) releaseAbsent() {
+	mp.mu.Lock()
+	rel := mp.absent
+	mp.absent, mp.absentTools = nil, nil
+	mp.mu.Unlock()
+	for _, release := range rel {
+		release()
+	}
+}
+
+// durableResults returns the plugin's durable result delivery, made once.
+func (mp *managed) durableResults() *durableResults {
+	mp.mu.Lock()
+	defer mp.mu.Unlock()
+	if mp.durable == nil {
+		mp.durable = newDurableResults(mp.spec.Name, mp.m.tools, mp.m.log.Named(mp.spec.Name))
+	}
+	return mp.durable
+}
+
+// stopProcess is the undo of a version's process. When the process still
+// runs (an unload, or the old version after a reload), calls that may still
+// reach it finish first, within the drain timeout.
+func (mp *managed) stopProcess(in *instance) {
+	if !in.exited() {
+		ctx, cancel := context.WithTimeout(context.Background(), mp.m.opts.DrainTimeout)
+		if err := mp.m.tools.Quiesce(ctx); err != nil {
+			in.log.Warn("stopping the process with calls still in flight", "error", err)
+		}
+		if in.durable != nil {
+			in.durable.release(ctx, in)
+		}
+		cancel()
+	} else if in.durable != nil {
+		in.durable.release(context.Background(), in)
+	}
+	in.stop()
+	mp.mu.Lock()
+	delete(mp.procs, in.scope)
+	mp.mu.Unlock()
 }
 
 // holdCalls makes every call DENIED naming this critical plugin.
@@ -394,7 +518,21 @@ func (m *Manager) onState(ctx context.Context, payload any, _ kernel.Next) (any,
 	m.mu.Lock()
 	mp := m.plugins[sc.Plugin]
 	m.mu.Unlock()
-	if mp == nil || !mp.spec.Critical {
+	if mp == nil {
+		return nil, nil
+	}
+	switch sc.To {
+	case kernel.Active:
+		mp.releaseAbsent()
+	case kernel.Failed:
+		if sc.Err != nil {
+			mp.markAbsent("plugin " + sc.Plugin + " failed: " + sc.Err.Error() + " (host reload " + sc.Plugin + " starts it again)")
+		}
+	}
+	mp.mu.Lock()
+	critical := mp.spec.Critical
+	mp.mu.Unlock()
+	if !critical {
 		return nil, nil
 	}
 	if sc.To == kernel.Active {
@@ -416,18 +554,94 @@ func (m *Manager) Unload(ctx context.Context, name string) error {
 	}
 	mp.mu.Lock()
 	mp.deliberate = true
-	first := mp.first
-	mp.first = nil
+	p := mp.plan
 	mp.mu.Unlock()
 	mp.releaseHold()
+	mp.releaseAbsent()
 	err := m.k.Unload(name)
-	if first != nil {
-		first.stop()
+	if p != nil {
+		p.dropFirst()
+	}
+	mp.mu.Lock()
+	d := mp.durable
+	mp.durable = nil
+	mp.mu.Unlock()
+	if d != nil {
+		d.close()
 	}
 	m.mu.Lock()
 	delete(m.plugins, name)
 	m.mu.Unlock()
 	return err
+}
+
+// Reload restarts a plugin's process without failing a call: a new process
+// is started and applied while the old one serves, their registrations are
+// swapped in one step, and the old process stops once the calls that may
+// still reach it are done (within the drain timeout). If the new process
+// does not start or apply, the old one keeps serving and the error says why.
+// A reload resets the plugin's crash budget.
+func (m *Manager) Reload(ctx context.Context, name string) error {
+	mp := m.lookup(name)
+	if mp == nil {
+		return fmt.Errorf("reload plugin %s: not loaded", name)
+	}
+	mp.mu.Lock()
+	spec := mp.spec
+	mp.mu.Unlock()
+	return m.replace(ctx, mp, spec)
+}
+
+// Replace reloads a plugin (as Reload does) with a new spec: a new binary,
+// configuration or policy. The old spec stays if the new one fails.
+func (m *Manager) Replace(ctx context.Context, spec Spec) error {
+	mp := m.lookup(spec.Name)
+	if mp == nil {
+		return fmt.Errorf("reload plugin %s: not loaded", spec.Name)
+	}
+	spec.Restart = spec.Restart.withDefaults()
+	return m.replace(ctx, mp, spec)
+}
+
+func (m *Manager) lookup(name string) *managed {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.plugins[name]
+}
+
+func (m *Manager) replace(ctx context.Context, mp *managed, spec Spec) error {
+	serving := false
+	if s, ok := m.k.Scope(spec.Name); ok && s.State() == kernel.Active {
+		serving = true
+	}
+	fail := func(err error) error {
+		if serving {
+			return fmt.Errorf("reload plugin %s: %w (the running version keeps serving)", spec.Name, err)
+		}
+		return fmt.Errorf("reload plugin %s: %w", spec.Name, err)
+	}
+	p, def, err := mp.prepare(ctx, spec)
+	if err != nil {
+		return fail(err)
+	}
+	mp.mu.Lock()
+	mp.crashes = nil
+	mp.mu.Unlock()
+	if err := m.k.Replace(def); err != nil {
+		p.dropFirst()
+		if serving {
+			return fmt.Errorf("%w (the running version keeps serving)", err)
+		}
+		return err
+	}
+	mp.mu.Lock()
+	prev := mp.plan
+	mp.plan, mp.spec = p, spec
+	mp.mu.Unlock()
+	if prev != nil {
+		prev.dropFirst()
+	}
+	return nil
 }
 
 // Close unloads every plugin, newest first, and removes the socket folder.
@@ -459,6 +673,14 @@ type Status struct {
 	Critical  bool
 	Tools     []string
 	LastError string
+	// LastExit says how the plugin's last process to crash ended ("process
+	// 123 exited unexpectedly: exit status 3", "...: killed by signal:
+	// killed"; for a plugin FAILED because a process died while starting
+	// or applying, "process 124 exited while starting: exit status 1"), and
+	// Stderr holds the last lines that process wrote to stderr. Both are
+	// empty while no process of the plugin has crashed.
+	LastExit string
+	Stderr   []string
 }
 
 // Status describes every managed plugin in load order.
@@ -472,13 +694,20 @@ func (m *Manager) Status() []Status {
 		if mp == nil {
 			continue
 		}
-		st := Status{Name: info.Name, State: info.State, Critical: mp.spec.Critical, LastError: info.LastError}
+		st := Status{Name: info.Name, State: info.State, LastError: info.LastError}
+		cur, _ := m.k.Scope(info.Name)
 		mp.mu.Lock()
-		if mp.cur != nil && !mp.cur.exited() {
-			st.PID, st.Started = mp.cur.pid, mp.cur.started
+		st.Critical = mp.spec.Critical
+		if in := mp.procs[cur]; in != nil && !in.exited() {
+			st.PID, st.Started = in.pid, in.started
 		}
 		st.Restarts = mp.restarts
+		st.LastExit, st.Stderr = mp.lastExit, slices.Clone(mp.lastStderr)
 		mp.mu.Unlock()
+		if e, ok := failedExit(cur, info.State); ok {
+			// FAILED because a process died while starting or applying.
+			st.LastExit, st.Stderr = e.summary(), slices.Clone(e.stderr)
+		}
 		for _, t := range tools {
 			if t.Owner == info.Name {
 				st.Tools = append(st.Tools, t.Name)

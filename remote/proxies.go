@@ -26,6 +26,8 @@ func (in *instance) callErr(op string, err error) error {
 	switch {
 	case st.Code() == codes.ResourceExhausted:
 		return fmt.Errorf("plugin %s: %s: message larger than the %d-byte limit", in.name, op, in.maxMessage)
+	case lifecycleOps[op] && (in.exited() || st.Code() == codes.Unavailable && in.waitExited(exitGrace)):
+		return in.exitError(fmt.Errorf("plugin %s: %s: plugin process exited", in.name, op), op)
 	case in.exited():
 		return fmt.Errorf("plugin %s: %s: plugin process exited", in.name, op)
 	case st.Code() == codes.Unavailable:
@@ -34,6 +36,29 @@ func (in *instance) callErr(op string, err error) error {
 		return fmt.Errorf("plugin %s: %s: no answer in time", in.name, op)
 	}
 	return fmt.Errorf("plugin %s: %s: %s", in.name, op, st.Message())
+}
+
+// lifecycleOps are the calls whose failure only the operator reads (it
+// makes the plugin FAILED): when the process died during one, the error
+// says how it ended and what it last wrote to stderr. A caller's call into
+// a dead process is told no more than that it exited.
+var lifecycleOps = map[string]bool{"describe": true, "apply": true}
+
+// exitGrace bounds the wait, after the connection to a process broke,
+// for go-plugin to see the process exit (it first reads its stderr to the
+// end).
+const exitGrace = time.Second
+
+// waitExited reports whether the process exits within d.
+func (in *instance) waitExited(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-in.client.Exited():
+		return true
+	case <-t.C:
+		return false
+	}
 }
 
 // settle makes a failed RPC agree with ctx about its deadline. The deadline

@@ -49,7 +49,31 @@ func status(ctx context.Context, e *env, _ []string) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", name, p.State, pid, orDash(p.Uptime), p.Restarts, orDash(strings.Join(p.Tools, ",")), orDash(p.LastError))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	printExits(e.stdout, st.Plugins)
+	return nil
+}
+
+// printExits follows the table with how each plugin's last crashed process
+// ended and the last lines of its stderr.
+func printExits(w io.Writer, plugins []admin.PluginStatus) {
+	for _, p := range plugins {
+		if p.LastExit == "" {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s: last exit: %s\n", p.Name, p.LastExit)
+		switch n := len(p.Stderr); {
+		case n == 1:
+			fmt.Fprintln(w, "  stderr (last line):")
+		case n > 1:
+			fmt.Fprintf(w, "  stderr (last %d lines):\n", n)
+		}
+		for _, line := range p.Stderr {
+			fmt.Fprintf(w, "    %s\n", line)
+		}
+	}
 }
 
 func orDash(s string) string {

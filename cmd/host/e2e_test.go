@@ -105,6 +105,27 @@ func cliIn(t *testing.T, dir string, args ...string) (string, string, int) {
 // built plugins, and returns its path.
 func deploymentFile(t *testing.T, dir string) string {
 	t.Helper()
+	return deploymentFileWith(t, dir, deploymentTweaks{})
+}
+
+// deploymentTweaks vary the sample deployment; the zero value is the sample.
+type deploymentTweaks struct {
+	// plugin returns lines to add to the named plugin's block, such as a
+	// restart block or critical = true.
+	plugin func(name string) string
+	// safetyRules is added to safety's config block (more deny blocks).
+	safetyRules string
+}
+
+// deploymentFileWith is deploymentFile with tweaks.
+func deploymentFileWith(t *testing.T, dir string, tw deploymentTweaks) string {
+	t.Helper()
+	extra := func(name string) string {
+		if tw.plugin == nil {
+			return ""
+		}
+		return tw.plugin(name)
+	}
 	root := filepath.Join(dir, "workspace")
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		t.Fatal(err)
@@ -129,7 +150,7 @@ host {
 
 plugin "index" {
   path = %[1]q
-  config {
+%[7]s  config {
     root = %[6]q
   }
 }
@@ -137,11 +158,11 @@ plugin "index" {
 plugin "search" {
   path   = %[2]q
   inject = ["tools", "index"]
-}
+%[8]s}
 
 plugin "files" {
   path = %[3]q
-  config {
+%[9]s  config {
     root = "workspace"
   }
 }
@@ -149,23 +170,24 @@ plugin "files" {
 plugin "safety" {
   path     = %[4]q
   critical = true
-  config {
+%[10]s  config {
     deny "outside-root" {
       tools       = ["read_file", "write_file", "delete_file", "list_dir"]
       path_prefix = ["/", ".."]
       reason      = "paths must stay inside the workspace"
     }
-    ask_destructive = true
+%[12]s    ask_destructive = true
   }
 }
 
 plugin "audit" {
   path = %[5]q
-  config {
+%[11]s  config {
     path = "run/audit.log"
   }
 }
-`, pluginPath("index"), pluginPath("search"), pluginPath("files"), pluginPath("safety"), pluginPath("audit"), corpusDir(t))
+`, pluginPath("index"), pluginPath("search"), pluginPath("files"), pluginPath("safety"), pluginPath("audit"), corpusDir(t),
+		extra("index"), extra("search"), extra("files"), extra("safety"), extra("audit"), tw.safetyRules)
 	path := filepath.Join(dir, "config.hcl")
 	if err := os.WriteFile(path, []byte(hcl), 0o644); err != nil {
 		t.Fatal(err)

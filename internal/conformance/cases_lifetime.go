@@ -161,7 +161,7 @@ func case43(t *testing.T, h Harness) {
 
 	wantOK(t, host.Execute(ctx, "add", `{"a":999,"b":1}`), "1000")
 	wantDenied(t, host.Execute(ctx, "add", `{"a":5000,"b":1}`), "other", "other says a is over 1000")
-	wantCode(t, host.Execute(ctx, "victim_tool", `{}`), pipeline.CodeUnknownTool)
+	wantGone(t, host.Execute(ctx, "victim_tool", `{}`))
 	after := host.Tools().List()
 	want := slices.DeleteFunc(before, func(ti pipeline.ToolInfo) bool { return ti.Owner == "victim" })
 	if !slices.EqualFunc(after, want, func(a, b pipeline.ToolInfo) bool { return a.Name == b.Name && a.Owner == b.Owner }) {

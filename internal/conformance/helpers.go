@@ -232,3 +232,19 @@ func killer(t *testing.T, host Host) Killer {
 	}
 	return k
 }
+
+// wantGone checks a call to a tool whose plugin's process was killed: a
+// supervisor that restarts the plugin says so while it is down (TOOL_ERROR
+// naming the restart, never "no tool named"); one that does not leaves no
+// such tool (UNKNOWN_TOOL). It returns the code.
+func wantGone(t *testing.T, r pipeline.Result) pipeline.Code {
+	t.Helper()
+	if r.Error != nil && r.Error.Code == pipeline.CodeToolError {
+		if !strings.Contains(r.Error.Message, "restarting") {
+			t.Fatalf("a call while the plugin is down: %+v, want UNKNOWN_TOOL or a TOOL_ERROR saying it is restarting", r.Error)
+		}
+		return pipeline.CodeToolError
+	}
+	wantCode(t, r, pipeline.CodeUnknownTool)
+	return pipeline.CodeUnknownTool
+}

@@ -592,7 +592,7 @@ func (b *builder) post(s PostSpec) (pipeline.PostExecuteFunc, error) {
 
 func (b *builder) observer(s ObserverSpec) (pipeline.ResultFunc, error) {
 	switch s.Behaviour {
-	case ObserveRecord, ObservePanic:
+	case ObserveRecord, ObservePanic, ObserveRecordID:
 	default:
 		return nil, fmt.Errorf("unknown observer behaviour %q", s.Behaviour)
 	}
@@ -601,7 +601,11 @@ func (b *builder) observer(s ObserverSpec) (pipeline.ResultFunc, error) {
 			if s.Sleep > 0 {
 				time.Sleep(s.Sleep) // an observer is not cancelled: it records
 			}
-			b.logs.Add(s.Log, e.Name()+" "+outcome(r))
+			line := e.Name() + " " + outcome(r)
+			if s.Behaviour == ObserveRecordID {
+				line = e.ID() + " " + line
+			}
+			b.logs.Add(s.Log, line)
 			if s.Behaviour == ObservePanic {
 				panic("observer panics")
 			}

@@ -230,6 +230,9 @@ const (
 	ObserveRecord Observe = "record"
 	// ObservePanic logs like ObserveRecord, then panics.
 	ObservePanic Observe = "panic"
+	// ObserveRecordID logs "<call id> <tool> ok" or "<call id> <tool> <CODE>",
+	// for tests that count each call's results.
+	ObserveRecordID Observe = "record-id"
 )
 
 // ObserverSpec is a stage-5 observer.

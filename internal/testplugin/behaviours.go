@@ -267,7 +267,11 @@ func (b *builder) observer(s conformance.ObserverSpec) sdk.ResultListener {
 		if r.Error != nil {
 			code = r.Error.Code
 		}
-		b.logs.add(s.Log, c.Name+" "+outcome(r.OK, code))
+		line := c.Name + " " + outcome(r.OK, code)
+		if s.Behaviour == conformance.ObserveRecordID {
+			line = c.ID + " " + line
+		}
+		b.logs.add(s.Log, line)
 		if s.Behaviour == conformance.ObservePanic {
 			panic("observer panics")
 		}

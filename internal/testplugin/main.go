@@ -40,6 +40,13 @@ type Config struct {
 	// LateTools are registered by a goroutine after Apply has returned,
 	// outside any call from the host.
 	LateTools []conformance.ToolSpec `json:"late_tools,omitempty"`
+	// CrashOnApply, when set, makes Apply write it as a line to the
+	// process's stderr and exit with status 3, as a plugin that dies on a
+	// fatal error would.
+	CrashOnApply string `json:"crash_on_apply,omitempty"`
+	// CrashAfterApply does the same 100ms after Apply has returned, once
+	// the plugin is active.
+	CrashAfterApply string `json:"crash_after_apply,omitempty"`
 }
 
 func main() {
@@ -75,6 +82,9 @@ func listEnv(key string, def []string) []string {
 func apply(ctx context.Context, p *sdk.Context, cfg Config) error {
 	b := &builder{logs: &fileLogs{dir: cfg.LogDir}}
 	b.logs.add(cfg.ApplyLog, "apply "+strconv.Itoa(os.Getpid()))
+	if cfg.CrashOnApply != "" {
+		crash(cfg.CrashOnApply)
+	}
 	if err := waitGate(ctx, cfg.Gate); err != nil {
 		return err
 	}
@@ -145,6 +155,9 @@ func apply(ctx context.Context, p *sdk.Context, cfg Config) error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
+	if cfg.CrashAfterApply != "" {
+		time.AfterFunc(100*time.Millisecond, func() { crash(cfg.CrashAfterApply) })
+	}
 	if len(cfg.LateTools) > 0 {
 		late := make([]sdk.Tool, 0, len(cfg.LateTools))
 		for _, ts := range cfg.LateTools {
@@ -174,6 +187,13 @@ func registerLate(p *sdk.Context, h *handles, tools []sdk.Tool) {
 		}
 		h.put("tool:"+t.Name, hd)
 	}
+}
+
+// crash writes msg to the process's real stderr (fd 2: go-plugin has pointed
+// os.Stderr at a pipe of its own by now) and exits with status 3.
+func crash(msg string) {
+	_, _ = os.NewFile(2, "stderr").WriteString(msg + "\n")
+	os.Exit(3)
 }
 
 // waitGate holds Apply while the gate file exists.

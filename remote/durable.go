@@ -1,0 +1,298 @@
+package remote
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/plugkit-go/plugkit/kernel"
+	"github.com/plugkit-go/plugkit/pipeline"
+	"github.com/plugkit-go/plugkit/shared/pb"
+)
+
+// durableResults delivers a critical plugin's stage-5 results exactly once
+// across the deaths, restarts and reloads of its process: an audit log that
+// must not miss a call.
+//
+// The observers live in the host, not in a process: the plugin's n-th
+// result listener, in whichever process registers it, is slot n. A slot
+// queues every result (those of calls denied while the plugin is down
+// included) until a process acknowledges it: a batch goes out on a stream of
+// its own, and the stream's close returns once the plugin's listeners have
+// handled every result in it. A batch a process did not acknowledge before
+// it died is sent again to the next one; a listener that writes somewhere
+// durable skips what it finds already written (the audit plugin checks the
+// call ids at the end of its log). Results go to the newest live process, in
+// order; the old process of a reload gets none once the new one registers.
+type durableResults struct {
+	name  string
+	tools *pipeline.Tools
+	log   hclog.Logger
+
+	mu      sync.Mutex
+	slots   []func()  // removes the slot's observer
+	targets []*target // processes that registered listeners, oldest first
+	queue   []queuedResult
+	dropped int // results dropped because the queue was full
+	wake    chan struct{}
+	stop    chan struct{}
+	done    chan struct{}
+	started bool
+}
+
+type queuedResult struct {
+	slot int
+	req  *pb.ObserveRequest
+}
+
+// target is one process and the handler id of each slot it registered
+// ("" for one it disposed of).
+type target struct {
+	in       *instance
+	handlers []string
+}
+
+const (
+	// durableBatch bounds one acknowledged batch.
+	durableBatch = 256
+	// durableQueueMax bounds what waits for a process; past it the oldest
+	// results are dropped, loudly. A plugin down that long holds every
+	// call DENIED anyway.
+	durableQueueMax = 1 << 16
+	// durableRetry is the pause after a failed delivery.
+	durableRetry = 20 * time.Millisecond
+)
+
+func newDurableResults(name string, tools *pipeline.Tools, log hclog.Logger) *durableResults {
+	return &durableResults{name: name, tools: tools, log: log, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+}
+
+// attach registers a result listener of the process in for the plugin's
+// scope s: it takes the next slot, which is created the first time.
+func (d *durableResults) attach(s *kernel.Scope, in *instance, handler string, tools []string) (*kernel.Effect, error) {
+	d.mu.Lock()
+	var t *target
+	for _, x := range d.targets {
+		if x.in == in {
+			t = x
+		}
+	}
+	if t == nil {
+		t = &target{in: in}
+		d.targets = append(d.targets, t)
+	}
+	slot := len(t.handlers)
+	t.handlers = append(t.handlers, handler)
+	if slot == len(d.slots) {
+		d.slots = append(d.slots, d.tools.Observe(d.name, func(_ context.Context, e *pipeline.Execution, r pipeline.Result) error {
+			d.push(slot, &pb.ObserveRequest{Execution: toExecution(e), Result: ToResult(r)})
+			return nil
+		}, tools...))
+	}
+	if !d.started {
+		d.started = true
+		go d.run()
+	}
+	d.mu.Unlock()
+	d.signal()
+	return s.Track(fmt.Sprintf("result listener %s (durable slot %d)", handler, slot), func() error {
+		// Only a plugin that disposes of its listener stops its results.
+		// When its scope ends, the process keeps its listeners until it
+		// stops, so that what is queued can still be delivered to it.
+		if st := s.State(); st == kernel.Active || st == kernel.Loading {
+			d.mu.Lock()
+			t.handlers[slot] = ""
+			d.mu.Unlock()
+		}
+		return nil
+	})
+}
+
+func (d *durableResults) push(slot int, req *pb.ObserveRequest) {
+	d.mu.Lock()
+	d.queue = append(d.queue, queuedResult{slot: slot, req: req})
+	if over := len(d.queue) - durableQueueMax; over > 0 {
+		d.queue = slices.Delete(d.queue, 0, over)
+		if d.dropped == 0 {
+			d.log.Error("results for a critical plugin's listeners are being dropped: no process has taken them for too long", "queued", durableQueueMax)
+		}
+		d.dropped += over
+	}
+	d.mu.Unlock()
+	d.signal()
+}
+
+func (d *durableResults) signal() {
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+// current returns the newest process that is still running.
+func (d *durableResults) currentLocked() *target {
+	for i := len(d.targets) - 1; i >= 0; i-- {
+		if !d.targets[i].in.exited() {
+			return d.targets[i]
+		}
+	}
+	return nil
+}
+
+// run sends the queue in order, one acknowledged batch at a time, paced as
+// the plain observers are.
+func (d *durableResults) run() {
+	defer close(d.done)
+	var last time.Time
+	full := false // the last batch was a full one: a backlog goes out at once
+	for {
+		select {
+		case <-d.stop:
+			return
+		case <-d.wake:
+		}
+		for {
+			if wait := observeInterval - time.Since(last); wait > 0 && !full {
+				select {
+				case <-d.stop:
+					return
+				case <-time.After(wait):
+				}
+			}
+			sent, more := d.sendBatch()
+			full = sent && more
+			if sent {
+				last = time.Now()
+			}
+			if !more {
+				break
+			}
+			if !sent {
+				select {
+				case <-d.stop:
+					return
+				case <-d.wake:
+				case <-time.After(durableRetry):
+				}
+			}
+		}
+	}
+}
+
+// sendBatch delivers the head of the queue to the current process. It says
+// whether a batch was acknowledged and whether results remain.
+func (d *durableResults) sendBatch() (sent, more bool) {
+	d.mu.Lock()
+	t := d.currentLocked()
+	if t == nil || len(d.queue) == 0 {
+		more = len(d.queue) > 0
+		d.mu.Unlock()
+		return false, more
+	}
+	var reqs []*pb.ObserveRequest
+	n := 0
+	for _, q := range d.queue {
+		if n == durableBatch || q.slot >= len(t.handlers) {
+			// This process has not registered that listener yet.
+			break
+		}
+		n++
+		if h := t.handlers[q.slot]; h != "" {
+			reqs = append(reqs, &pb.ObserveRequest{HandlerId: h, Execution: q.req.GetExecution(), Result: q.req.GetResult()})
+		}
+	}
+	in := t.in
+	d.mu.Unlock()
+	if n == 0 {
+		return false, true
+	}
+	if err := deliver(in, reqs); err != nil {
+		in.log.Debug("durable results: delivery not acknowledged; it will be sent again", "results", len(reqs), "error", err)
+		return false, true
+	}
+	d.mu.Lock()
+	d.queue = slices.Delete(d.queue, 0, n)
+	more = len(d.queue) > 0
+	d.mu.Unlock()
+	return true, more
+}
+
+// deliver sends reqs on a stream of their own and waits for the plugin to
+// have handled them all.
+func deliver(in *instance, reqs []*pb.ObserveRequest) error {
+	if len(reqs) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-in.client.Exited():
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	stream, err := in.client.Observe(ctx)
+	if err != nil {
+		return err
+	}
+	for _, req := range reqs {
+		if err := stream.Send(req); err != nil {
+			return err
+		}
+	}
+	_, err = stream.CloseAndRecv()
+	return err
+}
+
+// release is called when the process in stops on purpose, after the calls
+// that could still reach it are done: when no newer process has taken over
+// (an unload), what is queued is delivered to it first, within ctx.
+func (d *durableResults) release(ctx context.Context, in *instance) {
+	for {
+		d.mu.Lock()
+		last := d.currentLocked()
+		pending := len(d.queue)
+		d.mu.Unlock()
+		if last == nil || last.in != in || pending == 0 || in.exited() {
+			break
+		}
+		d.signal()
+		select {
+		case <-ctx.Done():
+			d.log.Warn("stopping a critical plugin's process with results it has not acknowledged", "results", pending)
+		case <-time.After(2 * time.Millisecond):
+			continue
+		}
+		break
+	}
+	d.mu.Lock()
+	d.targets = slices.DeleteFunc(d.targets, func(t *target) bool { return t.in == in })
+	d.mu.Unlock()
+}
+
+// close removes the observers and stops delivering; what is still queued is
+// dropped (the plugin was unloaded on purpose).
+func (d *durableResults) close() {
+	d.mu.Lock()
+	slots := d.slots
+	d.slots = nil
+	started := d.started
+	lost := len(d.queue)
+	d.queue = nil
+	d.mu.Unlock()
+	for _, remove := range slots {
+		remove()
+	}
+	if started {
+		close(d.stop)
+		<-d.done
+	}
+	if lost > 0 {
+		d.log.Warn("a critical plugin was unloaded with results its listeners never received", "results", lost)
+	}
+}
