@@ -92,8 +92,19 @@ func (h *Host) ReloadFile(ctx context.Context) (string, hcl.Diagnostics) {
 			Detail:   "Changes to the host block take effect when the host is started again.",
 		})
 	}
-	summary := fmt.Sprintf("reloaded %s: %s added, %s removed, %s restarted, %d unchanged",
-		old.File, list(added), list(removed), list(changed), len(next.Plugins)-len(added)-len(changed))
+	var reloaded, failed []string
+	for _, name := range changed {
+		if kept[name] {
+			failed = append(failed, name)
+		} else {
+			reloaded = append(reloaded, name)
+		}
+	}
+	summary := fmt.Sprintf("reloaded %s: %s added, %s removed, %s reloaded, %d unchanged",
+		old.File, list(added), list(removed), list(reloaded), len(next.Plugins)-len(added)-len(changed))
+	if len(failed) > 0 {
+		summary += fmt.Sprintf("; %s kept the running version", list(failed))
+	}
 	if len(problems) > 0 {
 		return summary, append(diags, &hcl.Diagnostic{
 			Severity: hcl.DiagError,

@@ -57,7 +57,10 @@ func (t *stderrTail) Write(p []byte) (int, error) {
 
 // push adds a line, dropping the oldest to stay within the bounds.
 func (t *stderrTail) push(line string) {
-	if line == "" {
+	// Debug and trace lines are go-plugin's plumbing (the handshake, the
+	// connection): they would crowd out the lines that say why it died,
+	// and the host's own log has them.
+	if line == "" || strings.HasPrefix(line, "[DEBUG] ") || strings.HasPrefix(line, "[TRACE] ") {
 		return
 	}
 	t.lines = append(t.lines, line)

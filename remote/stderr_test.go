@@ -94,10 +94,12 @@ func TestStderrTailCleansLines(t *testing.T) {
 	}
 }
 
+// Debug lines (go-plugin's handshake) are left out of the tail.
 func TestStderrTailRendersHclogLines(t *testing.T) {
 	var tail stderrTail
 	tail.Write([]byte(`{"@level":"error","@message":"cannot open","@module":"files","@timestamp":"2026-01-02T03:04:05Z","path":"/data/a b","tries":3}` + "\n"))
 	tail.Write([]byte(`{"@level":"info","@message":"ready"}` + "\n"))
+	tail.Write([]byte(`{"@level":"debug","@message":"plugin address","network":"unix"}` + "\n"))
 	tail.Write([]byte(`{"not":"a log line"}` + "\n"))
 	want := []string{`[ERROR] cannot open: path="/data/a b" tries=3`, "[INFO] ready", `{"not":"a log line"}`}
 	if got := tail.Lines(); !slices.Equal(got, want) {

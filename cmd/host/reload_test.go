@@ -59,7 +59,7 @@ func TestReloadDeploymentFile(t *testing.T) {
 	t.Run("added, changed and unchanged", func(t *testing.T) {
 		write(files("b") + safety)
 		out, stderr, code := cli(t, "reload", "-c", config)
-		if code != 0 || !strings.Contains(out, "safety added") || !strings.Contains(out, "files restarted") {
+		if code != 0 || !strings.Contains(out, "safety added") || !strings.Contains(out, "files reloaded") {
 			t.Fatalf("reload: exit %d\n%s%s", code, out, stderr)
 		}
 		st := status()
