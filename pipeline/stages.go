@@ -39,6 +39,9 @@ func (t *Tools) run(ctx context.Context, s *snapshot, e *Execution, args json.Ra
 	// Stage 0: lookup and argument check.
 	reg, ok := s.tools[e.name]
 	if !ok {
+		// Observers see what was asked for, so that a record of the call
+		// (an audit digest) is of its arguments, not of nothing.
+		e.args = validJSON(args)
 		if why, ok := s.absent[e.name]; ok {
 			return Fail(CodeToolError, why)
 		}
@@ -47,6 +50,7 @@ func (t *Tools) run(ctx context.Context, s *snapshot, e *Execution, args json.Ra
 	e.tool = &reg.info
 	canon, bad := checkArguments(reg, args)
 	if bad != nil {
+		e.args = validJSON(args)
 		return Result{Error: bad}
 	}
 	e.args = canon
@@ -212,10 +216,24 @@ func callTool(ctx context.Context, reg *registered, e *Execution) (r Result) {
 	return Fail(CodeToolError, errText(err))
 }
 
+// validJSON returns args as a string when they are JSON, "" otherwise.
+func validJSON(args json.RawMessage) string {
+	if json.Valid(args) {
+		return string(args)
+	}
+	return ""
+}
+
 // review runs the stage-4 chain over r and applies its answer.
 func review(ctx context.Context, s *snapshot, e *Execution, r Result) Result {
 	if len(s.post) == 0 {
 		return r
+	}
+	if ctx.Err() != nil {
+		// The caller gave up (ABORTED): the listeners still review the
+		// outcome, and must not fail for the caller's cancelled context
+		// (a remote listener's RPC would, and BLOCKED would hide ABORTED).
+		ctx = context.WithoutCancel(ctx)
 	}
 	rv := reviewChain(ctx, s, e, r, 0)
 	switch rv.Action {

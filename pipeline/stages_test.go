@@ -189,3 +189,58 @@ func TestPostExecuteSeesResult(t *testing.T) {
 		t.Errorf("stage 4 saw %q, want %q", seen, want)
 	}
 }
+
+// Stage 5 sees the arguments of a call that never reached a tool, so that
+// a record of it (an audit digest) is of what was asked.
+func TestObserversSeeArgumentsOfRejectedCalls(t *testing.T) {
+	k, tools := newTools(t, pipeline.Options{})
+	seen := map[string]string{}
+	var mu sync.Mutex
+	load(t, k, fakePlugin{name: "p", tools: []pipeline.Tool{addTool()}, result: func(_ context.Context, e *pipeline.Execution, r pipeline.Result) error {
+		mu.Lock()
+		defer mu.Unlock()
+		seen[string(r.Error.Code)] = e.ArgumentsJSON()
+		return nil
+	}}.plugin())
+	ctx := testCtx(t)
+	tools.Execute(ctx, "nope", json.RawMessage(`{"x":1}`), "t")
+	tools.Execute(ctx, "add", json.RawMessage(`{"a":"one"}`), "t")
+	tools.Execute(ctx, "nope", json.RawMessage(`{not json`), "t")
+	mu.Lock()
+	defer mu.Unlock()
+	if got := seen[string(pipeline.CodeInvalidArguments)]; got != `{"a":"one"}` {
+		t.Errorf("INVALID_ARGUMENTS call seen with arguments %q", got)
+	}
+	if got := seen[string(pipeline.CodeUnknownTool)]; got != "" {
+		t.Errorf("a call whose arguments are not JSON was seen with %q", got)
+	}
+}
+
+// A caller that gives up gets ABORTED even when stage 4 has listeners:
+// they review the outcome with a context that is not cancelled.
+func TestAbortedSurvivesStage4(t *testing.T) {
+	k, tools := newTools(t, pipeline.Options{})
+	started := make(chan struct{})
+	var postErr error
+	load(t, k, fakePlugin{
+		name: "p",
+		tools: []pipeline.Tool{{Name: "hang", Description: "Waits for its caller to give up.", Execute: func(ctx context.Context, _ *pipeline.Execution) (any, error) {
+			close(started)
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}}},
+		post: func(ctx context.Context, _ *pipeline.Execution, _ pipeline.Result, next pipeline.ReviewNext) (pipeline.Review, error) {
+			postErr = ctx.Err()
+			return next(ctx), nil
+		},
+	}.plugin())
+	ctx, cancel := context.WithCancel(testCtx(t))
+	go func() { <-started; cancel() }()
+	r := tools.Execute(ctx, "hang", json.RawMessage(`{}`), "t")
+	if r.OK || r.Error.Code != pipeline.CodeAborted {
+		t.Fatalf("result = %+v, want ABORTED", r)
+	}
+	if postErr != nil {
+		t.Fatalf("the post-execute listener ran with a cancelled context: %v", postErr)
+	}
+}

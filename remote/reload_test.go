@@ -358,3 +358,21 @@ func TestCriticalObserverSeesEveryCall(t *testing.T) {
 		}
 	})
 }
+
+func TestReloadChecksIntegrity(t *testing.T) {
+	ctx := testCtx(t, time.Minute)
+	h := newHost(t, conformance.Config{}, remote.Options{})
+	p := conformance.PluginSpec{Name: "worker", Tools: []conformance.ToolSpec{addTool("")}}
+	mustLoad(t, h, p, pluginConfig{})
+	pid := pidOf(t, h.m, "worker")
+	spec := h.spec(t, p, pluginConfig{}, nil)
+	spec.SHA256 = strings.Repeat("ab", 32) // not the binary's
+	err := h.m.Replace(ctx, spec)
+	if err == nil || !strings.Contains(err.Error(), "checksum") {
+		t.Fatalf("a reload to a binary that does not match its pin: %v, want a checksum error", err)
+	}
+	if got := pidOf(t, h.m, "worker"); got != pid {
+		t.Fatalf("worker runs in process %d, want the old %d", got, pid)
+	}
+	wantOK(t, call(ctx, h, "add", `{"a":2,"b":3}`), "5")
+}
