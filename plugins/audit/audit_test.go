@@ -486,3 +486,67 @@ func TestPluginDefinition(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// The host sends a critical plugin's results again when the process died
+// before acknowledging them; the new process skips those it finds at the
+// end of the log.
+func TestRedeliveredResultsAreSkipped(t *testing.T) {
+	for _, crash := range []bool{false, true} {
+		t.Run(map[bool]string{false: "after a stop", true: "after a crash"}[crash], func(t *testing.T) {
+			s := logSettings(t) // fsync = always: no ticker to leak in the crash
+			first := newHarness()
+			first.mustStart(t, s)
+			observeN(first, 0, 3)
+			if crash {
+				// What the process's death leaves: no final fsync, the
+				// descriptor (and its lock) gone.
+				if err := first.file.f.Close(); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				first.mustStop(t)
+			}
+
+			next := newHarness()
+			next.ticks.Store(100)
+			next.mustStart(t, s)
+			observeN(next, 1, 4) // 1 and 2 again, and 3
+			// An id the log does not hold near its end is written.
+			call, r := result(4)
+			call.ID, r.ID = "", ""
+			next.observe(context.Background(), call, r)
+			next.observe(context.Background(), call, r) // no id: never skipped
+			next.mustStop(t)
+
+			var got []string
+			for _, l := range readLines(t, s.path) { // verifies
+				got = append(got, l.ID)
+			}
+			if want := []string{"call-0", "call-1", "call-2", "call-3", "", ""}; fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("log ids %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+// Only the last recentIDs lines count: an id further back is a new call
+// (ids are unique per host; this is a bound, not a rule).
+func TestRecentIDsAreTheTail(t *testing.T) {
+	s := logSettings(t)
+	s.fsync = fsyncNever
+	h := newHarness()
+	h.mustStart(t, s)
+	observeN(h, 0, recentIDs+1)
+	h.mustStop(t)
+	h.mustStart(t, s)
+	defer h.mustStop(t)
+	if n := len(h.file.recent); n != recentIDs {
+		t.Errorf("%d recent ids, want %d", n, recentIDs)
+	}
+	if _, ok := h.file.recent["call-0"]; ok {
+		t.Error("the first line's id is among the recent ones")
+	}
+	if _, ok := h.file.recent[fmt.Sprintf("call-%d", recentIDs)]; !ok {
+		t.Error("the last line's id is not among the recent ones")
+	}
+}

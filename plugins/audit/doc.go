@@ -23,8 +23,24 @@
 // log is verified in full when the plugin starts and continued: its chain
 // and seq go on from its last line. A log that does not verify is never
 // appended to: the plugin refuses to start and names the first bad line.
-// While the plugin runs it holds an exclusive lock on the log (Unix), so two
+// While the plugin writes it holds an exclusive lock on the log (Unix), so two
 // processes cannot interleave two chains in one file.
+//
+// On a hot reload the host applies the new process while the old one still
+// writes. Finding the log locked, the new process checks the folder and the
+// file, starts, and opens the log when the old one lets go of it: its first
+// result waits for the lock (tried every few milliseconds), then the log is
+// verified and its chain continued after the old process's last line. A wait
+// longer than 2 minutes is logged as an error, again every 2 minutes, naming
+// the path: then something else holds the log, such as a second audit
+// plugin on the same file. The results keep waiting meanwhile, unwritten and
+// unacknowledged, rather than be dropped. A log found broken at that point
+// is not appended to, and every result then logs that it is not recorded.
+//
+// A result whose call id is among the last 4096 lines' ids when the log is
+// opened is skipped: the host sends a critical plugin's results again when
+// the process they went to died before acknowledging them, and the process
+// may have written some of them.
 //
 // As a command:
 //

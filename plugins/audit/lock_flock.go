@@ -7,9 +7,10 @@ import (
 	"syscall"
 )
 
-// lockFile takes an exclusive lock on the log, without waiting: two
-// writers would each continue the chain from their own last line and break
-// it. The lock goes with the file when it is closed or the process dies.
+// lockFile takes an exclusive lock on the log, without waiting (errLocked
+// when another open file holds it; observe tries again): two writers would
+// each continue the chain from their own last line and break it. The lock
+// goes with the file when it is closed or the process dies.
 func lockFile(f *os.File) error {
 	rc, err := f.SyscallConn()
 	if err != nil {

@@ -20,6 +20,11 @@ var (
 	errLocked = errors.New("locked by another process")
 )
 
+// recentIDs is how many call ids at the end of the log an opened log
+// remembers (logFile.recent). The host redelivers at most the batches a dead
+// process did not acknowledge, a few hundred results at most.
+const recentIDs = 4096
+
 // logFile is an open audit log and its fsync policy.
 //
 // Each line is one write(2) straight to the file, without a buffer in the
@@ -31,6 +36,11 @@ type logFile struct {
 	w      *auditlog.Writer
 	policy fsyncPolicy
 	sync   func() error // fsyncs f
+	// recent holds the non-empty ids of the last recentIDs lines found when
+	// the log was opened: results the host sends again after a process died
+	// before acknowledging them, or that the process before a reload had
+	// written. Read only after opening.
+	recent map[string]struct{}
 
 	mu     sync.Mutex
 	dirty  bool // lines written since the last fsync (fsync = interval)
@@ -40,47 +50,76 @@ type logFile struct {
 	ticker     sync.WaitGroup
 }
 
+// pendingLog is a log whose lock another process held at apply: the process
+// before a hot reload, which still writes results until the host stops it.
+// The first result opens it (auditor.tryOpenLocked).
+type pendingLog struct {
+	s       settings
+	f       *os.File // open, unlocked, not read yet
+	created bool
+}
+
 // openLog opens (or creates) the log, takes its lock, verifies what it
 // holds and continues its chain. It refuses a log that does not verify:
 // appending would bury the damage under lines that chain from it.
-func openLog(s settings, fsync func(*os.File) error, log hclog.Logger) (*logFile, error) {
-	if err := os.MkdirAll(filepath.Dir(s.path), 0o700); err != nil {
-		return nil, fmt.Errorf("audit log: %w", err)
-	}
-	_, statErr := os.Stat(s.path)
-	created := errors.Is(statErr, fs.ErrNotExist)
-	// O_APPEND: every write lands at the end, wherever reading left the
-	// offset. O_RDWR: the same descriptor reads the log to verify it.
-	f, err := os.OpenFile(s.path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
+//
+// When another process holds the lock it returns a pendingLog instead,
+// after checking what needs no lock: the folder, the file, its mode.
+// Verifying must wait for the lock: the holder may be in the middle of a
+// line.
+func openLog(s settings, fsync func(*os.File) error, log hclog.Logger) (*logFile, *pendingLog, error) {
+	f, created, err := openFile(s, log)
 	if err != nil {
-		return nil, fmt.Errorf("audit log: %w", err)
+		return nil, nil, err
+	}
+	switch err := lockFile(f); {
+	case errors.Is(err, errLocked):
+		return nil, &pendingLog{s: s, f: f, created: created}, nil
+	case err != nil:
+		f.Close()
+		return nil, nil, fmt.Errorf("audit log %s: cannot lock it: %w", s.path, err)
 	}
 	lf, err := continueLog(f, s, created, fsync, log)
 	if err != nil {
 		f.Close()
-		return nil, err
+		return nil, nil, err
 	}
-	return lf, nil
+	return lf, nil, nil
 }
 
-func continueLog(f *os.File, s settings, created bool, fsync func(*os.File) error, log hclog.Logger) (*logFile, error) {
-	if err := lockFile(f); errors.Is(err, errLocked) {
-		return nil, fmt.Errorf("audit log %s: another process is writing it (a second audit plugin with the same path?)", s.path)
-	} else if err != nil {
-		return nil, fmt.Errorf("audit log %s: cannot lock it: %w", s.path, err)
+// openFile opens (or creates) the log and its folder and checks the file.
+func openFile(s settings, log hclog.Logger) (f *os.File, created bool, err error) {
+	if err := os.MkdirAll(filepath.Dir(s.path), 0o700); err != nil {
+		return nil, false, fmt.Errorf("audit log: %w", err)
+	}
+	_, statErr := os.Stat(s.path)
+	created = errors.Is(statErr, fs.ErrNotExist)
+	// O_APPEND: every write lands at the end, wherever reading left the
+	// offset. O_RDWR: the same descriptor reads the log to verify it.
+	f, err = os.OpenFile(s.path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, false, fmt.Errorf("audit log: %w", err)
 	}
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("audit log: %w", err)
+		f.Close()
+		return nil, false, fmt.Errorf("audit log: %w", err)
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("audit log %s: not a regular file", s.path)
+		f.Close()
+		return nil, false, fmt.Errorf("audit log %s: not a regular file", s.path)
 	}
 	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
 		// Left as it is: someone chose it, and chmod is not ours to do.
 		log.Warn("audit log is readable or writable by others", "path", s.path, "mode", perm.String())
 	}
-	tip, err := auditlog.ReadTip(f)
+	return f, created, nil
+}
+
+// continueLog verifies the log f, whose lock the caller holds, and makes
+// the logFile that continues its chain. The caller closes f on error.
+func continueLog(f *os.File, s settings, created bool, fsync func(*os.File) error, log hclog.Logger) (*logFile, error) {
+	tip, ids, err := auditlog.ReadTail(f, recentIDs)
 	var te *auditlog.TamperError
 	if errors.As(err, &te) {
 		return nil, fmt.Errorf("audit log %s is broken at line %d (%s): refusing to append to it; "+
@@ -94,8 +133,14 @@ func continueLog(f *os.File, s settings, created bool, fsync func(*os.File) erro
 		// Best effort: some file systems refuse fsync on a folder.
 		syncDir(filepath.Dir(s.path))
 	}
+	recent := make(map[string]struct{}, len(ids))
+	for _, id := range ids {
+		if id != "" {
+			recent[id] = struct{}{}
+		}
+	}
 	lf := &logFile{path: s.path, f: f, w: auditlog.NewWriter(f, tip), policy: s.fsync,
-		sync: func() error { return fsync(f) }}
+		sync: func() error { return fsync(f) }, recent: recent}
 	if s.fsync == fsyncInterval {
 		lf.stopTicker = make(chan struct{})
 		lf.ticker.Go(func() { lf.syncEvery(s.interval, log) })

@@ -430,3 +430,41 @@ func TestParseMillis(t *testing.T) {
 		})
 	}
 }
+
+// ReadTail verifies as ReadTip does and keeps the ids of the last n lines,
+// in the order they are in the log.
+func TestReadTail(t *testing.T) {
+	log := chain(t, 7)
+	ids := func(from, to int) []string {
+		var out []string
+		for i := from; i < to; i++ {
+			out = append(out, fmt.Sprintf("call-%d", i))
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		n    int
+		want []string
+	}{
+		{0, nil},
+		{1, ids(6, 7)},
+		{3, ids(4, 7)},
+		{7, ids(0, 7)},
+		{100, ids(0, 7)},
+	} {
+		t.Run(fmt.Sprint(tc.n), func(t *testing.T) {
+			tip, got, err := ReadTail(bytes.NewReader(log), tc.n)
+			want, _ := ReadTip(bytes.NewReader(log))
+			if err != nil || tip != want || fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("ReadTail(%d) = %+v, %q, %v; want %+v, %q", tc.n, tip, got, err, want, tc.want)
+			}
+		})
+	}
+	// A broken log: the ids of the intact lines before the bad one.
+	bad := bytes.Replace(log, []byte(`"call-5"`), []byte(`"call-X"`), 1)
+	_, got, err := ReadTail(bytes.NewReader(bad), 2)
+	var te *TamperError
+	if !errors.As(err, &te) || te.Line != 6 || fmt.Sprint(got) != fmt.Sprint(ids(3, 5)) {
+		t.Errorf("ReadTail of a broken log = %q, %v; want %q and line 6", got, err, ids(3, 5))
+	}
+}

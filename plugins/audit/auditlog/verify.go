@@ -32,6 +32,46 @@ func Verify(r io.Reader) (lines int, err error) {
 // chain, for a Writer to continue it. On error the tip is that of the last
 // intact line.
 func ReadTip(r io.Reader) (Tip, error) {
+	tip, _, err := ReadTail(r, 0)
+	return tip, err
+}
+
+// ReadTail is ReadTip that also returns the ids of the log's last n lines,
+// oldest first (all of them when it has fewer), empty ids included: a
+// writer that may be handed a call again skips one it finds there. It reads
+// the log once, as the verification must anyway. On error the ids are those
+// of the last intact lines.
+func ReadTail(r io.Reader, n int) (Tip, []string, error) {
+	ring := idRing{size: max(n, 0)}
+	tip, err := readTip(r, &ring)
+	return tip, ring.list(), err
+}
+
+// idRing keeps the last size ids added.
+type idRing struct {
+	size int
+	ids  []string
+	next int // where the next id goes once ids is full
+}
+
+func (r *idRing) add(id string) {
+	switch {
+	case r.size == 0:
+	case len(r.ids) < r.size:
+		r.ids = append(r.ids, id)
+	default:
+		r.ids[r.next] = id
+		r.next = (r.next + 1) % r.size
+	}
+}
+
+func (r *idRing) list() []string {
+	out := make([]string, 0, len(r.ids))
+	out = append(out, r.ids[r.next:]...)
+	return append(out, r.ids[:r.next]...)
+}
+
+func readTip(r io.Reader, ids *idRing) (Tip, error) {
 	br := bufio.NewReader(r)
 	tip := Genesis
 	for n := 1; ; n++ {
@@ -61,6 +101,7 @@ func ReadTip(r io.Reader) (Tip, error) {
 			return tip, &TamperError{Line: n, Reason: "no newline at the end of the line (a write cut short?)"}
 		}
 		tip = Tip{Seq: l.Seq, Hash: l.Hash}
+		ids.add(l.ID)
 	}
 }
 
