@@ -33,6 +33,8 @@ type durableResults struct {
 	tools *pipeline.Tools
 	log   hclog.Logger
 
+	send sync.Mutex // one batch in flight at a time, in queue order
+
 	mu      sync.Mutex
 	slots   []func()  // removes the slot's observer
 	targets []*target // processes that registered listeners, oldest first
@@ -133,11 +135,23 @@ func (d *durableResults) signal() {
 	}
 }
 
-// current returns the newest process that is still running.
+// currentLocked returns the process of the plugin's active version: not
+// one a reload is still starting (its apply may not have opened what its
+// listeners write to), nor one a reload or an unload is retiring.
 func (d *durableResults) currentLocked() *target {
 	for i := len(d.targets) - 1; i >= 0; i-- {
-		if !d.targets[i].in.exited() {
-			return d.targets[i]
+		t := d.targets[i]
+		if !t.in.exited() && t.in.scope.State() == kernel.Active {
+			return t
+		}
+	}
+	return nil
+}
+
+func (d *durableResults) targetLocked(in *instance) *target {
+	for _, t := range d.targets {
+		if t.in == in {
+			return t
 		}
 	}
 	return nil
@@ -147,6 +161,12 @@ func (d *durableResults) currentLocked() *target {
 // the plain observers are.
 func (d *durableResults) run() {
 	defer close(d.done)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-d.stop
+		cancel()
+	}()
 	var last time.Time
 	full := false // the last batch was a full one: a backlog goes out at once
 	for {
@@ -163,7 +183,10 @@ func (d *durableResults) run() {
 				case <-time.After(wait):
 				}
 			}
-			sent, more := d.sendBatch()
+			d.mu.Lock()
+			t := d.currentLocked()
+			d.mu.Unlock()
+			sent, more := d.sendBatch(ctx, t)
 			full = sent && more
 			if sent {
 				last = time.Now()
@@ -183,11 +206,12 @@ func (d *durableResults) run() {
 	}
 }
 
-// sendBatch delivers the head of the queue to the current process. It says
-// whether a batch was acknowledged and whether results remain.
-func (d *durableResults) sendBatch() (sent, more bool) {
+// sendBatch delivers the head of the queue to t. It says whether a batch
+// was acknowledged and whether results remain.
+func (d *durableResults) sendBatch(ctx context.Context, t *target) (sent, more bool) {
+	d.send.Lock()
+	defer d.send.Unlock()
 	d.mu.Lock()
-	t := d.currentLocked()
 	if t == nil || len(d.queue) == 0 {
 		more = len(d.queue) > 0
 		d.mu.Unlock()
@@ -210,7 +234,7 @@ func (d *durableResults) sendBatch() (sent, more bool) {
 	if n == 0 {
 		return false, true
 	}
-	if err := deliver(in, reqs); err != nil {
+	if err := deliver(ctx, in, reqs); err != nil {
 		in.log.Debug("durable results: delivery not acknowledged; it will be sent again", "results", len(reqs), "error", err)
 		return false, true
 	}
@@ -223,11 +247,11 @@ func (d *durableResults) sendBatch() (sent, more bool) {
 
 // deliver sends reqs on a stream of their own and waits for the plugin to
 // have handled them all.
-func deliver(in *instance, reqs []*pb.ObserveRequest) error {
+func deliver(ctx context.Context, in *instance, reqs []*pb.ObserveRequest) error {
 	if len(reqs) == 0 {
 		return nil
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
 		select {
@@ -249,26 +273,32 @@ func deliver(in *instance, reqs []*pb.ObserveRequest) error {
 	return err
 }
 
-// release is called when the process in stops on purpose, after the calls
-// that could still reach it are done: when no newer process has taken over
-// (an unload), what is queued is delivered to it first, within ctx.
+// release is called when the process in stops, after the calls that could
+// still reach it are done. When it is the plugin's only process (an unload),
+// what is queued is delivered to it first, within ctx; otherwise another
+// process takes the queue (the new one of a reload, or the old one of a
+// reload that failed).
 func (d *durableResults) release(ctx context.Context, in *instance) {
-	for {
-		d.mu.Lock()
-		last := d.currentLocked()
-		pending := len(d.queue)
-		d.mu.Unlock()
-		if last == nil || last.in != in || pending == 0 || in.exited() {
+	d.mu.Lock()
+	t := d.targetLocked(in)
+	alone := t != nil && !slices.ContainsFunc(d.targets, func(o *target) bool { return o.in != in && !o.in.exited() })
+	d.mu.Unlock()
+	for alone && !in.exited() {
+		sent, more := d.sendBatch(ctx, t)
+		if !more {
 			break
 		}
-		d.signal()
-		select {
-		case <-ctx.Done():
-			d.log.Warn("stopping a critical plugin's process with results it has not acknowledged", "results", pending)
-		case <-time.After(2 * time.Millisecond):
-			continue
+		if !sent {
+			select {
+			case <-ctx.Done():
+				d.mu.Lock()
+				n := len(d.queue)
+				d.mu.Unlock()
+				d.log.Warn("stopping a critical plugin's process with results it has not acknowledged", "results", n)
+				alone = false
+			case <-time.After(durableRetry):
+			}
 		}
-		break
 	}
 	d.mu.Lock()
 	d.targets = slices.DeleteFunc(d.targets, func(t *target) bool { return t.in == in })
