@@ -333,13 +333,7 @@ func (k *Kernel) endLocked(s *Scope, final State, cause error) {
 	if from != Unloading {
 		k.emit(s, from, Unloading, nil)
 	}
-	for i := len(effects) - 1; i >= 0; i-- {
-		e := effects[i]
-		e.run()
-		if e.err != nil {
-			s.log.Error("undo failed", "effect", e.desc, "error", e.err)
-		}
-	}
+	s.undo(effects)
 	s.mu.Lock()
 	s.state = final
 	if cause != nil {
@@ -347,6 +341,18 @@ func (k *Kernel) endLocked(s *Scope, final State, cause error) {
 	}
 	s.mu.Unlock()
 	k.emit(s, Unloading, final, cause)
+}
+
+// undo runs effects newest first. An undo that fails is logged and the rest
+// still run.
+func (s *Scope) undo(effects []*Effect) {
+	for i := len(effects) - 1; i >= 0; i-- {
+		e := effects[i]
+		e.run()
+		if e.err != nil {
+			s.log.Error("undo failed", "effect", e.desc, "error", e.err)
+		}
+	}
 }
 
 // emit reports a state change. Listeners run with life held: they may call

@@ -367,13 +367,7 @@ func retire(s *Scope) {
 		s.cancel()
 	}
 	s.mu.Unlock()
-	for i := len(effects) - 1; i >= 0; i-- {
-		e := effects[i]
-		e.run()
-		if e.err != nil {
-			s.log.Error("undo failed", "effect", e.desc, "error", e.err)
-		}
-	}
+	s.undo(effects)
 	s.mu.Lock()
 	s.state = Disposed
 	s.mu.Unlock()
