@@ -397,7 +397,7 @@ func (mp *managed) watch(in *instance) {
 		// A version a reload is starting: its reload fails, and the
 		// version that serves is untouched.
 		in.stop()
-		_ = in.scope.Restart(fmt.Errorf("its new process %d exited while starting", in.pid))
+		_ = in.scope.Restart(in.exitError(fmt.Errorf("its new process %d exited while starting", in.pid), "apply"))
 		return
 	}
 	mp.mu.Lock()
