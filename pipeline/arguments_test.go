@@ -174,3 +174,21 @@ func TestArgumentsCannotBeChanged(t *testing.T) {
 		t.Errorf("the body decoded %+v", bodyArgs)
 	}
 }
+
+// jsonschema panics on a bounded number with a huge exponent: the call is
+// refused as INVALID_ARGUMENTS, not a host error.
+func TestHugeExponentIsInvalidArguments(t *testing.T) {
+	k, tools := newTools(t, pipeline.Options{})
+	load(t, k, fakePlugin{name: "p", tools: []pipeline.Tool{{
+		Name: "limited", Description: "Takes a bounded number.",
+		Parameters: json.RawMessage(`{"type":"object","properties":{"n":{"type":"number","maximum":10}}}`),
+		Execute:    func(context.Context, *pipeline.Execution) (any, error) { return "ran", nil },
+	}}}.plugin())
+	r := tools.Execute(testCtx(t), "limited", json.RawMessage(`{"n":1e9999999}`), "t")
+	if r.OK || r.Error.Code != pipeline.CodeInvalidArguments {
+		t.Fatalf("result = %+v, want INVALID_ARGUMENTS", r)
+	}
+	if !strings.Contains(r.Error.Message, "out of range") {
+		t.Fatalf("message %q does not say why", r.Error.Message)
+	}
+}

@@ -40,6 +40,14 @@ func BenchmarkStage0(b *testing.B) {
 			}
 		}
 	})
+	b.Run("fast", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if !reg.fast.accepts(v) {
+				b.Fatal("the fast path refuses")
+			}
+		}
+	})
 	b.Run("canonical", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {

@@ -66,7 +66,10 @@ var anyObject = json.RawMessage(`{"type":"object"}`)
 type registered struct {
 	info   ToolInfo
 	schema *jsonschema.Schema
-	body   ToolFunc
+	// fast, when the schema allows, accepts valid arguments without
+	// jsonschema (see fastschema.go); nil otherwise.
+	fast *fastSchema
+	body ToolFunc
 }
 
 // compile checks a tool's fields and compiles its schema once, at
@@ -106,5 +109,5 @@ func compile(t Tool, owner string) (*registered, error) {
 	}
 	info := t.Info(owner)
 	info.Parameters = append(json.RawMessage(nil), params...)
-	return &registered{info: info, schema: schema, body: t.Execute}, nil
+	return &registered{info: info, schema: schema, fast: compileFast(doc), body: t.Execute}, nil
 }

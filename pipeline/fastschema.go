@@ -1,0 +1,547 @@
+package pipeline
+
+import (
+	"encoding/json"
+	"math"
+	"math/big"
+	"strings"
+	"unicode/utf8"
+)
+
+// Stage 0 runs on every call, and jsonschema's Validate costs about ten
+// allocations and a microsecond whatever the schema. Most tools declare plain
+// schemas (an object of typed, perhaps bounded, properties), so compile also
+// turns such a schema into a fastSchema, whose check allocates nothing.
+//
+// A fastSchema is only an oracle of acceptance: when it accepts, jsonschema
+// would have; when it does not, jsonschema decides and words the error, so
+// messages do not change. A schema with any keyword outside the subset below
+// gets no fastSchema and is checked by jsonschema alone, as before.
+// fastschema_test.go checks the two agree.
+
+// fastSchema is a schema of the subset: boolean schemas, and objects of
+//
+//	type (one or a list), enum and const of scalars,
+//	properties, required, additionalProperties (boolean or schema),
+//	items (one schema), minItems, maxItems,
+//	minLength, maxLength (in code points),
+//	minimum, maximum, exclusiveMinimum, exclusiveMaximum (numbers, or
+//	draft 4's booleans),
+//
+// with $schema (at the root, one of the drafts jsonschema knows) and the
+// annotations title, description, default, examples, $comment, deprecated,
+// readOnly and writeOnly ignored.
+type fastSchema struct {
+	// always and never are the boolean schemas true and false.
+	always, never bool
+	// types is the set of accepted types; zero accepts any.
+	types jsonTypes
+	// oneOfEach lists enum and const: the value must equal an element of
+	// each list.
+	oneOfEach [][]any // of nil, bool, string, decimal
+	// needNumber is set when a number must be read: type integer without
+	// number, a bound, or a number in an enum or const.
+	needNumber bool
+
+	minimum, maximum, exclusiveMinimum, exclusiveMaximum *decimal
+	// Counts; -1 when absent.
+	minLength, maxLength, minItems, maxItems int
+
+	properties map[string]*fastSchema
+	required   []string
+	// additional checks properties not in properties; nil accepts them.
+	additional *fastSchema
+	// items checks every element; nil accepts any.
+	items *fastSchema
+}
+
+type jsonTypes uint8
+
+const (
+	typeNull jsonTypes = 1 << iota
+	typeBoolean
+	typeNumber
+	typeInteger
+	typeString
+	typeArray
+	typeObject
+)
+
+var typeNames = map[string]jsonTypes{
+	"null": typeNull, "boolean": typeBoolean, "number": typeNumber, "integer": typeInteger,
+	"string": typeString, "array": typeArray, "object": typeObject,
+}
+
+// compileFast returns doc's fastSchema, or nil when doc is outside the
+// subset. doc is the schema as jsonschema.UnmarshalJSON decodes it, and has
+// already compiled: keywords are known to be well formed.
+func compileFast(doc any) *fastSchema {
+	draft := 2020 // jsonschema's default
+	if obj, ok := doc.(map[string]any); ok {
+		if v, ok := obj["$schema"]; ok {
+			s, _ := v.(string)
+			if draft = draftOf(s); draft == 0 {
+				return nil
+			}
+		}
+	}
+	c := fastCompiler{draft: draft}
+	return c.schema(doc, true)
+}
+
+// draftOf is the draft a $schema value names, as jsonschema reads it, or 0
+// for a custom meta-schema (which may switch vocabularies off).
+func draftOf(url string) int {
+	u, _ := strings.CutSuffix(url, "#")
+	if strings.Contains(u, "#") {
+		return 0
+	}
+	if rest, ok := strings.CutPrefix(u, "http://"); ok {
+		u = rest
+	} else {
+		u, _ = strings.CutPrefix(u, "https://")
+	}
+	switch u {
+	case "json-schema.org/schema", "json-schema.org/draft/2020-12/schema":
+		return 2020
+	case "json-schema.org/draft/2019-09/schema":
+		return 2019
+	case "json-schema.org/draft-07/schema":
+		return 7
+	case "json-schema.org/draft-06/schema":
+		return 6
+	case "json-schema.org/draft-04/schema":
+		return 4
+	}
+	return 0
+}
+
+type fastCompiler struct{ draft int }
+
+// schema compiles one schema, or returns nil when it is outside the subset.
+func (c fastCompiler) schema(doc any, root bool) *fastSchema {
+	switch doc := doc.(type) {
+	case bool:
+		return &fastSchema{always: doc, never: !doc}
+	case map[string]any:
+		return c.object(doc, root)
+	}
+	return nil
+}
+
+func (c fastCompiler) object(obj map[string]any, root bool) *fastSchema {
+	s := &fastSchema{minLength: -1, maxLength: -1, minItems: -1, maxItems: -1}
+	for k, v := range obj {
+		ok := true
+		switch k {
+		case "title", "description", "default", "examples", "$comment", "deprecated", "readOnly", "writeOnly":
+		case "$schema":
+			ok = root // a subschema's own $schema is not followed here
+		case "type":
+			s.types, ok = typesOf(v)
+		case "enum":
+			var list []any
+			if list, ok = scalars(v); ok {
+				s.oneOfEach = append(s.oneOfEach, list)
+			}
+		case "const":
+			// Draft 4 has no const; jsonschema ignores it there.
+			var list []any
+			if list, ok = scalars([]any{v}); ok && c.draft >= 6 {
+				s.oneOfEach = append(s.oneOfEach, list)
+			} else {
+				ok = false
+			}
+		case "properties":
+			m, isMap := v.(map[string]any)
+			ok = isMap
+			s.properties = make(map[string]*fastSchema, len(m))
+			for name, sub := range m {
+				if s.properties[name] = c.schema(sub, false); s.properties[name] == nil {
+					ok = false
+				}
+			}
+		case "required":
+			list, isList := v.([]any)
+			ok = isList
+			for _, e := range list {
+				name, isString := e.(string)
+				ok = ok && isString
+				s.required = append(s.required, name)
+			}
+		case "additionalProperties":
+			s.additional = c.schema(v, false)
+			ok = s.additional != nil
+		case "items":
+			// A list of schemas (before draft 2020) is outside the subset.
+			s.items = c.schema(v, false)
+			ok = s.items != nil
+		case "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum":
+			// Read below, together.
+		case "minLength":
+			s.minLength, ok = count(v)
+		case "maxLength":
+			s.maxLength, ok = count(v)
+		case "minItems":
+			s.minItems, ok = count(v)
+		case "maxItems":
+			s.maxItems, ok = count(v)
+		default:
+			ok = false
+		}
+		if !ok {
+			return nil
+		}
+	}
+	var ok bool
+	if s.minimum, s.exclusiveMinimum, ok = bounds(obj, "minimum", "exclusiveMinimum"); !ok {
+		return nil
+	}
+	if s.maximum, s.exclusiveMaximum, ok = bounds(obj, "maximum", "exclusiveMaximum"); !ok {
+		return nil
+	}
+	s.needNumber = s.types&(typeInteger|typeNumber) == typeInteger ||
+		s.minimum != nil || s.maximum != nil || s.exclusiveMinimum != nil || s.exclusiveMaximum != nil
+	for _, list := range s.oneOfEach {
+		for _, e := range list {
+			if _, isNumber := e.(decimal); isNumber {
+				s.needNumber = true
+			}
+		}
+	}
+	return s
+}
+
+// bounds reads an inclusive bound and its exclusive counterpart as
+// jsonschema does: a boolean exclusive keyword (draft 4) makes the
+// inclusive one exclusive.
+func bounds(obj map[string]any, inclusive, exclusive string) (in, ex *decimal, ok bool) {
+	number := func(v any) (*decimal, bool) {
+		n, isNumber := v.(json.Number)
+		if !isNumber {
+			return nil, false
+		}
+		d, ok := parseDecimal(string(n))
+		return &d, ok
+	}
+	if v, has := obj[inclusive]; has {
+		if in, ok = number(v); !ok {
+			return nil, nil, false
+		}
+	}
+	switch v := obj[exclusive].(type) {
+	case nil:
+		if _, has := obj[exclusive]; has {
+			return nil, nil, false
+		}
+	case bool:
+		if v {
+			in, ex = nil, in
+		}
+	default:
+		if ex, ok = number(v); !ok {
+			return nil, nil, false
+		}
+	}
+	return in, ex, true
+}
+
+// typesOf reads type: a name or a non-empty list of names.
+func typesOf(v any) (jsonTypes, bool) {
+	if name, ok := v.(string); ok {
+		t := typeNames[name]
+		return t, t != 0
+	}
+	list, ok := v.([]any)
+	if !ok || len(list) == 0 {
+		return 0, false
+	}
+	var types jsonTypes
+	for _, e := range list {
+		name, _ := e.(string)
+		t := typeNames[name]
+		if t == 0 {
+			return 0, false
+		}
+		types |= t
+	}
+	return types, true
+}
+
+// scalars reads an enum of null, booleans, strings and numbers; numbers
+// become decimals.
+func scalars(v any) ([]any, bool) {
+	list, ok := v.([]any)
+	if !ok {
+		return nil, false
+	}
+	out := make([]any, 0, len(list))
+	for _, e := range list {
+		switch e := e.(type) {
+		case nil, bool, string:
+			out = append(out, e)
+		case json.Number:
+			d, ok := parseDecimal(string(e))
+			if !ok {
+				return nil, false
+			}
+			out = append(out, d)
+		default:
+			return nil, false
+		}
+	}
+	return out, true
+}
+
+// count reads a length or size limit, which may be written 2.0.
+func count(v any) (int, bool) {
+	n, ok := v.(json.Number)
+	if !ok {
+		return 0, false
+	}
+	r, ok := new(big.Rat).SetString(string(n))
+	if !ok || !r.IsInt() || r.Sign() < 0 || r.Num().Cmp(big.NewInt(math.MaxInt32)) > 0 {
+		return 0, false
+	}
+	return int(r.Num().Int64()), true
+}
+
+// accepts reports whether v, as parseJSON produces it, is valid; false may
+// also mean "not sure", for jsonschema to decide.
+func (s *fastSchema) accepts(v any) bool {
+	if s.always || s.never {
+		return s.always
+	}
+	var t jsonTypes
+	switch v.(type) {
+	case nil:
+		t = typeNull
+	case bool:
+		t = typeBoolean
+	case json.Number:
+		t = typeNumber
+	case string:
+		t = typeString
+	case []any:
+		t = typeArray
+	case map[string]any:
+		t = typeObject
+	default:
+		return false
+	}
+	var num decimal
+	if t == typeNumber && s.needNumber {
+		var ok bool
+		if num, ok = parseDecimal(string(v.(json.Number))); !ok {
+			return false
+		}
+	}
+	if s.types != 0 && s.types&t == 0 &&
+		!(t == typeNumber && s.types&typeInteger != 0 && num.isInteger()) {
+		return false
+	}
+	for _, list := range s.oneOfEach {
+		if !oneOf(v, num, list) {
+			return false
+		}
+	}
+	switch v := v.(type) {
+	case json.Number:
+		return (s.minimum == nil || num.cmp(*s.minimum) >= 0) &&
+			(s.maximum == nil || num.cmp(*s.maximum) <= 0) &&
+			(s.exclusiveMinimum == nil || num.cmp(*s.exclusiveMinimum) > 0) &&
+			(s.exclusiveMaximum == nil || num.cmp(*s.exclusiveMaximum) < 0)
+	case string:
+		if s.minLength >= 0 || s.maxLength >= 0 {
+			n := utf8.RuneCountInString(v)
+			return n >= s.minLength && (s.maxLength < 0 || n <= s.maxLength)
+		}
+	case []any:
+		if len(v) < s.minItems || (s.maxItems >= 0 && len(v) > s.maxItems) {
+			return false
+		}
+		if s.items != nil {
+			for _, e := range v {
+				if !s.items.accepts(e) {
+					return false
+				}
+			}
+		}
+	case map[string]any:
+		for _, name := range s.required {
+			if _, ok := v[name]; !ok {
+				return false
+			}
+		}
+		for name, e := range v {
+			sub, ok := s.properties[name]
+			if !ok {
+				sub = s.additional
+			}
+			if sub != nil && !sub.accepts(e) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// oneOf reports whether v (whose number, if it is one, is num) equals an
+// element of list.
+func oneOf(v any, num decimal, list []any) bool {
+	for _, e := range list {
+		switch e := e.(type) {
+		case nil:
+			if v == nil {
+				return true
+			}
+		case bool:
+			if b, ok := v.(bool); ok && b == e {
+				return true
+			}
+		case string:
+			if s, ok := v.(string); ok && s == e {
+				return true
+			}
+		case decimal:
+			if _, ok := v.(json.Number); ok && num.cmp(e) == 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// decimal is the exact value of a JSON number, read in place:
+// ±0.d₁d₂d₃… × 10^point, where d₁d₂d₃… are the digits of whole and frac
+// after the first skip, and d₁ is not 0 unless the number is 0.
+type decimal struct {
+	neg         bool
+	whole, frac string
+	skip        int
+	point       int
+}
+
+// maxExponent bounds what parseDecimal reads: big.Rat, which jsonschema
+// uses, refuses numbers whose decimal exponent, less the fraction's digits,
+// goes beyond ±10⁶, so such numbers are left to jsonschema.
+const maxExponent = 1_000_000
+
+// parseDecimal reads a JSON number; ok is false for anything else, and for
+// numbers too large or small for jsonschema to read.
+func parseDecimal(s string) (d decimal, ok bool) {
+	digits := func(i int) int {
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+		return i
+	}
+	i := 0
+	if i < len(s) && s[i] == '-' {
+		d.neg = true
+		i++
+	}
+	j := digits(i)
+	if j == i || (s[i] == '0' && j > i+1) {
+		return d, false
+	}
+	d.whole, i = s[i:j], j
+	if i < len(s) && s[i] == '.' {
+		if j = digits(i + 1); j == i+1 {
+			return d, false
+		}
+		d.frac, i = s[i+1:j], j
+	}
+	exp := 0
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		neg := i < len(s) && s[i] == '-'
+		if i < len(s) && (s[i] == '-' || s[i] == '+') {
+			i++
+		}
+		if i == len(s) {
+			return d, false
+		}
+		for ; i < len(s); i++ {
+			if s[i] < '0' || s[i] > '9' {
+				return d, false
+			}
+			if exp = exp*10 + int(s[i]-'0'); exp > maxExponent {
+				return d, false
+			}
+		}
+		if neg {
+			exp = -exp
+		}
+	}
+	if i != len(s) || len(d.frac)+max(exp, -exp) > maxExponent {
+		return d, false
+	}
+	n := len(d.whole) + len(d.frac)
+	for d.skip < n && d.at(d.skip) == '0' {
+		d.skip++
+	}
+	d.point = len(d.whole) - d.skip + exp
+	return d, true
+}
+
+// at is the i-th digit of whole and frac together.
+func (d decimal) at(i int) byte {
+	if i < len(d.whole) {
+		return d.whole[i]
+	}
+	return d.frac[i-len(d.whole)]
+}
+
+// digits is how many digits follow the skipped zeros.
+func (d decimal) digits() int { return len(d.whole) + len(d.frac) - d.skip }
+
+// digit is d_(i+1), 0 past the last digit.
+func (d decimal) digit(i int) byte {
+	if i < d.digits() {
+		return d.at(d.skip + i)
+	}
+	return '0'
+}
+
+func (d decimal) sign() int {
+	switch {
+	case d.digits() == 0:
+		return 0
+	case d.neg:
+		return -1
+	}
+	return 1
+}
+
+// cmp compares d and e as numbers: -1, 0 or +1.
+func (d decimal) cmp(e decimal) int {
+	sd, se := d.sign(), e.sign()
+	if sd != se || sd == 0 {
+		return compare(sd, se)
+	}
+	c := compare(d.point, e.point)
+	for i, n := 0, max(d.digits(), e.digits()); c == 0 && i < n; i++ {
+		c = compare(d.digit(i), e.digit(i))
+	}
+	return c * sd
+}
+
+func compare[T int | byte](a, b T) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// isInteger reports whether d has no fractional part (1.0 and 1e2 do).
+func (d decimal) isInteger() bool {
+	n := d.digits()
+	for n > 0 && d.digit(n-1) == '0' {
+		n--
+	}
+	return n == 0 || n <= d.point
+}
