@@ -280,6 +280,7 @@ func (k *Kernel) commitLocked(old, s *Scope) ([]string, error) {
 	old.mu.Lock()
 	oldEffects := slices.Clone(old.effects)
 	oldProvides := slices.Clone(old.provides)
+	oldState := old.state
 	// Late registrations of the old version are refused from here on.
 	old.state = Unloading
 	old.mu.Unlock()
@@ -296,7 +297,7 @@ func (k *Kernel) commitLocked(old, s *Scope) ([]string, error) {
 	refs, err := k.points.swap(drop, adds)
 	if err != nil {
 		old.mu.Lock()
-		old.state = Active
+		old.state = oldState
 		old.mu.Unlock()
 		return nil, err
 	}
@@ -350,7 +351,15 @@ func (k *Kernel) commitLocked(old, s *Scope) ([]string, error) {
 	s.staged, s.replaces = nil, nil
 	s.state = Active
 	s.mu.Unlock()
-	k.emit(s, Loading, Active, nil)
+	// To whoever follows states, a reload of an active plugin is one
+	// ACTIVE → ACTIVE change; one whose old version died meanwhile (it was
+	// PENDING, waiting for the reload) loads as usual.
+	if oldState == Active {
+		k.emit(s, Active, Active, nil)
+	} else {
+		k.emit(s, oldState, Loading, nil)
+		k.emit(s, Loading, Active, nil)
+	}
 	return shared, nil
 }
 

@@ -3,6 +3,7 @@ package kernel_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -110,9 +111,13 @@ func TestReload(t *testing.T) {
 			t.Fatalf("ping reached %v, want only v21", got)
 		}
 		// The plugin never left ACTIVE as far as anyone could see.
-		for _, c := range states.of("p") {
-			if c.To != kernel.Active {
-				t.Fatalf("a reload showed a state change to %v", c.To)
+		changes := states.of("p")
+		if len(changes) != 20 {
+			t.Fatalf("%d state changes for 20 reloads", len(changes))
+		}
+		for _, c := range changes {
+			if c.From != kernel.Active || c.To != kernel.Active {
+				t.Fatalf("a reload showed a state change %v→%v", c.From, c.To)
 			}
 		}
 		if si := info(t, k, "p"); si.State != kernel.Active || len(si.Effects) != 4 {
@@ -176,6 +181,7 @@ func TestReload(t *testing.T) {
 		k.Points().DeclareUnique("reg")
 		v := &versioned{}
 		s := load(t, k, v.plugin("p"))
+		states := recordStates(t, k)
 		v.gate = make(chan struct{})
 		done := make(chan error, 1)
 		go func() { done <- k.Reload("p") }()
@@ -195,6 +201,10 @@ func TestReload(t *testing.T) {
 		}
 		if got := regValues(k); got[0] != int64(2) {
 			t.Fatalf("point = %v, want version 2", got)
+		}
+		checkChain(t, states.of("p"))
+		if got := states.states("p"); !slices.Equal(got, []kernel.State{kernel.Unloading, kernel.Pending, kernel.Loading, kernel.Active}) {
+			t.Fatalf("states %v", got)
 		}
 		// The crashed scope's Restart is now a no-op: it is not current.
 		if err := s.Restart(errBoom); err != nil || regValues(k)[0] != int64(2) {

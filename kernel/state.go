@@ -29,7 +29,9 @@ func (s State) String() string {
 // unload or restart plugins.
 const EventStateChanged = "kernel/state"
 
-// StateChange is the payload of EventStateChanged.
+// StateChange is the payload of EventStateChanged. A reload of an active
+// plugin (Kernel.Reload) is one change from ACTIVE to ACTIVE: the new
+// version took over without the plugin leaving ACTIVE.
 type StateChange struct {
 	Plugin string
 	From   State

@@ -104,7 +104,8 @@ func New(h *host.Host, opts Options) *Server {
 	s.unfollow = []func(){
 		h.Kernel().Points().Watch(pipeline.PointTools, s.poke),
 		h.Kernel().Events().Listen(kernel.EventStateChanged, "mcp", func(_ context.Context, payload any, _ kernel.Next) (any, error) {
-			if sc, ok := payload.(kernel.StateChange); ok && sc.From != sc.To {
+			// ACTIVE → ACTIVE is a reload: its tools are new too.
+			if sc, ok := payload.(kernel.StateChange); ok && (sc.From != sc.To || sc.To == kernel.Active) {
 				s.touch(sc.Plugin)
 			}
 			return nil, nil

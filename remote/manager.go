@@ -394,8 +394,8 @@ func (mp *managed) watch(in *instance) {
 	default:
 	}
 	if cur, _ := mp.m.k.Scope(mp.spec.Name); cur != in.scope {
-		// A version a reload is starting: its reload fails, and the
-		// version that serves is untouched.
+		// A version a reload is starting (its reload fails) or has just
+		// retired (nothing to do): the version that serves is untouched.
 		in.stop()
 		_ = in.scope.Restart(in.exitError(fmt.Errorf("its new process %d exited while starting", in.pid), "apply"))
 		return
@@ -637,9 +637,17 @@ func (m *Manager) replace(ctx context.Context, mp *managed, spec Spec) error {
 	mp.mu.Lock()
 	prev := mp.plan
 	mp.plan, mp.spec = p, spec
+	var d *durableResults
+	if !spec.Critical {
+		// No longer critical: its new listeners are plain ones.
+		d, mp.durable = mp.durable, nil
+	}
 	mp.mu.Unlock()
 	if prev != nil {
 		prev.dropFirst()
+	}
+	if d != nil {
+		d.close()
 	}
 	return nil
 }

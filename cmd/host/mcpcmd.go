@@ -30,16 +30,7 @@ func serveMCP(ctx context.Context, e *env, _ []string) error {
 	if err != nil {
 		return fail(exitFailed, "%v", err)
 	}
-	unlisten := h.Kernel().Events().Listen(kernel.EventStateChanged, "cli", func(ctx context.Context, payload any, _ kernel.Next) (any, error) {
-		if sc, ok := payload.(kernel.StateChange); ok && sc.From != sc.To {
-			if sc.Err != nil {
-				log.Error("plugin state", "plugin", sc.Plugin, "state", sc.To.String(), "error", sc.Err)
-			} else {
-				log.Info("plugin state", "plugin", sc.Plugin, "state", sc.To.String())
-			}
-		}
-		return nil, nil
-	})
+	unlisten := logStates(h, log)
 	defer unlisten()
 	// Plugins start before the first request is read: a client usually
 	// lists the tools once, right after it connects.
@@ -84,4 +75,23 @@ func startMCP(d *deployment.Deployment, h *host.Host, log hclog.Logger) (stop fu
 			log.Error("mcp server failed", "error", err)
 		}
 	}, nil
+}
+
+// logStates logs every plugin's state changes (and reloads) until the
+// returned function is called.
+func logStates(h *host.Host, log hclog.Logger) (unlisten func()) {
+	return h.Kernel().Events().Listen(kernel.EventStateChanged, "cli", func(ctx context.Context, payload any, _ kernel.Next) (any, error) {
+		sc, ok := payload.(kernel.StateChange)
+		switch {
+		case !ok:
+		case sc.From == kernel.Active && sc.To == kernel.Active:
+			log.Info("plugin reloaded", "plugin", sc.Plugin)
+		case sc.From == sc.To:
+		case sc.Err != nil:
+			log.Error("plugin state", "plugin", sc.Plugin, "state", sc.To.String(), "error", sc.Err)
+		default:
+			log.Info("plugin state", "plugin", sc.Plugin, "state", sc.To.String())
+		}
+		return nil, nil
+	})
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/plugkit-go/plugkit/admin"
 	"github.com/plugkit-go/plugkit/deployment"
 	"github.com/plugkit-go/plugkit/host"
-	"github.com/plugkit-go/plugkit/kernel"
 )
 
 func newLogger(e *env, level string) hclog.Logger {
@@ -61,16 +60,7 @@ func runHost(ctx context.Context, e *env, _ []string) error {
 		ln.Close()
 		return fail(exitFailed, "%v", err)
 	}
-	h.Kernel().Events().Listen(kernel.EventStateChanged, "cli", func(ctx context.Context, payload any, _ kernel.Next) (any, error) {
-		if sc, ok := payload.(kernel.StateChange); ok && sc.From != sc.To {
-			if sc.Err != nil {
-				log.Error("plugin state", "plugin", sc.Plugin, "state", sc.To.String(), "error", sc.Err)
-			} else {
-				log.Info("plugin state", "plugin", sc.Plugin, "state", sc.To.String())
-			}
-		}
-		return nil, nil
-	})
+	logStates(h, log)
 	stopMCP, err := startMCP(d, h, log)
 	if err != nil {
 		ln.Close()
