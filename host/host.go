@@ -30,7 +30,9 @@ type Host struct {
 	started time.Time
 
 	stopOnce  sync.Once
+	watchMu   sync.Mutex // guards stopWatch and stopped
 	stopWatch context.CancelFunc
+	stopped   bool
 	watchers  sync.WaitGroup
 	reloading sync.Mutex // one file reload at a time
 	mu        sync.Mutex // guards Deployment once running
@@ -125,20 +127,45 @@ func (h *Host) Start(ctx context.Context) {
 			h.log.Error("plugin did not start", "plugin", p.Name, "error", err)
 		}
 	}
+	h.startWatch(ctx)
+}
+
+// startWatch watches the binaries of the plugins with watch = true, as the
+// deployment now says.
+func (h *Host) startWatch(ctx context.Context) {
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	h.watchMu.Lock()
+	if h.stopped {
+		h.watchMu.Unlock()
+		cancel()
+		return
+	}
 	h.stopWatch = cancel
+	h.watchMu.Unlock()
 	if err := h.watchBinaries(wctx); err != nil {
 		h.log.Error("cannot watch plugin binaries; watch = true has no effect", "error", err)
+	}
+}
+
+// endWatch stops watching binaries and waits for the watcher to end.
+func (h *Host) endWatch() {
+	h.watchMu.Lock()
+	stop := h.stopWatch
+	h.stopWatch = nil
+	h.watchMu.Unlock()
+	if stop != nil {
+		stop()
+		h.watchers.Wait()
 	}
 }
 
 // Stop stops every plugin, newest first, then the built-ins.
 func (h *Host) Stop(ctx context.Context) {
 	h.stopOnce.Do(func() {
-		if h.stopWatch != nil {
-			h.stopWatch()
-			h.watchers.Wait()
-		}
+		h.watchMu.Lock()
+		h.stopped = true // a file reload racing this starts no watcher
+		h.watchMu.Unlock()
+		h.endWatch()
 		h.mgr.Close(ctx)
 		h.k.Close()
 		h.tools.Close()

@@ -84,6 +84,11 @@ func (h *Host) ReloadFile(ctx context.Context) (string, hcl.Diagnostics) {
 	h.mu.Lock()
 	h.Deployment = next
 	h.mu.Unlock()
+	if !slices.Equal(watched(old), watched(next)) {
+		// The binaries to watch changed: watch the new set.
+		h.endWatch()
+		h.startWatch(ctx)
+	}
 
 	if !reflect.DeepEqual(old.Host, next.Host) {
 		diags = append(diags, &hcl.Diagnostic{
@@ -113,6 +118,18 @@ func (h *Host) ReloadFile(ctx context.Context) (string, hcl.Diagnostics) {
 		})
 	}
 	return summary, diags
+}
+
+// watched lists "name=path" for each plugin with watch = true.
+func watched(d *deployment.Deployment) []string {
+	var out []string
+	for _, p := range d.Plugins {
+		if p.Watch {
+			out = append(out, p.Name+"="+p.Path)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 func list(names []string) string {

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -14,11 +15,19 @@ func TestWatchReloadsOnNewBinary(t *testing.T) {
 	dir := t.TempDir()
 	bin, src := copyFilesPlugin(t, dir)
 	config := filepath.Join(dir, "config.hcl")
-	hcl := "host {\n  admin_socket = \"host.sock\"\n}\nplugin \"files\" {\n  path  = \"files\"\n  watch = true\n  config {\n    root = \"root\"\n  }\n}\n"
+	// watch is off at start and turned on by a file reload: the host
+	// watches what the file says now.
+	hcl := "host {\n  admin_socket = \"host.sock\"\n}\nplugin \"files\" {\n  path  = \"files\"\n  watch = false\n  config {\n    root = \"root\"\n  }\n}\n"
 	if err := os.WriteFile(config, []byte(hcl), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	startHost(t, config, 1)
+	if err := os.WriteFile(config, []byte(strings.Replace(hcl, "watch = false", "watch = true", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, code := cli(t, "reload", "-c", config); code != 0 {
+		t.Fatalf("host reload: exit %d\n%s%s", code, out, errOut)
+	}
 	pid := func() int {
 		st := statusOf(t, config)
 		if p, ok := st["files"]; ok && p.State == "ACTIVE" {
