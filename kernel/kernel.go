@@ -208,7 +208,7 @@ func (k *Kernel) reconcileLocked() {
 		for _, s := range k.order {
 			// A scope whose next version is staging waits for the reload:
 			// that version replaces it, or it starts again if that fails.
-			if s.State() == Pending && s.next == nil && k.satisfied(s) {
+			if s.State() == Pending && s.next == nil && !s.held && k.satisfied(s) {
 				next = s
 				break
 			}

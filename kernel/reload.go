@@ -20,7 +20,7 @@ import (
 // Plugins that inject a service both versions provide are reloaded the same
 // way afterwards, against the new provider, before the old version is
 // retired. A plugin that is not active (pending, failed) is simply started
-// again; one that is loading is refused.
+// again; one that is loading has that start stopped first.
 func (k *Kernel) Reload(name string) error { return k.replace(name, nil) }
 
 // Replace is Reload with a new definition of the plugin: its inject list and
@@ -44,11 +44,25 @@ func (k *Kernel) replace(name string, def *Plugin) error {
 		k.life.Unlock()
 		return fmt.Errorf("reload %s: a reload is already in progress", name)
 	}
+	if old.State() == Loading {
+		// A start in progress (a crash loop waiting out its backoff, say):
+		// it is stopped, then started again below with the new definition.
+		old.mu.Lock()
+		old.stale = true
+		old.cancel()
+		old.mu.Unlock()
+		old.held = true
+		for old.State() == Loading {
+			k.cond.Wait()
+		}
+		old.held = false
+		if k.scopes[name] != old {
+			k.life.Unlock()
+			return fmt.Errorf("reload %s: it was unloaded meanwhile", name)
+		}
+	}
 	switch old.State() {
 	case Active:
-	case Loading:
-		k.life.Unlock()
-		return fmt.Errorf("reload %s: it is starting; reload it once it is active or failed", name)
 	default:
 		// Nothing of it serves: start it again, with the new definition.
 		if def != nil {

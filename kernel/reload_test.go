@@ -243,6 +243,37 @@ func TestReload(t *testing.T) {
 		}
 	})
 
+	t.Run("a plugin that is starting has that start stopped and runs the new definition", func(t *testing.T) {
+		k, _ := newKernel(t)
+		waiting := make(chan struct{})
+		loaded := make(chan error, 1)
+		go func() {
+			// Its apply waits, as a crash loop's backoff does, until
+			// its scope ends.
+			_, err := k.Load(kernel.Plugin{Name: "p", Apply: func(ctx context.Context, s *kernel.Scope) error {
+				close(waiting)
+				<-ctx.Done()
+				return ctx.Err()
+			}})
+			loaded <- err
+		}()
+		<-waiting
+		err := k.Replace(kernel.Plugin{Name: "p", Apply: func(_ context.Context, s *kernel.Scope) error {
+			_, err := s.Contribute("reg", "", 0, "new")
+			return err
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-loaded
+		if si := info(t, k, "p"); si.State != kernel.Active {
+			t.Fatalf("state %v", si.State)
+		}
+		if got := values(k.Points().All("reg")); len(got) != 1 || got[0] != "new" {
+			t.Fatalf("point = %v", got)
+		}
+	})
+
 	t.Run("a failed plugin is started again", func(t *testing.T) {
 		k, _ := newKernel(t)
 		v := &versioned{}

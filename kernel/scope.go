@@ -35,6 +35,9 @@ type Scope struct {
 	// A reload builds the next version in a staged scope while this one
 	// serves: next is that scope (guarded by the kernel's life lock).
 	next *Scope
+	// held keeps reconcile from starting it again while a reload waits
+	// for its start in progress to stop (guarded by life).
+	held bool
 	// In a staged scope: replaces is the scope it will replace, staged
 	// what it registered so far, and abort why it must not commit.
 	replaces *Scope

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/plugkit-go/plugkit/internal/conformance"
+	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/pipeline"
 	"github.com/plugkit-go/plugkit/remote"
 )
@@ -390,5 +391,29 @@ func TestReloadChecksIntegrity(t *testing.T) {
 	if got := pidOf(t, h.m, "worker"); got != pid {
 		t.Fatalf("worker runs in process %d, want the old %d", got, pid)
 	}
+	wantOK(t, call(ctx, h, "add", `{"a":2,"b":3}`), "5")
+}
+
+// An operator who fixes a crash-looping plugin reloads it while it waits out
+// its backoff: the wait is cut short and the fixed version starts.
+func TestReloadDuringCrashLoopBackoff(t *testing.T) {
+	ctx := testCtx(t, time.Minute)
+	h := newHost(t, conformance.Config{}, remote.Options{})
+	p := conformance.PluginSpec{Name: "worker", Tools: []conformance.ToolSpec{addTool("")}}
+	spec := h.spec(t, p, pluginConfig{CrashAfterApply: "worker: fatal: lost its database"}, nil)
+	spec.Restart = remote.RestartPolicy{Attempts: 10, Window: time.Minute, Backoff: time.Minute, MaxBackoff: time.Minute}
+	if err := h.m.Load(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the crash and the start of the backoff", 10*time.Second, func() bool {
+		st, _ := status(h.m, "worker")
+		return st.Restarts == 1 && st.State == kernel.Loading
+	})
+	wantCode(t, call(ctx, h, "add", `{"a":2,"b":3}`), pipeline.CodeToolError, "plugin worker is restarting", "exit status 3")
+	start := time.Now()
+	if err := h.m.Replace(ctx, h.spec(t, p, pluginConfig{}, nil)); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the fixed version served %v after the reload was asked (the backoff was a minute)", time.Since(start))
 	wantOK(t, call(ctx, h, "add", `{"a":2,"b":3}`), "5")
 }
