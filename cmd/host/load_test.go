@@ -46,6 +46,36 @@ const (
 	giveUpAfter = 30 * time.Second
 )
 
+// checkCall makes the checks every load test makes of a call: an answer in
+// time, with an id; an ok result only for an allowed call and with what the
+// tool returns; a contract code otherwise. It returns the outcome to count
+// the call under and what is wrong ("" when nothing is); judged is false for
+// a result with a contract code, which each test judges its own way.
+func checkCall(c loadCall) (outcome, problem string, judged bool) {
+	switch {
+	case c.err != nil:
+		if errors.Is(c.err, context.DeadlineExceeded) {
+			return "no result", fmt.Sprintf("hung: no result within %s", callDeadline), true
+		}
+		return "no result", "no result (client error)", true
+	case c.res.ID == "":
+		return "no id", "result without an id", true
+	case c.res.OK && c.res.Error != nil:
+		return "ok", "OK with an error", true
+	case c.res.OK && c.kind.deny:
+		return "ok", "ALLOWED a call safety denies", true
+	case c.res.OK && !strings.Contains(string(c.res.Value), c.kind.want):
+		return "ok", "OK value without what the tool returns", true
+	case c.res.OK:
+		return "ok", "", true
+	case c.res.Error == nil:
+		return "not ok", "not OK without an error", true
+	case !slices.Contains(contractCodes, c.res.Error.Code):
+		return c.res.Error.Code, fmt.Sprintf("code %q is not a contract code", c.res.Error.Code), true
+	}
+	return c.res.Error.Code, "", false
+}
+
 // contractCodes are the seven codes of pipeline/result.go: every failed
 // call carries one of them.
 var contractCodes = []string{"UNKNOWN_TOOL", "INVALID_ARGUMENTS", "DENIED", "BLOCKED", "TOOL_ERROR", "TOOL_TIMEOUT", "ABORTED"}
@@ -421,31 +451,11 @@ func (f *fault) checkCalls(t *testing.T) {
 	holdDenied := 0
 	for _, c := range f.calls {
 		k := c.kind
-		outcome := "ok"
-		switch {
-		case c.err != nil:
-			outcome = "no result"
-			if errors.Is(c.err, context.DeadlineExceeded) {
-				problem(fmt.Sprintf("hung: no result within %s", callDeadline), c)
-			} else {
-				problem("no result (client error)", c)
-			}
-		case c.res.ID == "":
-			problem("result without an id", c)
-		case c.res.OK:
-			if c.res.Error != nil {
-				problem("OK with an error", c)
-			}
-			if k.deny {
-				problem("ALLOWED a call safety denies", c)
-			} else if !strings.Contains(string(c.res.Value), k.want) {
-				problem("OK value without what the tool returns", c)
-			}
-		case c.res.Error == nil:
-			problem("not OK without an error", c)
-		case !slices.Contains(contractCodes, c.res.Error.Code):
-			problem(fmt.Sprintf("code %q is not a contract code", c.res.Error.Code), c)
-		default:
+		outcome, what, judged := checkCall(c)
+		if what != "" {
+			problem(what, c)
+		}
+		if !judged {
 			code := c.res.Error.Code
 			outcome = code
 			held := code == "DENIED" && f.critical && c.res.DecidedBy == f.plugin &&

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -279,32 +278,12 @@ func checkNoFailures(t *testing.T, calls []loadCall, events []*reloadEvent) {
 			during++
 			latDuring = append(latDuring, d)
 		}
-		outcome := "ok"
-		switch {
-		case c.err != nil:
-			outcome = "no result"
-			if errors.Is(c.err, context.DeadlineExceeded) {
-				problem(fmt.Sprintf("hung: no result within %s", callDeadline), c)
-			} else {
-				problem("no result (client error)", c)
-			}
-		case c.res.ID == "":
-			problem("result without an id", c)
-		case c.res.OK:
-			if c.res.Error != nil {
-				problem("OK with an error", c)
-			}
-			if k.deny {
-				problem("ALLOWED a call safety denies", c)
-			} else if !strings.Contains(string(c.res.Value), k.want) {
-				problem("OK value without what the tool returns", c)
-			}
-		case c.res.Error == nil:
-			outcome = "not ok"
-			problem("not OK without an error", c)
-		default:
+		outcome, what, judged := checkCall(c)
+		if what != "" {
+			problem(what, c)
+		}
+		if !judged {
 			code, msg := c.res.Error.Code, c.res.Error.Message
-			outcome = code
 			switch {
 			case !k.deny:
 				problem("an allowed call failed with "+code, c)
