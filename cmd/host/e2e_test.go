@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/plugkit-go/plugkit/admin"
 )
 
@@ -63,6 +65,19 @@ func needBinaries(t *testing.T) {
 	if bins.err != nil {
 		t.Fatalf("building the binaries: %v", bins.err)
 	}
+}
+
+// needShippedDeployment is the start of a test of the shipped deployment
+// through the real binaries: they are built, the platform is Linux (where it
+// is tested), and the test leaves no goroutine behind.
+func needShippedDeployment(t *testing.T) {
+	t.Helper()
+	needBinaries(t)
+	if runtime.GOOS != "linux" {
+		t.Skip("the shipped deployment is tested on Linux")
+	}
+	opts := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, opts) })
 }
 
 func pluginPath(name string) string { return filepath.Join(bins.dir, "plugins", name) }

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -18,8 +17,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"go.uber.org/goleak"
 
 	"github.com/plugkit-go/plugkit/admin"
 )
@@ -536,12 +533,7 @@ func (h *faultHost) checkRecovered(t *testing.T) []loadCall {
 // TestFaultKillUnderLoad kills each shipped plugin in turn, each on its own
 // host, under load.
 func TestFaultKillUnderLoad(t *testing.T) {
-	needBinaries(t)
-	if runtime.GOOS != "linux" {
-		t.Skip("the shipped deployment is tested on Linux")
-	}
-	opts := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, opts) })
+	needShippedDeployment(t)
 	for _, plugin := range shippedPlugins {
 		t.Run(plugin, func(t *testing.T) {
 			h := startFaultHost(t, faultTweaks())
@@ -558,12 +550,7 @@ func TestFaultKillUnderLoad(t *testing.T) {
 // under load: every call that returned a result, before, during and after
 // the outage, has exactly one line in the audit log.
 func TestAuditCriticalExactlyOnceAcrossCrash(t *testing.T) {
-	needBinaries(t)
-	if runtime.GOOS != "linux" {
-		t.Skip("the shipped deployment is tested on Linux")
-	}
-	opts := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, opts) })
+	needShippedDeployment(t)
 	h := startFaultHost(t, faultTweaks("audit"))
 	f := killUnderLoad(t, h, "audit")
 	f.checkRestart(t)

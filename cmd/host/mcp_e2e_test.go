@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -16,7 +15,6 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"go.uber.org/goleak"
 )
 
 // The MCP end-to-end tests point the SDK's own client at the real binary
@@ -96,12 +94,7 @@ func waitTools(t *testing.T, ctx context.Context, cs *mcp.ClientSession, want ..
 var shippedTools = []string{"search", "read_file", "list_dir", "write_file", "delete_file"}
 
 func TestMCPStdioEndToEnd(t *testing.T) {
-	needBinaries(t)
-	if runtime.GOOS != "linux" {
-		t.Skip("the shipped deployment is tested on Linux")
-	}
-	opts := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, opts) })
+	needShippedDeployment(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
@@ -230,12 +223,7 @@ func freeLoopbackAddr(t *testing.T) string {
 }
 
 func TestMCPHTTPEndToEnd(t *testing.T) {
-	needBinaries(t)
-	if runtime.GOOS != "linux" {
-		t.Skip("the shipped deployment is tested on Linux")
-	}
-	opts := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, opts) })
+	needShippedDeployment(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	dir := t.TempDir()

@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -14,8 +13,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"go.uber.org/goleak"
 
 	"github.com/plugkit-go/plugkit/admin"
 )
@@ -339,12 +336,7 @@ func latencies(ds []time.Duration) string {
 // client for the second. Then every call of the loads has its line in the
 // audit log, once.
 func TestReloadEachPluginUnderLoad(t *testing.T) {
-	needBinaries(t)
-	if runtime.GOOS != "linux" {
-		t.Skip("the shipped deployment is tested on Linux")
-	}
-	opts := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, opts) })
+	needShippedDeployment(t)
 	h := startFaultHost(t, faultTweaks())
 	var all []loadCall
 	for _, plugin := range shippedPlugins {
@@ -427,12 +419,7 @@ func checkAuditLines(t *testing.T, logPath string, calls []loadCall) {
 // reload`: files and safety start again, the others keep their process, and
 // the new config applies. Then SIGHUP reloads the original file back.
 func TestReloadFileUnderLoad(t *testing.T) {
-	needBinaries(t)
-	if runtime.GOOS != "linux" {
-		t.Skip("the shipped deployment is tested on Linux")
-	}
-	opts := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, opts) })
+	needShippedDeployment(t)
 	h := startFaultHost(t, faultTweaks())
 	big := strings.Repeat("a line of a larger file\n", 10) // 240 bytes
 	if err := os.WriteFile(filepath.Join(h.dir, "workspace", "big.md"), []byte(big), 0o644); err != nil {
@@ -535,12 +522,7 @@ const testPluginStderr = "testplugin: fatal: the new safety cannot start"
 // version that runs keeps serving in its process, and no call fails. Then
 // the file and the binary are restored, and reloads succeed again.
 func TestReloadToCrashingBinaryUnderLoad(t *testing.T) {
-	needBinaries(t)
-	if runtime.GOOS != "linux" {
-		t.Skip("the shipped deployment is tested on Linux")
-	}
-	opts := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, opts) })
+	needShippedDeployment(t)
 	helpers := t.TempDir()
 	crasher := buildCrasher(t, helpers)
 	testplugin := buildTestPlugin(t, helpers)
