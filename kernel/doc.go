@@ -13,6 +13,10 @@
 //     newest first and leaves it DISPOSED. Plugins that injected a service it
 //     provided are undone back to PENDING and load again when a provider
 //     returns: they are rebuilt, never patched.
+//  5. Reload runs Apply again in a staged scope while the active one serves:
+//     its registrations stay invisible until one step of the points swaps
+//     them for the old scope's, then the old scope's remaining effects are
+//     undone. A failed Apply leaves the old version serving.
 //
 // The kernel knows nothing of tools or of the wire: the pipeline package
 // builds the tools service on top of points, and remote plugins are scopes

@@ -14,5 +14,12 @@
 //     turns every failure into the error the pipeline maps fail-closed.
 //  4. When the process exits for any reason the scope ends and its effects
 //     are undone; calls in flight fail at once. A crash restarts it under its
-//     restart policy; a critical plugin holds every call DENIED meanwhile.
+//     restart policy; meanwhile a critical plugin holds every call DENIED,
+//     and calls to its tools fail at once saying it is restarting.
+//  5. Manager.Reload and Replace start a new process and apply it in a
+//     staged scope while the old one serves (kernel.Reload), then stop the
+//     old one once no call can still reach it (pipeline.Tools.Quiesce).
+//
+// A critical plugin's result listeners are durable (durable.go): results
+// wait in the host until a process acknowledges them, across crashes.
 package remote
