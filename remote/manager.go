@@ -196,6 +196,8 @@ type managed struct {
 	restarts    int
 	lastExit    string
 	lastStderr  []string // the stderr tail of the process that last crashed
+
+	stops sync.WaitGroup // processes being stopped (endProcess)
 }
 
 // plan is one definition of a plugin (Load's, or a reload's) and the process
@@ -336,7 +338,7 @@ func (p *plan) apply(ctx context.Context, s *kernel.Scope) error {
 	if p.spec.Critical {
 		in.durable = mp.durableResults()
 	}
-	if _, err := s.Track("process "+strconv.Itoa(in.pid), func() error { mp.stopProcess(in); return nil }); err != nil {
+	if _, err := s.Track("process "+strconv.Itoa(in.pid), func() error { mp.endProcess(in); return nil }); err != nil {
 		in.stop()
 		return err
 	}
@@ -467,7 +469,24 @@ func (mp *managed) durableResults() *durableResults {
 	return mp.durable
 }
 
-// stopProcess is the undo of a version's process. When the process still
+// endProcess is the undo of a version's process. A process that still runs
+// is stopped on a goroutine of its own: its drain may take up to the drain
+// timeout, and undos run with the kernel's lifecycle lock held, which must
+// not keep other plugins from starting or restarting meanwhile. Unload and
+// Reload wait for it (stops).
+func (mp *managed) endProcess(in *instance) {
+	if in.exited() {
+		mp.stopProcess(in)
+		return
+	}
+	mp.stops.Add(1)
+	go func() {
+		defer mp.stops.Done()
+		mp.stopProcess(in)
+	}()
+}
+
+// stopProcess stops a version's process. When the process still
 // runs (an unload, or the old version after a reload), calls that may still
 // reach it finish first, within the drain timeout.
 func (mp *managed) stopProcess(in *instance) {
@@ -562,6 +581,8 @@ func (m *Manager) Unload(ctx context.Context, name string) error {
 	if p != nil {
 		p.dropFirst()
 	}
+	// Its process has delivered what was queued for it and stopped.
+	mp.stops.Wait()
 	mp.mu.Lock()
 	d := mp.durable
 	mp.durable = nil
@@ -627,7 +648,10 @@ func (m *Manager) replace(ctx context.Context, mp *managed, spec Spec) error {
 	mp.mu.Lock()
 	mp.crashes = nil
 	mp.mu.Unlock()
-	if err := m.k.Replace(def); err != nil {
+	err = m.k.Replace(def)
+	// The old process (or the new one, when it failed) has stopped.
+	mp.stops.Wait()
+	if err != nil {
 		p.dropFirst()
 		if serving {
 			return fmt.Errorf("%w (the running version keeps serving)", err)

@@ -417,3 +417,42 @@ func TestReloadDuringCrashLoopBackoff(t *testing.T) {
 	t.Logf("the fixed version served %v after the reload was asked (the backoff was a minute)", time.Since(start))
 	wantOK(t, call(ctx, h, "add", `{"a":2,"b":3}`), "5")
 }
+
+// An unload waits for the calls still running in its process (up to the
+// drain timeout), but the kernel's lifecycle does not wait with it: another
+// plugin that crashes meanwhile comes back at once.
+func TestUnloadDrainDoesNotHoldOtherPlugins(t *testing.T) {
+	ctx := testCtx(t, time.Minute)
+	h := newHost(t, conformance.Config{}, remote.Options{DrainTimeout: 2 * time.Second})
+	mustLoad(t, h, conformance.PluginSpec{Name: "leaving", Tools: []conformance.ToolSpec{
+		{Name: "hang", Description: "Sleeps a minute.", Body: conformance.BodySleep, Sleep: time.Minute},
+	}}, pluginConfig{})
+	mustLoad(t, h, conformance.PluginSpec{Name: "other", Tools: []conformance.ToolSpec{addTool("")}}, pluginConfig{})
+	hung := make(chan pipeline.Result, 1)
+	go func() { hung <- call(ctx, h, "hang", `{}`) }()
+	// Let the call reach the process.
+	time.Sleep(200 * time.Millisecond)
+	unloaded := make(chan error, 1)
+	go func() { unloaded <- h.m.Unload(ctx, "leaving") }()
+	eventually(t, "hang to leave the registry", 10*time.Second, func() bool {
+		_, ok := h.tools.Lookup("hang")
+		return !ok
+	})
+	old := pidOf(t, h.m, "other")
+	if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitActive(h.m, h.k, "other", old, 20*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-unloaded:
+		t.Fatalf("the unload ended (%v) before the crashed plugin was back: the test shows nothing", err)
+	default:
+	}
+	wantOK(t, call(ctx, h, "add", `{"a":2,"b":3}`), "5")
+	if err := <-unloaded; err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, <-hung, pipeline.CodeToolError)
+}
