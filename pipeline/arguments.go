@@ -80,6 +80,9 @@ func describeInvalid(err error) string {
 		}
 	}
 	walk(ve)
+	// jsonschema finds the causes in map order: sorted, the same bad call
+	// is always worded the same way.
+	slices.Sort(parts)
 	return "invalid arguments " + strings.Join(parts, "; ")
 }
 

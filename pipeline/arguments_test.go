@@ -192,3 +192,33 @@ func TestHugeExponentIsInvalidArguments(t *testing.T) {
 		t.Fatalf("message %q does not say why", r.Error.Message)
 	}
 }
+
+// A call with several faults is worded the same way every time, whatever
+// order the validator found them in.
+func TestInvalidArgumentsMessageIsStable(t *testing.T) {
+	k, tools := newTools(t, pipeline.Options{})
+	load(t, k, fakePlugin{name: "p", tools: []pipeline.Tool{{
+		Name: "many", Description: "Takes many numbers.",
+		// A pattern keeps the tool on jsonschema, whose causes come in
+		// map order.
+		Parameters: json.RawMessage(`{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"},"c":{"type":"number"},"d":{"type":"string","pattern":"^x"}}}`),
+		Execute:    func(context.Context, *pipeline.Execution) (any, error) { return "ran", nil },
+	}}}.plugin())
+	first := ""
+	for i := range 50 {
+		r := tools.Execute(testCtx(t), "many", json.RawMessage(`{"a":"1","b":"2","c":"3","d":"y"}`), "t")
+		if r.OK || r.Error.Code != pipeline.CodeInvalidArguments {
+			t.Fatalf("result = %+v", r)
+		}
+		if i == 0 {
+			first = r.Error.Message
+		} else if r.Error.Message != first {
+			t.Fatalf("call %d worded %q, the first %q", i, r.Error.Message, first)
+		}
+	}
+	for _, at := range []string{"at /a", "at /b", "at /c", "at /d"} {
+		if !strings.Contains(first, at) {
+			t.Errorf("%q does not name %s", first, at)
+		}
+	}
+}
