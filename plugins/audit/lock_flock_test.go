@@ -33,6 +33,21 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
+// startWhileHeld starts an old process on s that writes calls 0..n-1 and
+// keeps the log, then applies next on s, logging into the returned buffer:
+// the apply must succeed while the old one holds the lock.
+func startWhileHeld(t *testing.T, s settings, n int, next *harness) (old *harness, logs *syncBuffer) {
+	t.Helper()
+	old = newHarness()
+	old.mustStart(t, s)
+	observeN(old, 0, n)
+	logs = &syncBuffer{}
+	if err := next.start(s, bufferLogger(logs)); err != nil {
+		t.Fatalf("apply while the old process holds the log: %v", err)
+	}
+	return old, logs
+}
+
 func bufferLogger(b *syncBuffer) hclog.Logger {
 	return hclog.New(&hclog.LoggerOptions{Output: b, Level: hclog.Debug})
 }
@@ -103,16 +118,9 @@ func TestHandOver(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			old := newHarness()
-			old.mustStart(t, s)
-			observeN(old, 0, 3)
-
-			var logs syncBuffer
 			next := newHarness()
 			next.ticks.Store(1000)
-			if err := next.start(s, bufferLogger(&logs)); err != nil {
-				t.Fatalf("apply while the old process holds the log: %v", err)
-			}
+			old, logs := startWhileHeld(t, s, 3, next)
 			done := observeAsync(context.Background(), next, 4, 8)
 			stillWaiting(t, done, "observe")
 			observeN(old, 3, 5) // the old process goes on writing meanwhile
@@ -137,15 +145,8 @@ func TestHandOver(t *testing.T) {
 // (which would acknowledge it) until its stream ends.
 func TestStopWhileWaitingForTheLock(t *testing.T) {
 	s := logSettings(t)
-	old := newHarness()
-	old.mustStart(t, s)
-	observeN(old, 0, 2)
-
-	var logs syncBuffer
 	next := newHarness()
-	if err := next.start(s, bufferLogger(&logs)); err != nil {
-		t.Fatal(err)
-	}
+	old, logs := startWhileHeld(t, s, 2, next)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := observeAsync(ctx, next, 2, 4)
@@ -217,14 +218,9 @@ func TestStreamEndsWhileWaitingForTheLock(t *testing.T) {
 // repeated; the result still waits and is written once the log is free.
 func TestLockWaitBound(t *testing.T) {
 	s := logSettings(t)
-	holder := newHarness()
-	holder.mustStart(t, s)
-	var logs syncBuffer
 	next := newHarness()
 	next.lockWait = 20 * time.Millisecond
-	if err := next.start(s, bufferLogger(&logs)); err != nil {
-		t.Fatal(err)
-	}
+	holder, logs := startWhileHeld(t, s, 0, next)
 	done := observeAsync(context.Background(), next, 0, 1)
 	deadline := time.Now().Add(10 * time.Second)
 	for strings.Count(logs.String(), "still locked by another process") < 2 {
@@ -250,14 +246,8 @@ func TestLockWaitBound(t *testing.T) {
 // result says it is not recorded, and returns.
 func TestHandOverOfABrokenLog(t *testing.T) {
 	s := logSettings(t)
-	old := newHarness()
-	old.mustStart(t, s)
-	observeN(old, 0, 2)
-	var logs syncBuffer
 	next := newHarness()
-	if err := next.start(s, bufferLogger(&logs)); err != nil {
-		t.Fatal(err)
-	}
+	old, logs := startWhileHeld(t, s, 2, next)
 	done := observeAsync(context.Background(), next, 2, 4)
 	stillWaiting(t, done, "observe")
 	// Damaged while the old process holds the lock (flock is advisory):
