@@ -251,15 +251,8 @@ func deliver(ctx context.Context, in *instance, reqs []*pb.ObserveRequest) error
 	if len(reqs) == 0 {
 		return nil
 	}
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := in.untilExit(ctx)
 	defer cancel()
-	go func() {
-		select {
-		case <-in.client.Exited():
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	stream, err := in.client.Observe(ctx)
 	if err != nil {
 		return err

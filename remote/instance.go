@@ -223,6 +223,20 @@ func failedExit(s *kernel.Scope, state kernel.State) (*exitError, bool) {
 	return e, ok
 }
 
+// untilExit returns ctx, also cancelled when the process exits: a stream
+// to the process dies with it rather than waiting for a timeout.
+func (in *instance) untilExit(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-in.client.Exited():
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
 func (in *instance) exited() bool {
 	select {
 	case <-in.client.Exited():

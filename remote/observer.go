@@ -75,16 +75,8 @@ func (o *observers) signal() {
 // run owns the stream: it sends in queue order until closed and drained.
 func (o *observers) run() {
 	defer close(o.done)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := o.in.untilExit(context.Background())
 	defer cancel()
-	go func() {
-		// The stream dies with the process.
-		select {
-		case <-o.in.client.Exited():
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	stream, err := o.in.client.Observe(ctx)
 	if err != nil {
 		o.in.log.Error("result observers: cannot open the stream", "error", err)
