@@ -1,0 +1,36 @@
+// Package testenv decides what a test does when it needs a program from
+// outside Go (node and npm packages, promtool, python3): on a developer's
+// machine that lacks it the test is skipped, saying what to install; in CI,
+// where .ci/run installs it and sets PLUGKIT_CI=1, the same absence fails the
+// test, so a missing dependency can never turn into a silent skip there.
+package testenv
+
+import (
+	"os"
+	"os/exec"
+	"testing"
+)
+
+// InCI reports whether the tests run under .ci/run.
+func InCI() bool { return os.Getenv("PLUGKIT_CI") == "1" }
+
+// Missing ends the test because something it needs is not there: a failure
+// in CI, a skip elsewhere.
+func Missing(t testing.TB, format string, args ...any) {
+	t.Helper()
+	if InCI() {
+		t.Fatalf("required by this test in CI: "+format, args...)
+	}
+	t.Skipf("skipped, not installed here: "+format, args...)
+}
+
+// LookPath returns the path of the named program, or ends the test through
+// Missing.
+func LookPath(t testing.TB, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		Missing(t, "%s (%v)", name, err)
+	}
+	return p
+}
