@@ -45,8 +45,15 @@ func TestGRPCPlugin(t *testing.T) {
 		},
 	}}
 	client, server := plugin.TestPluginGRPCConn(t, false, set)
-	defer server.Stop()
-	defer client.Close()
+	// The server stops first. client.Close asks the server to stop itself
+	// (go-plugin's controller Shutdown runs GRPCServer.Stop on a handler
+	// goroutine), and GRPCServer.Stop is not safe to run twice at once: a
+	// Stop of our own after Close raced that one. Once the server has
+	// stopped, Close's request fails and only closes the client side.
+	defer func() {
+		server.Stop()
+		client.Close()
+	}()
 
 	raw, err := client.Dispense(PluginName)
 	if err != nil {
