@@ -32,6 +32,11 @@ type Plugin[C any] struct {
 	// optional when it has omitempty or is a pointer, a doc tag becomes its
 	// description, unknown properties are refused.
 	ConfigSchema string
+	// ConfigRules adds JSON Schema keywords to the schema derived from C,
+	// for what a struct cannot say (exactly one of two fields, a field that
+	// needs another), as a JSON object: the derived schema gets it under
+	// "allOf", so the host checks both. Ignored when ConfigSchema is set.
+	ConfigRules string
 	// Apply is the plugin's body. cfg was decoded strictly from the
 	// deployment's block. ctx ends when Apply returns: work that outlives
 	// Apply uses the context of a later call or watches p.Done().
@@ -114,7 +119,15 @@ func (def Plugin[C]) schema() (json.RawMessage, error) {
 	if t.Kind() == reflect.Interface {
 		return nil, errors.New("the config type is an interface: use a struct (struct{} for none) or declare ConfigSchema")
 	}
-	b, err := json.Marshal(configSchema(t))
+	schema := configSchema(t)
+	if def.ConfigRules != "" {
+		rules, err := schemaText("ConfigRules", def.ConfigRules, "")
+		if err != nil {
+			return nil, err
+		}
+		schema["allOf"] = []any{rules}
+	}
+	b, err := json.Marshal(schema)
 	if err != nil {
 		return nil, fmt.Errorf("config schema: %w", err)
 	}

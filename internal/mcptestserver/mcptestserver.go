@@ -1,0 +1,120 @@
+// Package mcptestserver is an MCP server for the tests of the mcp bridge
+// plugin: tools whose effects a test can observe from outside (how many
+// calls arrived, a cancellation seen, tools added, changed and removed at
+// run time) where the npm servers the bridge is also tested against give no
+// handle. Its binary is in serve/.
+package mcptestserver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Server is the test server and what it has seen.
+type Server struct {
+	*mcp.Server
+	log   io.Writer
+	calls atomic.Int64
+}
+
+var object = json.RawMessage(`{"type":"object"}`)
+
+// New returns the server; log gets one line per event a test may look for
+// (the stdio binary passes its stderr, which the bridge relays).
+func New(log io.Writer) *Server {
+	s := &Server{
+		Server: mcp.NewServer(&mcp.Implementation{Name: "plugkit-test-server", Version: "1"}, nil),
+		log:    log,
+	}
+	yes, no := true, false
+	s.add(&mcp.Tool{
+		Name: "echo", Description: "Echoes message.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"message":{"type":"string"}},"required":["message"]}`),
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, DestructiveHint: &no},
+	}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var in struct{ Message string }
+		if err := json.Unmarshal(req.Params.Arguments, &in); err != nil {
+			return nil, err
+		}
+		return text("Echo: " + in.Message), nil
+	})
+	s.add(&mcp.Tool{
+		Name: "calls", Description: "Says how many tools/call requests arrived before this one.",
+		InputSchema: object,
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
+	}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		n := s.calls.Load() - 1
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprint(n)}}, StructuredContent: map[string]any{"calls": n}}, nil
+	})
+	s.add(&mcp.Tool{
+		Name: "wait", Description: "Waits until the call is cancelled, then says so on its log.",
+		InputSchema: object,
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
+	}, func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		<-ctx.Done()
+		fmt.Fprintf(s.log, "wait: cancelled by the client\n")
+		return nil, ctx.Err()
+	})
+	s.add(&mcp.Tool{
+		Name: "fail", Description: "Always fails as a tool (isError).",
+		InputSchema: object,
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
+	}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "it failed, as asked"}}}, nil
+	})
+	s.add(&mcp.Tool{
+		Name: "wipe", Description: "Pretends to delete everything; unannotated, so MCP's defaults make it destructive.",
+		InputSchema: object,
+	}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return text("wiped"), nil
+	})
+	s.add(&mcp.Tool{
+		Name: "set_tool", Description: "Adds the tool name, or changes its description (tools/list_changed follows).",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"},"description":{"type":"string"}},"required":["name","description"]}`),
+		Annotations: &mcp.ToolAnnotations{IdempotentHint: true, DestructiveHint: &yes},
+	}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var in struct{ Name, Description string }
+		if err := json.Unmarshal(req.Params.Arguments, &in); err != nil {
+			return nil, err
+		}
+		name := in.Name
+		s.add(&mcp.Tool{Name: name, Description: in.Description, InputSchema: object, Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return text("I am " + name), nil
+			})
+		return text("set " + in.Name), nil
+	})
+	s.add(&mcp.Tool{
+		Name: "remove_tool", Description: "Removes a tool that set_tool added (tools/list_changed follows).",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`),
+		Annotations: &mcp.ToolAnnotations{IdempotentHint: true, DestructiveHint: &yes},
+	}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var in struct{ Name string }
+		if err := json.Unmarshal(req.Params.Arguments, &in); err != nil {
+			return nil, err
+		}
+		s.RemoveTools(in.Name)
+		return text("removed " + in.Name), nil
+	})
+	return s
+}
+
+// add registers a tool whose calls are counted.
+func (s *Server) add(t *mcp.Tool, h mcp.ToolHandler) {
+	s.AddTool(t, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		s.calls.Add(1)
+		return h(ctx, req)
+	})
+}
+
+// Calls is how many tools/call requests arrived.
+func (s *Server) Calls() int64 { return s.calls.Load() }
+
+func text(s string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+}

@@ -1,0 +1,366 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/plugkit-go/plugkit/shared/sdk"
+)
+
+// registerFunc registers one tool with the host and returns its dispose
+// function; (*sdk.Context).RegisterTool in the plugin, a fake in unit tests.
+type registerFunc func(ctx context.Context, t sdk.Tool) (dispose func(context.Context) error, err error)
+
+// bridge is one server's session and the tools registered for it.
+//
+// Lifecycle:
+//  1. start connects, lists the server's tools and registers them;
+//  2. a notifications/tools/list_changed wakes the sync loop, which lists
+//     again and registers, disposes or replaces what changed;
+//  3. when the session ends without close (the server exited, its HTTP
+//     endpoint went away), new calls fail at once naming the cause, the
+//     calls in flight return, and onGone runs: the plugin then exits so that
+//     the host's supervision restarts it under its restart policy;
+//  4. close ends the session; for stdio the SDK closes the server's stdin,
+//     then signals it.
+type bridge struct {
+	set      *settings
+	log      hclog.Logger
+	register registerFunc
+	// onGone runs once when the server went away by itself.
+	onGone func(cause error)
+	// transport reaches the server; the settings' transport unless a test
+	// sets another before start.
+	transport func() (mcp.Transport, *stderrRelay, error)
+
+	cs    *mcp.ClientSession
+	relay *stderrRelay
+
+	// base is cancelled by close; the sync loop and re-registrations run
+	// under it.
+	base   context.Context
+	cancel context.CancelFunc
+	poke   chan struct{}
+	wg     sync.WaitGroup
+
+	// mu guards tools, gone and closing; calls counts calls in flight.
+	mu      sync.Mutex
+	tools   map[string]*bridged // by the server's tool name
+	gone    error
+	closing bool
+	calls   sync.WaitGroup
+	// dead is closed when the session ended, whatever the reason.
+	dead chan struct{}
+}
+
+// bridged is one registered tool.
+type bridged struct {
+	spec    sdk.Tool
+	dispose func(context.Context) error
+}
+
+func newBridge(set *settings, log hclog.Logger, register registerFunc, onGone func(error)) *bridge {
+	base, cancel := context.WithCancel(context.Background())
+	return &bridge{
+		set: set, log: log, register: register, onGone: onGone,
+		transport: func() (mcp.Transport, *stderrRelay, error) { return transport(set, log) },
+		base:      base, cancel: cancel,
+		poke:  make(chan struct{}, 1),
+		tools: map[string]*bridged{},
+		dead:  make(chan struct{}),
+	}
+}
+
+// start connects and registers the server's tools under ctx (the host's
+// apply step).
+func (b *bridge) start(ctx context.Context) error {
+	t, relay, err := b.transport()
+	if err != nil {
+		b.cancel()
+		return err
+	}
+	b.relay = relay
+	cs, err := connect(ctx, b.set, t, relay, b.listChanged)
+	if err != nil {
+		b.cancel()
+		if relay != nil {
+			_ = relay.Close()
+		}
+		return err
+	}
+	b.cs = cs
+	b.wg.Add(1)
+	go b.watch()
+	if err := b.sync(ctx); err != nil {
+		b.close()
+		return err
+	}
+	b.wg.Add(1)
+	go b.follow()
+	return nil
+}
+
+func (b *bridge) listChanged() {
+	select {
+	case b.poke <- struct{}{}:
+	default:
+	}
+}
+
+// follow re-lists on every list_changed. Notifications that arrive while a
+// sync runs fold into one more sync.
+func (b *bridge) follow() {
+	defer b.wg.Done()
+	for {
+		select {
+		case <-b.base.Done():
+			return
+		case <-b.dead:
+			return
+		case <-b.poke:
+			ctx, cancel := context.WithTimeout(b.base, time.Minute)
+			if err := b.sync(ctx); err != nil && b.base.Err() == nil {
+				b.log.Warn("tools/list after list_changed failed; keeping the tools as they were", "error", err)
+			}
+			cancel()
+		}
+	}
+}
+
+// sync makes the registered tools those the server lists now: new tools are
+// registered, tools gone are disposed, changed tools are disposed and
+// registered again. A tool the host refuses (its name is taken, its schema
+// is not one) is logged and left out; the others are still bridged.
+//
+// The host's registry is compiled once per registration, so a list is
+// registered tool by tool, unchanged tools untouched (the plugin SDK has no
+// batch registration).
+func (b *bridge) sync(ctx context.Context) error {
+	want := map[string]sdk.Tool{}
+	for t, err := range b.cs.Tools(ctx, nil) {
+		if err != nil {
+			return fmt.Errorf("tools/list of the MCP server %s: %w", b.set.describe(), err)
+		}
+		if !b.set.bridged(t.Name) {
+			continue
+		}
+		spec, err := b.toolSpec(t)
+		if err != nil {
+			b.log.Warn("tool not bridged", "tool", t.Name, "error", err)
+			continue
+		}
+		want[t.Name] = spec
+	}
+
+	b.mu.Lock()
+	var drop []*bridged
+	var add []string
+	for name, have := range b.tools {
+		spec, ok := want[name]
+		if !ok || !sameSpec(have.spec, spec) {
+			drop = append(drop, have)
+			delete(b.tools, name)
+		}
+	}
+	for name := range want {
+		if _, ok := b.tools[name]; !ok {
+			add = append(add, name)
+		}
+	}
+	b.mu.Unlock()
+
+	for _, d := range drop {
+		if err := d.dispose(ctx); err != nil {
+			b.log.Warn("dispose of a bridged tool failed", "tool", d.spec.Name, "error", err)
+		}
+	}
+	added := 0
+	for _, name := range add {
+		spec := want[name]
+		dispose, err := b.register(ctx, spec)
+		if err != nil {
+			if ctx.Err() != nil {
+				return err
+			}
+			b.log.Warn("tool not bridged: the host refused it", "tool", spec.Name, "error", err)
+			continue
+		}
+		b.mu.Lock()
+		b.tools[name] = &bridged{spec: spec, dispose: dispose}
+		b.mu.Unlock()
+		added++
+	}
+	if len(drop) > 0 || added > 0 {
+		b.log.Info("tools synced", "server", b.set.describe(), "tools", len(want), "registered", added, "disposed", len(drop))
+	}
+	return nil
+}
+
+// sameSpec compares what the host knows of a tool.
+func sameSpec(a, b sdk.Tool) bool {
+	return a.Name == b.Name && a.Description == b.Description && a.Parameters == b.Parameters &&
+		a.Destructive == b.Destructive && a.ReadOnly == b.ReadOnly && a.Idempotent == b.Idempotent &&
+		a.Timeout == b.Timeout
+}
+
+// toolSpec is the pipeline tool for a server tool. Hints follow MCP's
+// defaults: a tool without annotations may be destructive, and
+// destructiveHint only counts for a tool that is not read-only.
+func (b *bridge) toolSpec(t *mcp.Tool) (sdk.Tool, error) {
+	params := []byte(`{"type":"object"}`)
+	if t.InputSchema != nil {
+		raw, err := json.Marshal(t.InputSchema)
+		if err != nil {
+			return sdk.Tool{}, fmt.Errorf("inputSchema: %w", err)
+		}
+		params = raw
+	}
+	readOnly, destructive, idempotent := false, true, false
+	if a := t.Annotations; a != nil {
+		readOnly, idempotent = a.ReadOnlyHint, a.IdempotentHint
+		destructive = !readOnly && (a.DestructiveHint == nil || *a.DestructiveHint)
+	}
+	desc := t.Description
+	if strings.TrimSpace(desc) == "" {
+		desc = t.Title
+	}
+	if strings.TrimSpace(desc) == "" {
+		desc = fmt.Sprintf("%s of the MCP server %s", t.Name, b.set.describe())
+	}
+	name := t.Name
+	return sdk.Tool{
+		Name:        b.set.toolName(name),
+		Description: desc,
+		Parameters:  string(params),
+		Destructive: destructive,
+		ReadOnly:    readOnly,
+		Idempotent:  idempotent,
+		Timeout:     b.set.timeout,
+		Execute: func(ctx context.Context, call *sdk.Call) (any, error) {
+			return b.call(ctx, name, call.Arguments)
+		},
+	}, nil
+}
+
+// call runs tools/call. Cancelling ctx (the pipeline call was cancelled or
+// timed out) makes the SDK send notifications/cancelled to the server.
+func (b *bridge) call(ctx context.Context, name string, args json.RawMessage) (any, error) {
+	b.mu.Lock()
+	if b.gone != nil {
+		err := b.gone
+		b.mu.Unlock()
+		return nil, err
+	}
+	b.calls.Add(1)
+	b.mu.Unlock()
+	defer b.calls.Done()
+
+	if len(args) == 0 {
+		args = json.RawMessage(`{}`)
+	}
+	res, err := b.cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		var wire *jsonrpc.Error
+		if !errors.As(err, &wire) {
+			// Not the server's answer but the transport's (EOF, a closed
+			// connection): if the session ended under the call, report
+			// why, once the watch has found out (promptly: the pipe is
+			// closed).
+			select {
+			case <-b.dead:
+			case <-time.After(time.Second):
+			}
+			b.mu.Lock()
+			gone := b.gone
+			b.mu.Unlock()
+			if gone != nil {
+				return nil, gone
+			}
+		}
+		return nil, fmt.Errorf("tools/call %s on the MCP server %s: %w", name, b.set.describe(), err)
+	}
+	if res.IsError {
+		return nil, errors.New(errorText(res))
+	}
+	return resultValue(res)
+}
+
+// watch waits for the session to end. An end that close did not ask for
+// means the server went away.
+func (b *bridge) watch() {
+	defer b.wg.Done()
+	err := b.cs.Wait()
+	b.mu.Lock()
+	closing := b.closing
+	b.mu.Unlock()
+	var cause error
+	if !closing {
+		how := "the session ended"
+		if b.relay != nil {
+			if c := b.relay.exitCause(500 * time.Millisecond); c != "" {
+				how = c
+			}
+		} else if err != nil {
+			how = err.Error()
+		}
+		cause = fmt.Errorf("%w: %s: %s; the plugin restarts to start it again", errServerGone, b.set.describe(), how)
+	}
+	b.mu.Lock()
+	if b.gone == nil {
+		b.gone = cause
+		if cause == nil {
+			b.gone = errors.New("the MCP bridge is stopping")
+		}
+	}
+	close(b.dead)
+	b.mu.Unlock()
+	if closing {
+		return
+	}
+	b.log.Error("MCP server went away", "server", b.set.describe(), "cause", cause)
+	// Closing our end fails the calls still waiting for an answer (with
+	// the cause, see call) and reaps a stdio server's launcher.
+	_ = b.cs.Close()
+	b.onGone(cause)
+}
+
+// drain waits (at most wait) for the calls in flight to return.
+func (b *bridge) drain(wait time.Duration) {
+	done := make(chan struct{})
+	go func() {
+		b.calls.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(wait):
+	}
+}
+
+// close ends the session and the sync loop. It does not dispose the tools:
+// the host undoes a plugin's registrations itself when it stops or reloads it.
+func (b *bridge) close() {
+	b.mu.Lock()
+	b.closing = true
+	b.mu.Unlock()
+	b.cancel()
+	if b.cs != nil {
+		_ = b.cs.Close()
+	}
+	if b.relay != nil {
+		_ = b.relay.Close()
+	}
+	b.wg.Wait()
+}

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"path"
+	"strings"
+	"time"
+)
+
+// Config is the plugin's config block. The host checks the block against the
+// schema derived from this struct plus configRules, so `host validate`
+// reports a bad block at its line before anything starts; check repeats
+// what the schema cannot say (a valid duration, glob syntax).
+type Config struct {
+	Command []string            `json:"command,omitempty" doc:"A stdio server: the program and its arguments. The program is looked up in PATH; a relative path is relative to the deployment file's folder."`
+	URL     string              `json:"url,omitempty" doc:"A streamable HTTP server: its MCP endpoint (http or https)."`
+	Headers []map[string]string `json:"headers,omitempty" doc:"HTTP headers sent with every request to url, as headers { Name = \"value\" } blocks."`
+	Env     map[string]string   `json:"env,omitempty" doc:"The stdio server's environment: only these variables, plus PATH and HOME from the host's."`
+	Prefix  string              `json:"prefix,omitempty" doc:"Registers each tool as PREFIX_name; none by default."`
+	Timeout string              `json:"timeout,omitempty" doc:"The declared timeout of every bridged tool, a Go duration (\"30s\"); the host's timeout policy enforces it. None by default."`
+	Tools   []ToolFilter        `json:"tools,omitempty" doc:"Which of the server's tools to bridge, by the server's own names."`
+}
+
+// ToolFilter is a tools block: globs (path.Match syntax) over the server's
+// own tool names, before the prefix.
+type ToolFilter struct {
+	Enabled  []string `json:"enabled,omitempty" doc:"Bridge only the tools that match one of these globs."`
+	Disabled []string `json:"disabled,omitempty" doc:"Never bridge the tools that match one of these globs."`
+}
+
+// configRules is what the struct cannot say: exactly one of command and url,
+// headers only with url, env only with command.
+const configRules = `{
+  "oneOf": [
+    {"required": ["command"], "not": {"anyOf": [{"required": ["url"]}, {"required": ["headers"]}]}},
+    {"required": ["url"], "not": {"required": ["env"]}}
+  ],
+  "properties": {
+    "command": {"minItems": 1, "items": {"minLength": 1}},
+    "url": {"pattern": "^https?://"},
+    "prefix": {"pattern": "^[A-Za-z0-9][A-Za-z0-9_.-]*$"},
+    "timeout": {"pattern": "^[0-9.]+(ns|us|µs|ms|s|m|h)([0-9.]+(ns|us|µs|ms|s|m|h))*$"}
+  }
+}`
+
+// settings is a checked Config.
+type settings struct {
+	command  []string
+	url      string
+	headers  map[string]string
+	env      map[string]string
+	prefix   string
+	timeout  time.Duration
+	enabled  []string
+	disabled []string
+}
+
+// check turns cfg into settings, reporting every problem on one line.
+func check(cfg Config) (*settings, error) {
+	var errs []string
+	s := &settings{command: cfg.Command, url: cfg.URL, env: cfg.Env, prefix: cfg.Prefix, headers: map[string]string{}}
+	switch {
+	case len(cfg.Command) == 0 && cfg.URL == "":
+		errs = append(errs, "set command (a stdio server) or url (a streamable HTTP server)")
+	case len(cfg.Command) > 0 && cfg.URL != "":
+		errs = append(errs, "set command or url, not both")
+	case len(cfg.Command) > 0:
+		if strings.TrimSpace(cfg.Command[0]) == "" {
+			errs = append(errs, "command: the program is empty")
+		}
+		if len(cfg.Headers) > 0 {
+			errs = append(errs, "headers apply to url only")
+		}
+	default:
+		u, err := url.Parse(cfg.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Sprintf("url %q is not an http or https URL", cfg.URL))
+		}
+		if len(cfg.Env) > 0 {
+			errs = append(errs, "env applies to command only (the server at url runs elsewhere)")
+		}
+	}
+	for _, h := range cfg.Headers {
+		for k, v := range h {
+			s.headers[k] = v
+		}
+	}
+	if cfg.Timeout != "" {
+		d, err := time.ParseDuration(cfg.Timeout)
+		if err != nil || d <= 0 {
+			errs = append(errs, fmt.Sprintf("timeout %q is not a positive duration such as \"30s\"", cfg.Timeout))
+		}
+		s.timeout = d
+	}
+	for _, f := range cfg.Tools {
+		s.enabled = append(s.enabled, f.Enabled...)
+		s.disabled = append(s.disabled, f.Disabled...)
+	}
+	for _, g := range append(append([]string(nil), s.enabled...), s.disabled...) {
+		if _, err := path.Match(g, ""); err != nil || g == "" {
+			errs = append(errs, fmt.Sprintf("tools: %q is not a valid glob (path.Match syntax)", g))
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.New("config: " + strings.Join(errs, "; "))
+	}
+	return s, nil
+}
+
+// bridged reports whether the server's tool name passes the tools blocks.
+func (s *settings) bridged(name string) bool {
+	if len(s.enabled) > 0 && !matchAny(s.enabled, name) {
+		return false
+	}
+	return !matchAny(s.disabled, name)
+}
+
+func matchAny(globs []string, name string) bool {
+	for _, g := range globs {
+		if ok, _ := path.Match(g, name); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// toolName is the name a server tool is registered under.
+func (s *settings) toolName(server string) string {
+	if s.prefix == "" {
+		return server
+	}
+	return s.prefix + "_" + server
+}
+
+// describe names the server in messages: its program or its URL.
+func (s *settings) describe() string {
+	if s.url != "" {
+		return s.url
+	}
+	return path.Base(s.command[0])
+}

@@ -1,0 +1,176 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/user"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// serverEnv is a stdio server's whole environment: what the block declares,
+// plus PATH and HOME unless declared. The host gives a plugin no environment
+// of its own, so PATH is the plugin's if it has one, else the usual system
+// path, and HOME is the plugin's, else the user's home folder from the
+// user database. Nothing else of the host's environment reaches the server.
+func serverEnv(declared map[string]string) []string {
+	env := make([]string, 0, len(declared)+2)
+	if _, ok := declared["PATH"]; !ok {
+		p, ok := os.LookupEnv("PATH")
+		if !ok {
+			p = defaultPath
+		}
+		env = append(env, "PATH="+p)
+	}
+	if _, ok := declared["HOME"]; !ok {
+		if h := homeDir(); h != "" {
+			env = append(env, "HOME="+h)
+		}
+	}
+	for k, v := range declared {
+		env = append(env, k+"="+v)
+	}
+	return env
+}
+
+// defaultPath is PATH for a server when neither the block nor the plugin's
+// environment sets one.
+const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+func homeDir() string {
+	if h, ok := os.LookupEnv("HOME"); ok {
+		return h
+	}
+	if u, err := user.Current(); err == nil {
+		return u.HomeDir
+	}
+	return ""
+}
+
+// transport builds the MCP transport for the settings: the launcher around
+// the command for stdio, or streamable HTTP with the declared headers. The
+// returned stderr relay is nil for HTTP.
+func transport(s *settings, log hclog.Logger) (mcp.Transport, *stderrRelay, error) {
+	if s.url != "" {
+		client := &http.Client{Transport: &headerTransport{base: http.DefaultTransport, headers: s.headers}}
+		return &mcp.StreamableClientTransport{Endpoint: s.url, HTTPClient: client}, nil, nil
+	}
+	cmd, err := launcherCommand(s.command, serverEnv(s.env))
+	if err != nil {
+		return nil, nil, err
+	}
+	relay := newStderrRelay(log)
+	cmd.Stderr = relay
+	return &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, relay, nil
+}
+
+// headerTransport adds the block's headers to every request.
+type headerTransport struct {
+	base    http.RoundTripper
+	headers map[string]string
+}
+
+func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if len(t.headers) > 0 {
+		req = req.Clone(req.Context())
+		for k, v := range t.headers {
+			req.Header.Set(k, v)
+		}
+	}
+	return t.base.RoundTrip(req)
+}
+
+// stderrRelay logs each line the server writes to stderr through the
+// plugin's logger, which the host shows under the plugin's name. The
+// launcher's own line saying how the server ended is kept as the cause.
+type stderrRelay struct {
+	log  hclog.Logger
+	pw   *io.PipeWriter
+	done chan struct{}
+
+	mu    sync.Mutex
+	cause string
+}
+
+func newStderrRelay(log hclog.Logger) *stderrRelay {
+	pr, pw := io.Pipe()
+	r := &stderrRelay{log: log, pw: pw, done: make(chan struct{})}
+	go r.read(pr)
+	return r
+}
+
+func (r *stderrRelay) Write(p []byte) (int, error) { return r.pw.Write(p) }
+
+// Close ends the relay once the launcher's stderr is closed (exec closes
+// it after Wait); the lines written before are all logged.
+func (r *stderrRelay) Close() error {
+	err := r.pw.Close()
+	<-r.done
+	return err
+}
+
+func (r *stderrRelay) read(pr *io.PipeReader) {
+	defer close(r.done)
+	sc := bufio.NewScanner(pr)
+	sc.Buffer(make([]byte, 0, 4096), 1<<20)
+	for sc.Scan() {
+		line := strings.TrimRight(sc.Text(), "\r")
+		if rest, ok := strings.CutPrefix(line, launcherPrefix); ok {
+			r.mu.Lock()
+			r.cause = rest
+			r.mu.Unlock()
+			continue
+		}
+		if strings.TrimSpace(line) != "" {
+			r.log.Info(line, "stream", "server stderr")
+		}
+	}
+	// A line longer than the buffer ends the scan; keep draining so the
+	// server never blocks on a full pipe.
+	_, _ = io.Copy(io.Discard, pr)
+}
+
+// exitCause is how the launcher said the server ended, waiting briefly for
+// its line (it arrives just after stdout closes).
+func (r *stderrRelay) exitCause(wait time.Duration) string {
+	deadline := time.Now().Add(wait)
+	for {
+		r.mu.Lock()
+		c := r.cause
+		r.mu.Unlock()
+		if c != "" || time.Now().After(deadline) {
+			return c
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// connect initialises an MCP session over t. onListChanged is called on
+// every notifications/tools/list_changed.
+func connect(ctx context.Context, s *settings, t mcp.Transport, relay *stderrRelay, onListChanged func()) (*mcp.ClientSession, error) {
+	client := mcp.NewClient(&mcp.Implementation{Name: "plugkit-mcp-bridge", Version: pluginVersion}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { onListChanged() },
+	})
+	cs, err := client.Connect(ctx, t, nil)
+	if err != nil {
+		if relay != nil {
+			if cause := relay.exitCause(500 * time.Millisecond); cause != "" {
+				err = fmt.Errorf("%w (%s)", err, cause)
+			}
+		}
+		return nil, fmt.Errorf("connect to the MCP server %s: %w", s.describe(), err)
+	}
+	return cs, nil
+}
+
+// errServerGone marks calls that failed because the server went away.
+var errServerGone = errors.New("the MCP server went away")
