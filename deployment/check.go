@@ -386,6 +386,11 @@ func checkConfig(p Plugin, schema json.RawMessage) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	var walk func(e *jsonschema.ValidationError)
 	walk = func(e *jsonschema.ValidationError) {
+		if names, ok := oneOfRequired(e); ok {
+			diags = append(diags, errorAt(locate(src, e.InstanceLocation, p.ConfigRange), "Invalid plugin config",
+				"Plugin %q: %s needs one of %s.", p.Name, describePointer(e.InstanceLocation), strings.Join(names, ", ")))
+			return
+		}
 		if len(e.Causes) > 0 {
 			for _, c := range e.Causes {
 				walk(c)
@@ -401,11 +406,54 @@ func checkConfig(p Plugin, schema json.RawMessage) hcl.Diagnostics {
 			}
 			return
 		}
+		if _, ok := e.ErrorKind.(*kind.FalseSchema); ok {
+			msg := "is not allowed by the plugin's config schema"
+			if other := excludedBy(e.SchemaURL); other != "" {
+				msg = fmt.Sprintf("cannot be set together with %s", other)
+			}
+			diags = append(diags, errorAt(locate(src, e.InstanceLocation, p.ConfigRange), "Invalid plugin config",
+				"Plugin %q: %s %s.", p.Name, describePointer(e.InstanceLocation), msg))
+			return
+		}
 		diags = append(diags, errorAt(locate(src, e.InstanceLocation, p.ConfigRange), "Invalid plugin config",
 			"Plugin %q: %s: %s.", p.Name, describePointer(e.InstanceLocation), e.ErrorKind.LocalizedString(messages)))
 	}
 	walk(ve)
 	return diags
+}
+
+// oneOfRequired words the schema idiom for "set at least one of these"
+// ({"anyOf": [{"required": ["a"]}, {"required": ["b"]}]}) as one problem:
+// it returns the names when every cause of an anyOf is a missing property.
+func oneOfRequired(e *jsonschema.ValidationError) ([]string, bool) {
+	if _, ok := e.ErrorKind.(*kind.AnyOf); !ok || len(e.Causes) == 0 {
+		return nil, false
+	}
+	var names []string
+	for _, c := range e.Causes {
+		r, ok := c.ErrorKind.(*kind.Required)
+		if !ok || len(c.Causes) > 0 {
+			return nil, false
+		}
+		names = append(names, r.Missing...)
+	}
+	return names, true
+}
+
+// excludedBy words the schema idiom for "a excludes b"
+// ({"dependentSchemas": {"a": {"properties": {"b": false}}}}): it returns
+// "a" when the false schema at schemaURL is such a b.
+func excludedBy(schemaURL string) string {
+	_, frag, ok := strings.Cut(schemaURL, "#")
+	if !ok {
+		return ""
+	}
+	parts := strings.Split(frag, "/")
+	n := len(parts)
+	if n < 4 || parts[n-4] != "dependentSchemas" || parts[n-2] != "properties" {
+		return ""
+	}
+	return strings.NewReplacer("~1", "/", "~0", "~").Replace(parts[n-3])
 }
 
 // noLoader refuses every external $ref.

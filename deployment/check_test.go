@@ -176,6 +176,31 @@ func TestCheckErrors(t *testing.T) {
 			},
 		},
 		{
+			name: "config schema: one of, and exclusions",
+			src: `plugin "a" {
+  path = "bin/ok"
+  config {
+    prefix = "x"
+  }
+}
+plugin "b" {
+  path = "bin/ok"
+  config {
+    command = ["srv"]
+    url     = "http://x/mcp"
+  }
+}
+`,
+			answers: fakeDescribe{
+				"a": {ConfigSchema: exclusiveSchema},
+				"b": {ConfigSchema: exclusiveSchema},
+			},
+			want: []string{
+				`:3:3: Invalid plugin config: Plugin "a": config needs one of command, url.`,
+				`:11:5: Invalid plugin config: Plugin "b": config at /url cannot be set together with command.`,
+			},
+		},
+		{
 			name:    "config schema without a config block",
 			src:     plugins([]string{"a"}, nil),
 			answers: fakeDescribe{"a": {ConfigSchema: json.RawMessage(`{"required": ["root"]}`)}},
@@ -269,3 +294,11 @@ func TestCheckDescribe(t *testing.T) {
 		t.Errorf("Check with a cancelled context:\n%s", Format(diags))
 	}
 }
+
+// exclusiveSchema says: set command or url, not both.
+var exclusiveSchema = json.RawMessage(`{
+	"type": "object",
+	"properties": {"command": {"type": "array"}, "url": {"type": "string"}, "prefix": {"type": "string"}},
+	"anyOf": [{"required": ["command"]}, {"required": ["url"]}],
+	"dependentSchemas": {"command": {"properties": {"url": false}}}
+}`)

@@ -33,15 +33,16 @@ type ToolFilter struct {
 // configRules is what the struct cannot say: exactly one of command and url,
 // headers only with url, env only with command.
 const configRules = `{
-  "oneOf": [
-    {"required": ["command"], "not": {"anyOf": [{"required": ["url"]}, {"required": ["headers"]}]}},
-    {"required": ["url"], "not": {"required": ["env"]}}
-  ],
+  "anyOf": [{"required": ["command"]}, {"required": ["url"]}],
+  "dependentSchemas": {
+    "command": {"properties": {"url": false, "headers": false}},
+    "url": {"properties": {"env": false}}
+  },
   "properties": {
     "command": {"minItems": 1, "items": {"minLength": 1}},
-    "url": {"pattern": "^https?://"},
+    "url": {"pattern": "^https?://[^/]"},
     "prefix": {"pattern": "^[A-Za-z0-9][A-Za-z0-9_.-]*$"},
-    "timeout": {"pattern": "^[0-9.]+(ns|us|µs|ms|s|m|h)([0-9.]+(ns|us|µs|ms|s|m|h))*$"}
+    "timeout": {"pattern": "^([0-9]+(\\.[0-9]*)?(ns|us|µs|ms|s|m|h))+$"}
   }
 }`
 

@@ -87,6 +87,26 @@ func TestConfigSchema(t *testing.T) {
 	}
 }
 
+func TestConfigRules(t *testing.T) {
+	type cfg struct {
+		A string `json:"a,omitempty"`
+		B string `json:"b,omitempty"`
+	}
+	apply := func(context.Context, *Context, cfg) error { return nil }
+	got, err := Plugin[cfg]{Name: "p", Apply: apply, ConfigRules: `{"anyOf":[{"required":["a"]},{"required":["b"]}]}`}.schema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"additionalProperties":false,"allOf":[{"anyOf":[{"required":["a"]},{"required":["b"]}]}],` +
+		`"properties":{"a":{"type":"string"},"b":{"type":"string"}},"type":"object"}`
+	if string(got) != want {
+		t.Errorf("schema\n got %s\nwant %s", got, want)
+	}
+	if _, err := (Plugin[cfg]{Name: "p", Apply: apply, ConfigRules: `{nope`}).build(); err == nil || !strings.Contains(err.Error(), "ConfigRules is not valid JSON") {
+		t.Errorf("invalid rules: %v", err)
+	}
+}
+
 func TestDecodeConfig(t *testing.T) {
 	for _, tc := range []struct {
 		name, in, want string
