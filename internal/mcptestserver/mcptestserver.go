@@ -31,7 +31,7 @@ func New(log io.Writer) *Server {
 		Server: mcp.NewServer(&mcp.Implementation{Name: "plugkit-test-server", Version: "1"}, nil),
 		log:    log,
 	}
-	yes, no := true, false
+	no := false
 	s.add(&mcp.Tool{
 		Name: "echo", Description: "Echoes message.",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"message":{"type":"string"}},"required":["message"]}`),
@@ -76,7 +76,7 @@ func New(log io.Writer) *Server {
 	s.add(&mcp.Tool{
 		Name: "set_tool", Description: "Adds the tool name, or changes its description (tools/list_changed follows).",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"},"description":{"type":"string"}},"required":["name","description"]}`),
-		Annotations: &mcp.ToolAnnotations{IdempotentHint: true, DestructiveHint: &yes},
+		Annotations: &mcp.ToolAnnotations{IdempotentHint: true, DestructiveHint: &no},
 	}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		var in struct{ Name, Description string }
 		if err := json.Unmarshal(req.Params.Arguments, &in); err != nil {
@@ -92,7 +92,7 @@ func New(log io.Writer) *Server {
 	s.add(&mcp.Tool{
 		Name: "remove_tool", Description: "Removes a tool that set_tool added (tools/list_changed follows).",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`),
-		Annotations: &mcp.ToolAnnotations{IdempotentHint: true, DestructiveHint: &yes},
+		Annotations: &mcp.ToolAnnotations{IdempotentHint: true, DestructiveHint: &no},
 	}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		var in struct{ Name string }
 		if err := json.Unmarshal(req.Params.Arguments, &in); err != nil {
