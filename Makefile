@@ -1,7 +1,7 @@
 # plugkit-go. `make run` starts the sample deployment; `make test` is what CI runs.
 GO      ?= go
 BIN     := bin
-PLUGINS := index search files safety audit
+PLUGINS := index search files safety audit mcp
 BENCH   ?= .
 COUNT   ?= 1
 
