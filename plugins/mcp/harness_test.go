@@ -195,6 +195,9 @@ func startHost(t *testing.T, config string, n int) *hostRun {
 	t.Helper()
 	h := &hostRun{cmd: exec.Command(bin("host"), "run", "-c", config), log: &logBuffer{}, config: config, done: make(chan struct{})}
 	h.cmd.Stdout, h.cmd.Stderr = h.log, h.log
+	// The host's private socket folder goes in the test's temporary folder,
+	// so that it is removed even after the host was SIGKILLed.
+	h.cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
 	if err := h.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
