@@ -208,12 +208,21 @@ plugin "everything" {
 		if len(node) != 1 {
 			t.Fatalf("want one server process below the plugin (pid %d), found %v", plugin.PID, node)
 		}
+		// A call in flight when the server dies fails at once, naming why.
+		inflight := make(chan callResult, 1)
+		go func() { inflight <- h.call(t, "ev_trigger-long-running-operation", `{"duration":2.5,"steps":1}`) }()
+		time.Sleep(time.Second)
 		if err := syscallKill(node[0]); err != nil {
 			t.Fatal(err)
 		}
+		r := <-inflight
+		ids = append(ids, r.ID)
+		if r.code() != "TOOL_ERROR" || !strings.Contains(r.message(), "went away") || !strings.Contains(r.message(), "signal: killed") {
+			t.Errorf("the call in flight: %+v", r)
+		}
 		// Calls fail at once, with a TOOL_ERROR that says why, until the
 		// host has restarted the plugin and the server.
-		r := call("ev_echo", `{"message":"after"}`)
+		r = call("ev_echo", `{"message":"after"}`)
 		if r.OK {
 			// The restart can beat a slow test; then it already serves.
 			t.Logf("the bridge was back before the first call: %s", r.Value)
