@@ -337,11 +337,16 @@ func elicit(ctx context.Context, ss *mcp.ServerSession, q host.Question) (bool, 
 // toolResult is a pipeline result as MCP's: the value as text (a string
 // as itself, anything else as JSON, an object also as structuredContent),
 // or an error result whose text carries the code, the message and who
-// decided.
+// decided. A value that is itself an MCP tool result's content (what the
+// mcp bridge plugin returns) is served as that result.
 func toolResult(r pipeline.Result) *mcp.CallToolResult {
 	w := admin.FromResult(r)
 	meta := mcp.Meta{"plugkit/id": w.ID}
 	if w.OK {
+		if res, ok := mcpShaped(w.Value); ok {
+			res.Meta = meta
+			return res
+		}
 		text := string(w.Value)
 		var str string
 		if json.Unmarshal(w.Value, &str) == nil {
@@ -362,4 +367,34 @@ func toolResult(r pipeline.Result) *mcp.CallToolResult {
 		meta["plugkit/decided_by"] = w.DecidedBy
 	}
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: line}}, Meta: meta}
+}
+
+// mcpShaped reads a value of the shape {"content": [MCP content blocks],
+// "structuredContent": any}, with nothing else and structuredContent
+// optional: the value of a tool bridged from an MCP server, which is then
+// served as the server returned it rather than as JSON text.
+func mcpShaped(v json.RawMessage) (*mcp.CallToolResult, bool) {
+	v = bytes.TrimSpace(v)
+	if len(v) == 0 || v[0] != '{' {
+		return nil, false
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(v, &fields) != nil {
+		return nil, false
+	}
+	content, ok := fields["content"]
+	if !ok || len(fields) > 2 || (len(fields) == 2 && fields["structuredContent"] == nil) {
+		return nil, false
+	}
+	if c := bytes.TrimSpace(content); len(c) == 0 || c[0] != '[' {
+		return nil, false
+	}
+	var res mcp.CallToolResult
+	if json.Unmarshal(v, &res) != nil || res.IsError {
+		return nil, false
+	}
+	if res.Content == nil {
+		res.Content = []mcp.Content{}
+	}
+	return &res, true
 }

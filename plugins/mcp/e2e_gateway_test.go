@@ -172,18 +172,25 @@ plugin "everything" {
 			}
 		}
 	})
-	t.Run("calls", func(t *testing.T) {
+	t.Run("calls: served as the server returned them", func(t *testing.T) {
 		for tool, want := range map[string]string{"ev_echo": "Echo: a", "t_echo": "Echo: a"} {
 			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"message": "a"}})
 			calls++
 			if err != nil || res.IsError {
 				t.Fatalf("%s: %v %+v", tool, err, res)
 			}
-			// host mcp serves the bridged value as its structured content.
-			raw, _ := json.Marshal(res.StructuredContent)
-			if text(t, raw) != want {
-				t.Errorf("%s: structured %s", tool, raw)
+			if len(res.Content) != 1 || res.Content[0].(*mcp.TextContent).Text != want || res.StructuredContent != nil {
+				raw, _ := json.Marshal(res)
+				t.Errorf("%s: %s, want the text %q alone", tool, raw, want)
 			}
+		}
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ev_get-structured-content", Arguments: map[string]any{"location": "Chicago"}})
+		calls++
+		if err != nil || res.IsError {
+			t.Fatalf("ev_get-structured-content: %v %+v", err, res)
+		}
+		if m, ok := res.StructuredContent.(map[string]any); !ok || m["temperature"] == nil {
+			t.Errorf("structuredContent %v", res.StructuredContent)
 		}
 	})
 	cancelled := func(t *testing.T, tool, args string) {

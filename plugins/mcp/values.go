@@ -14,7 +14,8 @@ import (
 // "resource") and, when the server sent one, its structuredContent as is.
 // Tools that return text are read at content[i].text; tools with an output
 // schema at structuredContent. The shape does not depend on the tool or the
-// call, so a policy or a client can rely on it.
+// call, so a policy or a client can rely on it. The host's MCP front end
+// serves a value of this shape as the MCP result it describes.
 type result struct {
 	Content           []mcp.Content `json:"content"`
 	StructuredContent any           `json:"structuredContent,omitempty"`
