@@ -13,6 +13,10 @@
 //     with isError set whose text is "CODE: message (decided by X)", never a
 //     protocol error; _meta carries plugkit/id, plugkit/code and
 //     plugkit/decided_by. Cancelling the request cancels the call (ABORTED).
+//     An ok value is served as text (and an object also as
+//     structuredContent), except a value that is an MCP result's content
+//     ({"content": [...], "structuredContent": ...}, what the mcp bridge
+//     plugin returns), which is served as that result.
 //   - When a policy asks, the question goes to the client's user as a form
 //     elicitation with one boolean, "approve": accept with approve = true
 //     approves, anything else refuses. A client without elicitation gets
