@@ -36,7 +36,8 @@ plugin "files" {
 }
 
 # Rules over everyone's tools. Critical: while it is not running, every call
-# is denied.
+# is denied. A pattern rule checks every string in a call's arguments
+# (arguments = [...] narrows it); path_prefix checks the path argument.
 plugin "safety" {
   path     = "bin/plugins/safety"
   critical = true
@@ -51,6 +52,13 @@ plugin "safety" {
       reason  = "secrets are off limits"
     }
     ask_destructive = true
+
+    # Credentials (private keys, cloud and service tokens, JWTs, key = value
+    # assignments of high entropy) in any tool's arguments and results.
+    secrets {
+      arguments = "deny"   # deny | ask | off
+      results   = "redact" # redact | block | off
+    }
   }
 }
 

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/plugkit-go/plugkit/admin"
+	"github.com/plugkit-go/plugkit/plugins/safety/secrets/fake"
 )
 
 // The end-to-end tests build the real binaries once, write deployment files
@@ -192,6 +193,10 @@ plugin "safety" {
       reason      = "paths must stay inside the workspace"
     }
 %[12]s    ask_destructive = true
+    secrets {
+      arguments = "deny"
+      results   = "redact"
+    }
   }
 }
 
@@ -395,6 +400,48 @@ func TestSampleDeploymentEndToEnd(t *testing.T) {
 		}
 	})
 
+	// Credentials: made now, never committed; none may reach a reason, the
+	// host's log or the audit log.
+	fakes := fake.New(16)
+	awsKey := fakes.AWSAccessKey()
+	pemKey := fake.ECKey(t)
+	leaks := []string{awsKey, strings.Split(pemKey, "\n")[1]}
+
+	t.Run("a private key in a result is redacted", func(t *testing.T) {
+		content := "# staging deploy key\n" + pemKey + "# end\n"
+		if err := os.WriteFile(filepath.Join(dir, "workspace", "deploy-key.pem"), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r, code := callJSON(t, config, "read_file", `{"path":"deploy-key.pem"}`)
+		calls++
+		if code != 0 || !r.OK {
+			t.Fatalf("read_file: exit %d, %+v", code, r)
+		}
+		var v struct {
+			Content string
+			Size    int
+		}
+		if err := json.Unmarshal(r.Value, &v); err != nil {
+			t.Fatal(err)
+		}
+		if want := "# staging deploy key\n[redacted: private-key]\n# end\n"; v.Content != want || v.Size != len(content) {
+			t.Errorf("content %q size %d, want %q size %d (the rest untouched)", v.Content, v.Size, want, len(content))
+		}
+	})
+
+	t.Run("a write with an AWS key is denied naming the kind", func(t *testing.T) {
+		args, _ := json.Marshal(map[string]string{"path": "creds.txt", "content": "[default]\naws_access_key_id = " + awsKey + "\n"})
+		r, code := callJSON(t, config, "write_file", string(args))
+		calls++
+		if code != 1 || r.Error == nil || r.Error.Code != "DENIED" || r.DecidedBy != "safety" ||
+			!strings.Contains(r.Error.Message, "aws-access-key in /content") {
+			t.Fatalf("write_file: exit %d, %+v", code, r)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "workspace", "creds.txt")); err == nil {
+			t.Error("the file was written")
+		}
+	})
+
 	t.Run("unknown tool", func(t *testing.T) {
 		r, code := callJSON(t, config, "nope", `{}`)
 		calls++
@@ -431,6 +478,11 @@ func TestSampleDeploymentEndToEnd(t *testing.T) {
 		data, err := os.ReadFile(logPath)
 		if err != nil {
 			t.Fatal(err)
+		}
+		for _, secret := range leaks {
+			if strings.Contains(string(data), secret) || strings.Contains(host.stderr.String(), secret) {
+				t.Errorf("a credential reached the audit log or the host's log")
+			}
 		}
 		lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
 		if len(lines) != calls {

@@ -87,6 +87,15 @@ plugin "files" { # again
     }
   }
 }`, plugin("safety")), "unclosed", "Invalid plugin config"},
+		{"bad secrets block", fmt.Sprintf(`plugin "safety" {
+  path = %q
+  config {
+    secrets {
+      arguments = "deny"
+      results   = "mask"
+    }
+  }
+}`, plugin("safety")), "mask", "Invalid plugin config"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -7,27 +7,57 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/plugkit-go/plugkit/plugins/safety/secrets"
 	"github.com/plugkit-go/plugkit/shared/sdk"
 )
 
-// askDestructive is the ask_destructive filter: Ask before a destructive
-// tool, Pass (no opinion, the chain goes on) otherwise. It reads the
-// descriptor the host attaches to the call, so it covers tools registered
-// after it by any plugin. A filter, not a wrapper: it needs one RPC and
-// never has to see what the rest of the chain decided.
-func askDestructive(_ context.Context, call *sdk.Call) (sdk.Decision, error) {
-	if !call.Tool.Destructive {
+// preExecute is the stage-1 filter. With secrets set (arguments = "ask",
+// or "deny" beside ask_destructive), a call whose arguments carry a
+// credential is denied or asked about, naming what was found; with
+// askDestructive, a destructive tool is asked about; otherwise it passes
+// (no opinion, the chain goes on). It reads the descriptor the host
+// attaches to the call, so it covers tools registered after it by any
+// plugin. A filter, not a wrapper: it needs one RPC and never has to see
+// what the rest of the chain decided. The question quotes the arguments
+// with every credential replaced by its marker.
+func preExecute(askDestructive bool, sp *secretsPolicy, scan *secrets.Scanner) func(context.Context, *sdk.Call) (sdk.Decision, error) {
+	return func(_ context.Context, call *sdk.Call) (sdk.Decision, error) {
+		found := ""
+		if sp != nil {
+			hits, err := sp.argumentHits(call)
+			if err != nil {
+				return sdk.Decision{}, err
+			}
+			if len(hits) > 0 {
+				if sp.arguments == argumentsDeny {
+					return sdk.Deny(argumentsReason(hits)), nil
+				}
+				found = describe(hits)
+			}
+		}
+		destructive := askDestructive && call.Tool.Destructive
+		switch {
+		case found != "" && destructive:
+			return sdk.Ask(call.Name + " is destructive and its arguments carry a credential (" + found + "): allow this call? arguments: " + briefArguments(scan, call.Arguments)), nil
+		case found != "":
+			return sdk.Ask("the arguments of " + call.Name + " carry a credential (" + found + "): allow this call? arguments: " + briefArguments(scan, call.Arguments)), nil
+		case destructive:
+			return sdk.Ask(call.Name + " is destructive: allow this call? arguments: " + briefArguments(scan, call.Arguments)), nil
+		}
 		return sdk.Pass(), nil
 	}
-	return sdk.Ask(call.Name + " is destructive: allow this call? arguments: " + briefArguments(call.Arguments)), nil
 }
 
 // briefArguments renders arguments for a question a person reads: each
 // value cut to a short length (a file's whole content would drown the path
-// next to it), the whole cut again, keys sorted so that the same call
+// next to it), the whole cut again, credentials replaced by their markers, keys sorted so that the same call
 // always reads the same.
-func briefArguments(raw json.RawMessage) string {
+func briefArguments(scan *secrets.Scanner, raw json.RawMessage) string {
 	const perValue, total = 80, 400
+	raw, _, err := scan.RedactJSON(raw)
+	if err != nil {
+		return "(not shown: " + err.Error() + ")"
+	}
 	var args map[string]json.RawMessage
 	if json.Unmarshal(raw, &args) != nil || args == nil {
 		return brief(compact(raw), total)

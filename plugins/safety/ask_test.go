@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/plugkit-go/plugkit/plugins/safety/secrets"
 	"github.com/plugkit-go/plugkit/shared/sdk"
 )
 
@@ -60,7 +61,7 @@ func TestBriefArguments(t *testing.T) {
 		{"very many arguments are cut", `{` + manyArgs(100) + `}`, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := briefArguments(json.RawMessage(tc.raw))
+			got := briefArguments(secrets.New(nil), json.RawMessage(tc.raw))
 			if tc.want != "" && got != tc.want {
 				t.Errorf("got %s, want %s", got, tc.want)
 			}

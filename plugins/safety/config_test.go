@@ -24,7 +24,8 @@ const exampleJSON = `{
      "path_prefix": ["secrets/", "/etc"], "pattern": ["(?i)password"], "reason": "secrets are off limits"},
     {"name": "no-shell", "tools": ["shell*"]}
   ],
-  "ask_destructive": true
+  "ask_destructive": true,
+  "secrets": [{"arguments": "deny", "results": "redact", "allow": ["AKIAIOSFODNN7EXAMPLE"]}]
 }`
 
 // decode decodes raw as the SDK does: strictly, an unknown field is an
@@ -50,16 +51,20 @@ func TestDecodeExample(t *testing.T) {
 			{Name: "no-shell", Tools: []string{"shell*"}},
 		},
 		AskDestructive: true,
+		Secrets:        []Secrets{{Arguments: "deny", Results: "redact", Allow: []string{"AKIAIOSFODNN7EXAMPLE"}}},
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("decoded\n %+v\nwant\n %+v", cfg, want)
 	}
 	pol := mustCompile(t, cfg)
-	if len(pol.guards) != 2 || pol.guards[0].Name != "no-secrets" || pol.guards[1].Name != "no-shell" {
-		t.Fatalf("guards %+v, want no-secrets then no-shell", pol.guards)
+	if len(pol.guards) != 3 || pol.guards[0].Name != "secrets" || pol.guards[1].Name != "no-secrets" || pol.guards[2].Name != "no-shell" {
+		t.Fatalf("guards %+v, want secrets, no-secrets, no-shell", pol.guards)
 	}
-	if !slices.Equal(pol.guards[0].Tools, []string{"read_file", "write_file"}) || pol.guards[1].Tools != nil {
-		t.Errorf("interest filters %q and %q", pol.guards[0].Tools, pol.guards[1].Tools)
+	if pol.guards[0].Tools != nil || !slices.Equal(pol.guards[1].Tools, []string{"read_file", "write_file"}) || pol.guards[2].Tools != nil {
+		t.Errorf("interest filters %q, %q and %q", pol.guards[0].Tools, pol.guards[1].Tools, pol.guards[2].Tools)
+	}
+	if pol.review == nil || pol.review.Filter == nil || pol.review.Tools != nil {
+		t.Fatal("results = redact is not a stage-4 filter for every tool")
 	}
 	if pol.ask == nil || pol.ask.Filter == nil || pol.ask.Wrap != nil {
 		t.Fatal("ask_destructive is not a filter listener")
@@ -69,6 +74,7 @@ func TestDecodeExample(t *testing.T) {
 		{"write_file", `{"path":"notes/password.txt","content":""}`, `denied by safety rule "no-secrets": secrets are off limits (path "notes/password.txt" matches "(?i)password")`},
 		{"shell_exec", `{"command":"ls"}`, `denied by safety rule "no-shell": tool "shell_exec" matches "shell*"`},
 		{"read_file", `{"path":"docs/readme.md"}`, ``},
+		{"write_file", `{"path":"a.txt","content":"AKIAIOSFODNN7EXAMPLE"}`, ``},
 	} {
 		t.Run(tc.tool+" "+tc.args, func(t *testing.T) {
 			if got := firstDenial(t, pol, call(tc.tool, tc.args)); got != tc.want {
@@ -160,6 +166,13 @@ func TestSchema(t *testing.T) {
 		{name: "an empty list", config: `{"deny":[{"name":"r","tools":[]}]}`, wants: []string{`/deny/0/tools: `}},
 		{name: "an empty prefix", config: `{"deny":[{"name":"r","path_prefix":[""]}]}`, wants: []string{`/deny/0/path_prefix/0: `}},
 		{name: "a wrong type", config: `{"ask_destructive":"yes"}`, wants: []string{`/ask_destructive: `}},
+		{name: "a secrets block", config: `{"secrets":[{"arguments":"ask","results":"block","allow":["x"]}]}`},
+		{name: "an empty secrets block", config: `{"secrets":[{}]}`},
+		{name: "a bad arguments mode", config: `{"secrets":[{"arguments":"warn"}]}`, wants: []string{`/secrets/0/arguments: `, `deny`}},
+		{name: "a bad results mode", config: `{"secrets":[{"results":"mask"}]}`, wants: []string{`/secrets/0/results: `, `redact`}},
+		{name: "an unknown secrets attribute", config: `{"secrets":[{"argument":"deny"}]}`, wants: []string{`/secrets/0: `, `argument`}},
+		{name: "two secrets blocks", config: `{"secrets":[{},{}]}`, wants: []string{`/secrets: `}},
+		{name: "an empty allow entry", config: `{"secrets":[{"allow":[""]}]}`, wants: []string{`/secrets/0/allow/0: `}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			inst, err := jsonschema.UnmarshalJSON(strings.NewReader(tc.config))
@@ -204,6 +217,11 @@ func TestSchemaAgreesWithCompile(t *testing.T) {
 		`{"deny":[{"name":"r","arguments":["cmd"],"pattern":["rm"]}]}`,
 		`{"deny":[{"name":"r","path_prefix":[""]}]}`,
 		`{"deny":[{"name":"","tools":["x"]}]}`,
+		`{"secrets":[{"arguments":"deny","results":"redact","allow":["x"]}]}`,
+		`{"secrets":[{"arguments":"warn"}]}`,
+		`{"secrets":[{"results":"mask"}]}`,
+		`{"secrets":[{},{}]}`,
+		`{"secrets":[{"allow":[""]}]}`,
 	} {
 		t.Run(raw, func(t *testing.T) {
 			cfg, err := decode(t, raw)
@@ -239,6 +257,9 @@ func TestSchemaMatchesConfig(t *testing.T) {
 	}
 	if got, want := sortedKeys(s.Properties["deny"].Items.Properties), jsonNames(reflect.TypeFor[Rule]()); !slices.Equal(got, want) {
 		t.Errorf("rule properties %q, Rule fields %q", got, want)
+	}
+	if got, want := sortedKeys(s.Properties["secrets"].Items.Properties), jsonNames(reflect.TypeFor[Secrets]()); !slices.Equal(got, want) {
+		t.Errorf("secrets properties %q, Secrets fields %q", got, want)
 	}
 }
 

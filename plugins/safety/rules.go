@@ -5,20 +5,28 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/plugkit-go/plugkit/plugins/safety/secrets"
 	"github.com/plugkit-go/plugkit/shared/sdk"
 )
 
 // policy is a compiled configuration: what Apply registers.
 type policy struct {
-	// guards holds one guard per deny rule, in file order.
+	// guards holds the secrets guard, when arguments = "deny", then one
+	// guard per deny rule, in file order.
 	guards []sdk.Guard
-	// ask is the ask_destructive listener, nil when it is off.
+	// ask is the stage-1 filter of ask_destructive and of the secrets
+	// block's arguments check, nil when neither needs one.
 	ask *sdk.PreExecuteListener
+	// review is the secrets block's stage-4 filter, nil when results = "off"
+	// or there is no secrets block.
+	review *sdk.PostExecuteListener
 }
 
 // rule is a compiled deny rule.
@@ -29,10 +37,14 @@ type rule struct {
 	tools []string
 	// exact is set when no entry of tools has glob syntax: then the host's
 	// interest filter can skip the guard's RPC for every other tool.
-	exact     bool
+	exact bool
+	// arguments are the arguments the rule inspects, as written; empty
+	// means path for path_prefix and every argument for pattern.
 	arguments []string
 	prefixes  []prefix
 	patterns  []*regexp.Regexp
+	// scan hides credentials in the values a reason quotes.
+	scan *secrets.Scanner
 }
 
 // prefix is a path_prefix entry: as written, for the reason, and cleaned,
@@ -47,9 +59,16 @@ type prefix struct {
 // this check is for a host that did not validate, and for what a schema
 // cannot say (two rules with one name).
 func compile(cfg Config) (*policy, error) {
-	var problems []string
+	sp, problems := compileSecrets(cfg.Secrets)
+	scan := secrets.New(nil)
+	if sp != nil {
+		scan = sp.scan
+	}
 	seen := map[string]bool{}
 	pol := &policy{}
+	if sp != nil && sp.arguments == argumentsDeny {
+		pol.guards = append(pol.guards, sp.guard())
+	}
 	for i, r := range cfg.Deny {
 		where := fmt.Sprintf("deny %q", r.Name)
 		if strings.TrimSpace(r.Name) == "" {
@@ -60,6 +79,7 @@ func compile(cfg Config) (*policy, error) {
 		}
 		seen[r.Name] = true
 		c, errs := compileRule(r)
+		c.scan = scan
 		for _, err := range errs {
 			problems = append(problems, where+": "+err.Error())
 		}
@@ -70,8 +90,19 @@ func compile(cfg Config) (*policy, error) {
 	if len(problems) > 0 {
 		return nil, errors.New("config: " + strings.Join(problems, "; "))
 	}
-	if cfg.AskDestructive {
-		pol.ask = &sdk.PreExecuteListener{Name: "ask_destructive", Filter: askDestructive}
+	// The secrets check joins stage 1 for ask, which only stage 1 can do,
+	// and for deny when ask_destructive is on: the call is then denied
+	// before anyone is asked about it (the guard still decides).
+	askSecrets := sp != nil && (sp.arguments == argumentsAsk || sp.arguments == argumentsDeny && cfg.AskDestructive)
+	if cfg.AskDestructive || askSecrets {
+		var check *secretsPolicy
+		if askSecrets {
+			check = sp
+		}
+		pol.ask = &sdk.PreExecuteListener{Name: "ask", Filter: preExecute(cfg.AskDestructive, check, scan)}
+	}
+	if sp != nil && sp.results != modeOff {
+		pol.review = &sdk.PostExecuteListener{Name: secretsName, Filter: sp.review}
 	}
 	return pol, nil
 }
@@ -86,9 +117,6 @@ func compileRule(r Rule) (*rule, []error) {
 		if strings.ContainsAny(g, `*?[\`) {
 			c.exact = false
 		}
-	}
-	if len(c.arguments) == 0 {
-		c.arguments = []string{"path"}
 	}
 	for _, a := range r.Arguments {
 		if a == "" {
@@ -147,14 +175,76 @@ func (r *rule) check(_ context.Context, call *sdk.Call) (string, error) {
 		// denies the call (guards fail closed).
 		return "", fmt.Errorf("safety rule %q cannot inspect the arguments of %s: %w", r.name, call.Name, err)
 	}
-	for _, name := range r.arguments {
-		for _, v := range stringsIn(args[name]) {
-			if why := r.matchValue(v); why != "" {
-				return r.deny(fmt.Sprintf("%s %s", name, why)), nil
-			}
+	if len(r.prefixes) > 0 {
+		names := r.arguments
+		if len(names) == 0 {
+			names = []string{"path"}
+		}
+		if why := r.inspect(args, names, r.underPrefix); why != "" {
+			return r.deny(why), nil
+		}
+	}
+	if len(r.patterns) > 0 {
+		names := r.arguments
+		if len(names) == 0 {
+			names = slices.Sorted(maps.Keys(args))
+		}
+		if why := r.inspect(args, names, r.matchPattern); why != "" {
+			return r.deny(why), nil
 		}
 	}
 	return "", nil
+}
+
+// inspect applies match to every string under each named argument, nested
+// in objects and arrays too, and says why the first one it refuses is
+// refused, naming it by its path ("path", "files/0/name").
+func (r *rule) inspect(args map[string]json.RawMessage, names []string, match func(string) string) string {
+	for _, name := range names {
+		raw, ok := args[name]
+		if !ok {
+			continue
+		}
+		var v any
+		dec := json.NewDecoder(strings.NewReader(string(raw)))
+		dec.UseNumber()
+		if dec.Decode(&v) != nil {
+			continue
+		}
+		if why := walkStrings(v, escapePointer(name), match); why != "" {
+			return why
+		}
+	}
+	return ""
+}
+
+// walkStrings calls match on each string in v, object keys in sorted
+// order, until one refuses it.
+func walkStrings(v any, at string, match func(string) string) string {
+	switch v := v.(type) {
+	case string:
+		if why := match(v); why != "" {
+			return at + " " + why
+		}
+	case []any:
+		for i, item := range v {
+			if why := walkStrings(item, fmt.Sprintf("%s/%d", at, i), match); why != "" {
+				return why
+			}
+		}
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(v)) {
+			if why := walkStrings(v[k], at+"/"+escapePointer(k), match); why != "" {
+				return why
+			}
+		}
+	}
+	return ""
+}
+
+// escapePointer escapes one JSON Pointer token (RFC 6901).
+func escapePointer(tok string) string {
+	return strings.NewReplacer("~", "~0", "/", "~1").Replace(tok)
 }
 
 // matchTool reports whether the rule applies to the tool called name, and
@@ -171,23 +261,39 @@ func (r *rule) matchTool(name string) (string, bool) {
 	return "", false
 }
 
-// matchValue says why the argument value v is denied, or "". Prefixes
-// compare the cleaned path, so "a/../secrets/x" and "./secrets//x" are
-// under "secrets"; patterns see the value as written and cleaned, and
-// either denies.
-func (r *rule) matchValue(v string) string {
+// underPrefix says why the argument value v is denied by a path prefix,
+// or "". Prefixes compare the cleaned path, so "a/../secrets/x" and
+// "./secrets//x" are under "secrets".
+func (r *rule) underPrefix(v string) string {
 	clean := path.Clean(v)
 	for _, p := range r.prefixes {
 		if under(clean, p.clean) {
-			return fmt.Sprintf("%q is under %q", brief(v, 120), p.written)
-		}
-	}
-	for _, re := range r.patterns {
-		if re.MatchString(v) || (clean != v && re.MatchString(clean)) {
-			return fmt.Sprintf("%q matches %q", brief(v, 120), re.String())
+			return fmt.Sprintf("%q is under %q", r.quote(v), p.written)
 		}
 	}
 	return ""
+}
+
+// matchPattern says why the argument value v is denied by a pattern, or
+// "". Patterns see the value as written and cleaned (as a path), and
+// either denies.
+func (r *rule) matchPattern(v string) string {
+	clean := path.Clean(v)
+	for _, re := range r.patterns {
+		if re.MatchString(v) || (clean != v && re.MatchString(clean)) {
+			return fmt.Sprintf("%q matches %q", r.quote(v), re.String())
+		}
+	}
+	return ""
+}
+
+// quote is v for a reason: credentials replaced by their markers, then cut
+// short.
+func (r *rule) quote(v string) string {
+	if r.scan != nil {
+		v, _ = r.scan.Redact(v)
+	}
+	return brief(v, 120)
 }
 
 // under reports whether the cleaned path p is prefix or inside it. Whole
@@ -211,30 +317,6 @@ func (r *rule) deny(what string) string {
 		return fmt.Sprintf("denied by safety rule %q: %s", r.name, what)
 	}
 	return fmt.Sprintf("denied by safety rule %q: %s (%s)", r.name, r.reason, what)
-}
-
-// stringsIn returns the strings an argument holds: itself if it is a
-// string, its string items if it is an array (a list of paths); nothing
-// otherwise.
-func stringsIn(raw json.RawMessage) []string {
-	if len(raw) == 0 {
-		return nil
-	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return []string{s}
-	}
-	var items []json.RawMessage
-	if json.Unmarshal(raw, &items) != nil {
-		return nil
-	}
-	var out []string
-	for _, it := range items {
-		if json.Unmarshal(it, &s) == nil {
-			out = append(out, s)
-		}
-	}
-	return out
 }
 
 // brief shortens s to at most n runes for a message, marking the cut.

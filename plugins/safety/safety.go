@@ -1,15 +1,45 @@
 // Command safety is a plugkit policy plugin: it turns rules written in the
-// deployment file into guards that deny tool calls, and can ask before any
-// destructive tool runs. It is meant to be marked critical, so that while it
-// is not running every call is denied rather than let through unchecked.
+// deployment file into guards that deny tool calls, keeps credentials out of
+// arguments and results, and can ask before any destructive tool runs. It
+// is meant to be marked critical, so that while it is not running every
+// call is denied rather than let through unchecked.
 //
 // Each deny rule becomes one stage-2 guard, registered in file order: a
 // guard can only deny, so no rule can let through a call another plugin
 // refused, and when several rules deny a call the reason reported is that
-// of the first in file order. A rule applies to the tools it names (every tool when it
-// names none); within those it denies when an inspected argument is under
-// one of its path prefixes or matches one of its regular expressions, or
-// outright when it has neither.
+// of the first in file order. A rule applies to the tools it names (every
+// tool when it names none); within those it denies when an inspected
+// argument is under one of its path prefixes or matches one of its regular
+// expressions, or outright when it has neither. path_prefix inspects the
+// path argument and pattern every argument, unless arguments names the ones
+// to inspect; either way every string inside an inspected argument counts,
+// nested in objects and arrays too.
+//
+// The secrets block finds credentials with the rules of gitleaks' default
+// configuration (package secrets): private key blocks, AWS, GitHub, GitLab,
+// Slack, Google and Stripe credentials, JWTs, and key = value assignments of
+// high entropy, in every string of a call's arguments or a tool's result.
+//
+//   - arguments = "deny" (the default) is a stage-2 guard, registered
+//     before the deny rules, so no stage-1 listener can let a credential
+//     through; with ask_destructive on, stage 1 denies too, so that nobody is
+//     asked about a call the guard will deny. "ask" asks the approver
+//     instead; only stage 1 can ask, so it is a stage-1 filter (one question
+//     when the tool is destructive as well), and, unlike deny, a stage-1
+//     listener registered before it by another plugin could allow the call
+//     without asking. "off" checks nothing.
+//   - results = "redact" (the default) is a stage-4 filter that replaces
+//     each credential in the result's strings, at any depth, with
+//     "[redacted: KIND]", every other byte kept as the tool wrote it. "block"
+//     makes the result BLOCKED, naming the kinds. A tool error whose message
+//     carries a credential is BLOCKED in both (a replacement cannot change
+//     an error). "off" checks nothing.
+//   - allow lists known fakes and fixtures, as written, that are not to be
+//     found.
+//
+// No reason, question or feedback quotes a credential: they name its kind
+// and the argument it is in, and a deny rule's reason or an Ask quoting
+// arguments shows the credential's marker instead.
 //
 // ask_destructive adds a stage-1 filter that Asks the current approver
 // before every tool whose descriptor says destructive, whoever registered
@@ -24,13 +54,18 @@
 //	  config {
 //	    deny "no-secrets" {
 //	      tools       = ["read_file", "write_file"] # optional: tool-name globs (path.Match); default every tool
-//	      arguments   = ["path"]                    # optional: string arguments to inspect; default ["path"]
+//	      arguments   = ["path"]                    # optional: arguments to inspect; default path for path_prefix, all for pattern
 //	      path_prefix = ["secrets/", "/etc"]        # deny when a cleaned argument is under one
 //	      pattern     = ["(?i)password"]            # deny when an argument matches a Go regexp
 //	      reason      = "secrets are off limits"    # optional
 //	    }
 //	    deny "no-shell" { tools = ["shell*"] }      # tools only: deny those tools outright
 //	    ask_destructive = true
+//	    secrets {
+//	      arguments = "deny"                        # deny | ask | off (default deny)
+//	      results   = "redact"                      # redact | block | off (default redact)
+//	      allow     = ["AKIAIOSFODNN7EXAMPLE"]      # optional: known fakes, as written
+//	    }
 //	  }
 //	}
 package main
@@ -55,8 +90,17 @@ const (
 // the host report a bad rule at its line when it validates the deployment.
 // TestSchemaMatchesConfig keeps the two in step.
 type Config struct {
-	Deny           []Rule `json:"deny,omitempty"`
-	AskDestructive bool   `json:"ask_destructive,omitempty"`
+	Deny           []Rule    `json:"deny,omitempty"`
+	AskDestructive bool      `json:"ask_destructive,omitempty"`
+	Secrets        []Secrets `json:"secrets,omitempty"`
+}
+
+// Secrets is the secrets block (at most one: the host hands every block as
+// an array).
+type Secrets struct {
+	Arguments string   `json:"arguments,omitempty"`
+	Results   string   `json:"results,omitempty"`
+	Allow     []string `json:"allow,omitempty"`
 }
 
 // Rule is one deny block.
@@ -100,7 +144,7 @@ const configSchema = `{
           },
           "arguments": {
             "type": "array", "minItems": 1,
-            "description": "The arguments whose string values (or arrays of strings) are inspected; [\"path\"] when absent.",
+            "description": "The arguments inspected (every string inside each, nested too); path for path_prefix and every argument for pattern when absent.",
             "items": {"type": "string", "minLength": 1}
           },
           "path_prefix": {
@@ -128,6 +172,24 @@ const configSchema = `{
     "ask_destructive": {
       "type": "boolean",
       "description": "Ask the approver before every call of a tool whose descriptor says destructive."
+    },
+    "secrets": {
+      "description": "Credentials in arguments and results: one block.",
+      "type": "array",
+      "maxItems": 1,
+      "items": {
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {
+          "arguments": {"enum": ["deny", "ask", "off"], "description": "A call whose arguments carry a credential: denied by a guard (deny, the default), asked about in stage 1 (ask), or let through (off)."},
+          "results": {"enum": ["redact", "block", "off"], "description": "A result that carries a credential: each credential replaced by [redacted: KIND] (redact, the default), BLOCKED (block), or let through (off)."},
+          "allow": {
+            "type": "array",
+            "description": "Credentials that are not to be found (known fakes, test fixtures), as written.",
+            "items": {"type": "string", "minLength": 1}
+          }
+        }
+      }
     }
   }
 }`
@@ -156,6 +218,11 @@ func apply(ctx context.Context, p *sdk.Context, cfg Config) error {
 	}
 	if pol.ask != nil {
 		if _, err := p.OnPreExecute(ctx, *pol.ask); err != nil {
+			return err
+		}
+	}
+	if pol.review != nil {
+		if _, err := p.OnPostExecute(ctx, *pol.review); err != nil {
 			return err
 		}
 	}

@@ -86,7 +86,9 @@ type frame struct {
 }
 
 // walkStrings calls visit with each string literal of raw (quotes
-// included), its offset, and a function that returns its JSON Pointer.
+// included), its offset, and a function that returns its JSON Pointer. It
+// relies on raw being valid JSON, and only notices the errors that would
+// make it miss a string (an unterminated string, unbalanced brackets).
 func walkStrings(raw []byte, visit func(lit []byte, at int, ptr func() string) error) error {
 	var stack []frame
 	for i := 0; i < len(raw); i++ {
@@ -136,6 +138,9 @@ func walkStrings(raw []byte, visit func(lit []byte, at int, ptr func() string) e
 			}
 			i = end - 1
 		}
+	}
+	if len(stack) > 0 {
+		return errors.New("invalid JSON: an object or array is not closed")
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package secrets
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -12,6 +13,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/plugkit-go/plugkit/plugins/safety/secrets/fake"
 )
 
 // kindCase is one fake credential and the kind it must be found as.
@@ -20,24 +23,24 @@ type kindCase struct {
 }
 
 func kindCases(t testing.TB) []kindCase {
-	f := newFakes(1)
+	f := fake.New(1)
 	return []kindCase{
-		{"RSA private key", "private-key", rsaKey(t)},
-		{"EC private key", "private-key", ecKey(t)},
-		{"OpenSSH private key", "private-key", f.armoured("OPENSSH PRIVATE KEY", 400, "")},
-		{"PGP private key", "private-key", f.armoured("PGP PRIVATE KEY BLOCK", 600, "Version: Fake 1.0\n\n")},
-		{"encrypted PKCS#8 key", "private-key", f.armoured("ENCRYPTED PRIVATE KEY", 300, "")},
-		{"AWS access key", "aws-access-key", f.awsAccessKey()},
-		{"GitHub PAT", "github-token", f.githubToken("ghp_")},
-		{"GitHub OAuth token", "github-token", f.githubToken("gho_")},
-		{"GitHub app token", "github-token", f.githubToken("ghs_")},
-		{"GitHub fine-grained PAT", "github-token", f.githubFineGrained()},
-		{"GitLab PAT", "gitlab-token", f.gitlabToken()},
-		{"Slack bot token", "slack-token", f.slackBotToken()},
-		{"Slack user token", "slack-token", f.slackUserToken()},
-		{"Google API key", "google-api-key", f.googleAPIKey()},
-		{"Stripe key", "stripe-key", f.stripeKey()},
-		{"JWT", "jwt", f.jwt()},
+		{"RSA private key", "private-key", fake.RSAKey(t)},
+		{"EC private key", "private-key", fake.ECKey(t)},
+		{"OpenSSH private key", "private-key", f.Armoured("OPENSSH PRIVATE KEY", 400, "")},
+		{"PGP private key", "private-key", f.Armoured("PGP PRIVATE KEY BLOCK", 600, "Version: Fake 1.0\n\n")},
+		{"encrypted PKCS#8 key", "private-key", f.Armoured("ENCRYPTED PRIVATE KEY", 300, "")},
+		{"AWS access key", "aws-access-key", f.AWSAccessKey()},
+		{"GitHub PAT", "github-token", f.GitHubToken("ghp_")},
+		{"GitHub OAuth token", "github-token", f.GitHubToken("gho_")},
+		{"GitHub app token", "github-token", f.GitHubToken("ghs_")},
+		{"GitHub fine-grained PAT", "github-token", f.GitHubFineGrained()},
+		{"GitLab PAT", "gitlab-token", f.GitLabToken()},
+		{"Slack bot token", "slack-token", f.SlackBotToken()},
+		{"Slack user token", "slack-token", f.SlackUserToken()},
+		{"Google API key", "google-api-key", f.GoogleAPIKey()},
+		{"Stripe key", "stripe-key", f.StripeKey()},
+		{"JWT", "jwt", f.JWT()},
 	}
 }
 
@@ -70,13 +73,13 @@ func TestFindEachKind(t *testing.T) {
 }
 
 func TestFindAssignments(t *testing.T) {
-	f := newFakes(2)
-	aws, generic := f.awsSecretKey(), f.genericValue()
+	f := fake.New(2)
+	aws, generic := f.AWSSecretKey(), f.GenericValue()
 	s := New(nil)
 	for _, tc := range []struct {
 		name, text, kind, secret string
 	}{
-		{"credentials file", "[default]\naws_access_key_id = AKIA" + f.pick(base32, 16) + "\naws_secret_access_key = " + aws + "\n", "aws-secret-key", aws},
+		{"credentials file", "[default]\naws_access_key_id = AKIA" + f.Pick(fake.Base32, 16) + "\naws_secret_access_key = " + aws + "\n", "aws-secret-key", aws},
 		{"environment", "AWS_SECRET_ACCESS_KEY=" + aws, "aws-secret-key", aws},
 		{"JSON", `{"AwsSecretKey": "` + aws + `"}`, "aws-secret-key", aws},
 		{"password =", `db_password = "` + generic + `"`, "generic-secret", generic},
@@ -129,7 +132,8 @@ func TestNotSecrets(t *testing.T) {
 // holds a credential, so nothing may be found.
 func TestFalsePositiveCorpus(t *testing.T) {
 	root := filepath.Join("..", "..", "..")
-	s := New(nil)
+	// The docs use AWS's published example key id, as an allow list entry.
+	s := New([]string{"AKIAIOSFODNN7EXAMPLE"})
 	files, size := 0, 0
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -156,6 +160,9 @@ func TestFalsePositiveCorpus(t *testing.T) {
 		b, err := os.ReadFile(p)
 		if err != nil {
 			return err
+		}
+		if bytes.IndexByte(b, 0) >= 0 {
+			return nil // a binary built in the tree
 		}
 		files++
 		size += len(b)
@@ -187,8 +194,8 @@ func TestFalsePositiveCorpus(t *testing.T) {
 }
 
 func TestAllow(t *testing.T) {
-	f := newFakes(3)
-	allowed, other := f.awsAccessKey(), f.awsAccessKey()
+	f := fake.New(3)
+	allowed, other := f.AWSAccessKey(), f.AWSAccessKey()
 	s := New([]string{allowed})
 	got := s.Find(allowed + " " + other)
 	want := []Finding{{Kind: "aws-access-key", Start: len(allowed) + 1, End: len(allowed) + 1 + len(other)}}
@@ -204,12 +211,12 @@ func TestAllow(t *testing.T) {
 }
 
 func TestBase64(t *testing.T) {
-	f := newFakes(4)
-	key := f.awsAccessKey()
+	f := fake.New(4)
+	key := f.AWSAccessKey()
 	for _, tc := range []struct{ name, text string }{
 		{"std", base64.StdEncoding.EncodeToString([]byte("aws key " + key + "\n"))},
 		{"url", base64.RawURLEncoding.EncodeToString([]byte("{\"k\":\"" + key + "\"}"))},
-		{"a kubernetes secret", "data:\n  token: " + base64.StdEncoding.EncodeToString([]byte(f.githubToken("ghp_")))},
+		{"a kubernetes secret", "data:\n  token: " + base64.StdEncoding.EncodeToString([]byte(f.GitHubToken("ghp_")))},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := New(nil).Find(tc.text)
@@ -227,9 +234,9 @@ func TestBase64(t *testing.T) {
 }
 
 func TestRedact(t *testing.T) {
-	f := newFakes(5)
-	key, tok := f.awsAccessKey(), f.githubToken("ghp_")
-	pemKey := rsaKey(t)
+	f := fake.New(5)
+	key, tok := f.AWSAccessKey(), f.GitHubToken("ghp_")
+	pemKey := fake.RSAKey(t)
 	text := "id " + key + "\ntoken " + tok + "\n" + pemKey + "end\n"
 	got, kinds := New(nil).Redact(text)
 	want := "id [redacted: aws-access-key]\ntoken [redacted: github-token]\n[redacted: private-key]\nend\n"
@@ -245,8 +252,8 @@ func TestRedact(t *testing.T) {
 }
 
 func TestFindJSON(t *testing.T) {
-	f := newFakes(6)
-	key, tok, slack := f.awsAccessKey(), f.githubToken("ghp_"), f.slackBotToken()
+	f := fake.New(6)
+	key, tok, slack := f.AWSAccessKey(), f.GitHubToken("ghp_"), f.SlackBotToken()
 	args := map[string]any{
 		"path": "notes.md",
 		"meta": map[string]any{"tags": []any{"a", 1, true, nil, "k=" + key}},
@@ -274,9 +281,9 @@ func TestFindJSON(t *testing.T) {
 // the value with the marker where the credential was equals the original
 // with the credential cut out, byte for byte, escapes and spacing kept.
 func TestRedactJSON(t *testing.T) {
-	f := newFakes(7)
-	key, jwt := f.awsAccessKey(), f.jwt()
-	pemKey := ecKey(t)
+	f := fake.New(7)
+	key, jwt := f.AWSAccessKey(), f.JWT()
+	pemKey := fake.ECKey(t)
 	pemJSON, _ := json.Marshal(pemKey)
 	for _, tc := range []struct{ name, raw, want string }{
 		{"a top-level string", `"` + key + `"`, `"[redacted: aws-access-key]"`},
