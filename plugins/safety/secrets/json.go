@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // Hit is a credential found in a JSON value.
@@ -191,19 +192,25 @@ func decodeLiteral(lit []byte) (text string, rawAt func(int) int, err error) {
 		return "", nil, errors.New("invalid JSON string")
 	}
 	body := lit[1 : len(lit)-1]
-	if !strings.ContainsRune(string(body), '\\') {
+	escapes := bytes.Count(body, []byte{'\\'})
+	if escapes == 0 {
 		return string(body), func(i int) int { return i + 1 }, nil
 	}
 	dec := make([]byte, 0, len(body))
 	// marks holds, for each escape, the decoded offset it starts at and its
 	// offset in lit; between two escapes both advance together.
 	type mark struct{ dec, raw int }
-	marks := []mark{{0, 1}}
+	marks := make([]mark, 1, 2*escapes+1)
+	marks[0] = mark{0, 1}
 	for i := 0; i < len(body); {
-		c := body[i]
-		if c != '\\' {
-			dec = append(dec, c)
-			i++
+		if body[i] != '\\' {
+			// Copy the run up to the next escape at once.
+			j := bytes.IndexByte(body[i:], '\\')
+			if j < 0 {
+				j = len(body) - i
+			}
+			dec = append(dec, body[i:i+j]...)
+			i += j
 			continue
 		}
 		if i+1 >= len(body) {
@@ -264,7 +271,8 @@ func decodeLiteral(lit []byte) (text string, rawAt func(int) int, err error) {
 		}
 		return m.raw + (d - m.dec)
 	}
-	return string(dec), rawAt, nil
+	// dec is not written again: the string may share its memory.
+	return unsafe.String(unsafe.SliceData(dec), len(dec)), rawAt, nil
 }
 
 func hex4(b []byte, i int) (uint16, bool) {

@@ -318,10 +318,15 @@ func (s *Scanner) inBase64(run string) string {
 	return ""
 }
 
-func isBase64Byte(c byte) bool {
-	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
-		c == '+' || c == '/' || c == '=' || c == '-' || c == '_'
-}
+func isBase64Byte(c byte) bool { return base64Bytes[c] }
+
+// base64Bytes marks the bytes of both base64 alphabets and the padding.
+var base64Bytes = func() (t [256]bool) {
+	for _, c := range []byte("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=-_") {
+		t[c] = true
+	}
+	return t
+}()
 
 // mostlyPrintable reports whether b reads as text: binary that happens to
 // decode (a hash, a compressed blob) is not scanned.
