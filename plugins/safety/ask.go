@@ -48,10 +48,10 @@ func preExecute(askDestructive bool, sp *secretsPolicy, scan *secrets.Scanner) f
 	}
 }
 
-// briefArguments renders arguments for a question a person reads: each
-// value cut to a short length (a file's whole content would drown the path
-// next to it), the whole cut again, credentials replaced by their markers, keys sorted so that the same call
-// always reads the same.
+// briefArguments renders arguments for a question a person reads:
+// credentials replaced by their markers, each value cut to a short length
+// (a file's whole content would drown the path next to it), the whole cut
+// again, keys sorted so that the same call always reads the same.
 func briefArguments(scan *secrets.Scanner, raw json.RawMessage) string {
 	const perValue, total = 80, 400
 	raw, _, err := scan.RedactJSON(raw)
