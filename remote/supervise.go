@@ -37,6 +37,7 @@ type managed struct {
 	restarts    int
 	lastExit    string
 	lastStderr  []string // the stderr tail of the process that last crashed
+	lastStart   error    // why the last start failed; nil once a process crashed after starting
 
 	stops sync.WaitGroup // processes being stopped (endProcess)
 }
@@ -49,26 +50,14 @@ var errGaveUp = errors.New("restart budget exhausted")
 func (p *plan) apply(ctx context.Context, s *kernel.Scope) error {
 	mp := p.mp
 	in := p.takeFirst()
-	mp.mu.Lock()
-	wait, gaveUp := mp.backoffLocked()
-	mp.mu.Unlock()
-	if gaveUp {
-		return fmt.Errorf("%w: %d crashes within %s; last: %s", errGaveUp, len(mp.crashes), mp.spec.Restart.Window, mp.lastExit)
-	}
 	if in == nil {
-		if wait > 0 {
-			t := time.NewTimer(wait)
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
-				return ctx.Err()
-			}
-		}
 		var err error
-		if in, err = mp.m.launch(ctx, p.spec); err != nil {
+		if in, err = mp.relaunch(ctx, p.spec); err != nil {
 			return err
 		}
+	} else if err := mp.budgetSpent(); err != nil {
+		in.stop()
+		return err
 	}
 	in.scope = s
 	if p.spec.Critical {
@@ -97,6 +86,81 @@ func (p *plan) apply(ctx context.Context, s *kernel.Scope) error {
 		return errors.New(resp.GetError())
 	}
 	return nil
+}
+
+// relaunch starts a new process for a version whose first process is gone
+// (a crash restart, or a rebuild after a service it injects came back),
+// after the restart policy's backoff. A start that fails counts as a crash
+// and is tried again under the same policy: a failure the host can recover
+// from (too many open files while it is under attack, a binary being
+// replaced) must not leave the plugin FAILED for good. The loop ends when a
+// process starts, the budget is spent, or ctx ends (an unload or a reload).
+func (mp *managed) relaunch(ctx context.Context, spec Spec) (*instance, error) {
+	for {
+		mp.mu.Lock()
+		wait, gaveUp := mp.backoffLocked()
+		mp.mu.Unlock()
+		if gaveUp {
+			return nil, mp.gaveUpErr()
+		}
+		if wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return nil, ctx.Err()
+			}
+		}
+		in, err := mp.m.launch(ctx, spec)
+		if err == nil {
+			return in, nil
+		}
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		mp.startFailed(err)
+	}
+}
+
+// startFailed records a start that failed during a restart as a crash.
+func (mp *managed) startFailed(err error) {
+	mp.mu.Lock()
+	mp.crashes = append(mp.crashes, time.Now())
+	mp.restarts++
+	mp.lastStart = err
+	var e *exitError
+	if errors.As(err, &e) {
+		mp.lastExit, mp.lastStderr = e.summary(), slices.Clone(e.stderr)
+	} else {
+		mp.lastExit, mp.lastStderr = "no process started: "+err.Error(), nil
+	}
+	mp.mu.Unlock()
+	mp.m.log.Named(mp.spec.Name).Error("plugin process did not start; trying again under its restart policy", "error", err)
+	mp.markAbsent("plugin " + mp.spec.Name + " is restarting: its last start failed: " + err.Error())
+}
+
+// budgetSpent is the error of a plugin whose restart budget is spent, or nil.
+func (mp *managed) budgetSpent() error {
+	mp.mu.Lock()
+	_, gaveUp := mp.backoffLocked()
+	mp.mu.Unlock()
+	if gaveUp {
+		return mp.gaveUpErr()
+	}
+	return nil
+}
+
+// gaveUpErr says that the restart budget is spent and why the last attempt
+// failed; a start that failed is wrapped, so that Status can show how its
+// process ended.
+func (mp *managed) gaveUpErr() error {
+	mp.mu.Lock()
+	defer mp.mu.Unlock()
+	if mp.lastStart != nil {
+		return fmt.Errorf("%w: %d crashes within %s; last: %w", errGaveUp, len(mp.crashes), mp.spec.Restart.Window, mp.lastStart)
+	}
+	return fmt.Errorf("%w: %d crashes within %s; last: %s", errGaveUp, len(mp.crashes), mp.spec.Restart.Window, mp.lastExit)
 }
 
 // backoffLocked says how long to wait before the next start and whether the
@@ -145,6 +209,7 @@ func (mp *managed) watch(in *instance) {
 	}
 	mp.crashes = append(mp.crashes, time.Now())
 	mp.restarts++
+	mp.lastStart = nil
 	mp.lastExit = "process " + strconv.Itoa(in.pid) + " exited unexpectedly: " + in.exitReason()
 	mp.lastStderr = in.stderr.Lines()
 	cause := errors.New(mp.lastExit)
