@@ -36,9 +36,9 @@ type Controls struct {
 }
 
 // Limits of the admin API where Controls leaves them zero: the host's own
-// commands need few connections; a request body may be as large as a
-// message to a plugin.
-const maxConns = 32
+// commands need few connections at once (idle ones are closed for new
+// ones); a request body may be as large as a message to a plugin.
+const maxConns = 64
 
 // Server serves the admin API.
 type Server struct {
@@ -138,7 +138,7 @@ func checkFolder(dir string) error {
 // Serve serves on ln until Shutdown, at most Limits.MaxConns connections
 // at once.
 func (s *Server) Serve(ln net.Listener) error {
-	err := s.srv.Serve(s.lim.Listener(ln))
+	err := s.srv.Serve(s.lim.Listener(s.srv, ln))
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}

@@ -233,7 +233,7 @@ func Listen(addr string) (net.Listener, error) {
 // once, and bounds the time a client may take to send a request.
 func (s *Server) Serve(ln net.Listener) error {
 	srv := s.opts.Limits.Server(s.Handler())
-	ln = s.opts.Limits.Listener(ln)
+	ln = s.opts.Limits.Listener(srv, ln)
 	s.smu.Lock()
 	if s.closed {
 		s.smu.Unlock()

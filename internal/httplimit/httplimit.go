@@ -18,16 +18,15 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync"
 	"time"
-
-	"golang.org/x/net/netutil"
 )
 
 // Limits bound one server. A zero field takes its default.
 type Limits struct {
 	// MaxConns is how many connections are served at once; more wait, not
 	// yet accepted, in the kernel's backlog (they hold no descriptor of
-	// the host's). Default 64.
+	// the host's), unless an idle one can be closed for them. Default 64.
 	MaxConns int
 	// HeaderTimeout bounds the time from a connection's accept (or the end
 	// of its previous request) to the end of a request's headers. Default 10s.
@@ -94,9 +93,111 @@ func (l Limits) Server(h http.Handler) *http.Server {
 	}
 }
 
-// Listener caps ln at MaxConns connections served at once.
-func (l Limits) Listener(ln net.Listener) net.Listener {
-	return netutil.LimitListener(ln, l.withDefaults().MaxConns)
+// Listener caps ln at MaxConns connections served at once by srv. When it
+// is full, the connection of srv idle longest (a keep-alive connection
+// between requests) is closed to make room; when none is idle, a new
+// connection waits, not yet accepted, until one closes. It sets
+// srv.ConnState to follow which connections are idle.
+func (l Limits) Listener(srv *http.Server, ln net.Listener) net.Listener {
+	c := &capped{Listener: ln, max: l.withDefaults().MaxConns, idle: map[*cappedConn]time.Time{}}
+	c.cond = sync.NewCond(&c.mu)
+	srv.ConnState = c.state
+	return c
+}
+
+// capped is Listener's listener.
+type capped struct {
+	net.Listener
+	max int
+
+	mu     sync.Mutex
+	cond   *sync.Cond // signalled when a connection closes or turns idle
+	open   int
+	idle   map[*cappedConn]time.Time // since when
+	closed bool
+}
+
+func (c *capped) Accept() (net.Conn, error) {
+	c.mu.Lock()
+	for c.open >= c.max && !c.closed {
+		if oldest := c.oldestIdleLocked(); oldest != nil {
+			delete(c.idle, oldest)
+			c.mu.Unlock()
+			oldest.Close()
+			c.mu.Lock()
+			continue
+		}
+		c.cond.Wait()
+	}
+	if c.closed {
+		c.mu.Unlock()
+		return nil, net.ErrClosed
+	}
+	c.open++
+	c.mu.Unlock()
+	conn, err := c.Listener.Accept()
+	if err != nil {
+		c.mu.Lock()
+		c.open--
+		c.cond.Broadcast()
+		c.mu.Unlock()
+		return nil, err
+	}
+	return &cappedConn{Conn: conn, l: c}, nil
+}
+
+func (c *capped) oldestIdleLocked() *cappedConn {
+	var oldest *cappedConn
+	var since time.Time
+	for conn, t := range c.idle {
+		if oldest == nil || t.Before(since) {
+			oldest, since = conn, t
+		}
+	}
+	return oldest
+}
+
+func (c *capped) Close() error {
+	err := c.Listener.Close()
+	c.mu.Lock()
+	c.closed = true
+	c.cond.Broadcast()
+	c.mu.Unlock()
+	return err
+}
+
+// state follows srv's connections: only an idle one may be closed to make
+// room.
+func (c *capped) state(conn net.Conn, st http.ConnState) {
+	cc, ok := conn.(*cappedConn)
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st == http.StateIdle {
+		c.idle[cc] = time.Now()
+		c.cond.Broadcast()
+	} else {
+		delete(c.idle, cc)
+	}
+}
+
+type cappedConn struct {
+	net.Conn
+	l    *capped
+	once sync.Once
+}
+
+func (cc *cappedConn) Close() error {
+	cc.once.Do(func() {
+		cc.l.mu.Lock()
+		cc.l.open--
+		delete(cc.l.idle, cc)
+		cc.l.cond.Broadcast()
+		cc.l.mu.Unlock()
+	})
+	return cc.Conn.Close()
 }
 
 // Body reads a request's whole body before next runs, within BodyTimeout

@@ -65,9 +65,9 @@ func serve(t *testing.T, lim httplimit.Limits) (string, *counting, *atomic.Int64
 		b, _ := io.ReadAll(r.Body)
 		fmt.Fprintf(w, "got %d bytes", len(b))
 	}))
-	c := &counting{Listener: lim.Listener(ln)}
+	c := &counting{Listener: ln}
 	done := make(chan struct{})
-	go func() { defer close(done); _ = srv.Serve(c) }()
+	go func() { defer close(done); _ = srv.Serve(lim.Listener(srv, c)) }()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -235,7 +235,7 @@ func TestStreamOutlivesBodyTimeout(t *testing.T) {
 		}
 	}))
 	done := make(chan struct{})
-	go func() { defer close(done); _ = srv.Serve(lim.Listener(ln)) }()
+	go func() { defer close(done); _ = srv.Serve(lim.Listener(srv, ln)) }()
 	defer func() { srv.Close(); <-done }()
 
 	client := &http.Client{Transport: &http.Transport{}}
@@ -254,5 +254,34 @@ func TestStreamOutlivesBodyTimeout(t *testing.T) {
 	close(release)
 	if line, _ := rd.ReadString('\n'); line != "second\n" {
 		t.Errorf("second line %q: the stream was cut once the body timeout passed", line)
+	}
+}
+
+// TestIdleConnsMakeRoom fills the connection cap with clients that keep
+// their connection open between requests: a new client is served at once,
+// the connection idle longest being closed for it, rather than waiting for
+// the idle timeout.
+func TestIdleConnsMakeRoom(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	const maxConns = 2
+	lim := httplimit.Limits{MaxConns: maxConns, IdleTimeout: 5 * time.Minute}
+	addr, c, _ := serve(t, lim)
+	var clients []*http.Client
+	for i := range maxConns + 3 {
+		// Its own transport: its own kept-alive connection.
+		client := &http.Client{Transport: &http.Transport{}, Timeout: 30 * time.Second}
+		defer client.CloseIdleConnections()
+		clients = append(clients, client)
+		if code, body := post(t, client, addr, strings.Repeat("x", i)); code != http.StatusOK || body != fmt.Sprintf("got %d bytes", i) {
+			t.Fatalf("client %d: %d %q", i, code, body)
+		}
+	}
+	if p := c.peak.Load(); p > maxConns {
+		t.Errorf("the server held %d connections at once, over its cap of %d", p, maxConns)
+	}
+	// The first clients' connections were closed for the later ones; they
+	// connect again.
+	if code, _ := post(t, clients[0], addr, "again"); code != http.StatusOK {
+		t.Errorf("the first client again: %d", code)
 	}
 }
