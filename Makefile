@@ -5,7 +5,7 @@ PLUGINS := index search files safety audit mcp
 BENCH   ?= .
 COUNT   ?= 1
 
-.PHONY: all build plugins run test bench proto vet clean
+.PHONY: all build plugins run test attack bench proto vet clean
 
 all: build
 
@@ -27,6 +27,11 @@ run: build
 test:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 30m ./...
+
+# Re-runs the attack scenarios (tests named TestAttack...): bounded,
+# loopback only, each stops by itself.
+attack:
+	$(GO) test -race -count=1 -run Attack ./...
 
 bench:
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count $(COUNT) ./...

@@ -19,12 +19,22 @@ type Client struct {
 	http   *http.Client
 }
 
-// NewClient returns a client of the host serving socket.
+// NewClient returns a client of the host serving socket. Before it sends
+// anything on a connection it checks that the process at the other end runs
+// as this user (SO_PEERCRED), and refuses one that does not (PeerError).
 func NewClient(socket string) *Client {
 	tr := &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
-			return d.DialContext(ctx, "unix", socket)
+			c, err := d.DialContext(ctx, "unix", socket)
+			if err != nil {
+				return nil, err
+			}
+			if err := checkPeer(c, socket); err != nil {
+				c.Close()
+				return nil, err
+			}
+			return c, nil
 		},
 	}
 	return &Client{socket: socket, http: &http.Client{Transport: tr}}
@@ -41,6 +51,21 @@ func (e *ConnectError) Error() string {
 }
 
 func (e *ConnectError) Unwrap() error { return e.Err }
+
+// PeerError says the admin socket is served by another user's process: it
+// may have been put in place of the host's, so nothing was sent to it.
+type PeerError struct {
+	Socket string
+	UID    int // the user serving the socket
+	PID    int // the process serving it
+	Me     int // this user
+}
+
+func (e *PeerError) Error() string {
+	return fmt.Sprintf("admin socket %s is served by process %d of uid %d, not by you (uid %d): nothing was sent to it; "+
+		"another user may have replaced the socket; stop that process, remove the socket, and keep its folder writable only by you",
+		e.Socket, e.PID, e.UID, e.Me)
+}
 
 func (c *Client) do(ctx context.Context, method, path string, body any) (*http.Response, error) {
 	var rd *bytes.Reader
@@ -60,6 +85,9 @@ func (c *Client) do(ctx context.Context, method, path string, body any) (*http.R
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := c.http.Do(req)
 	if err != nil {
+		if pe := (*PeerError)(nil); errors.As(err, &pe) {
+			return nil, pe
+		}
 		return nil, &ConnectError{Socket: c.socket, Err: err}
 	}
 	if resp.StatusCode != http.StatusOK {

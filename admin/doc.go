@@ -13,4 +13,13 @@
 // {"question": {...}} events, when an approver asks and the client said it
 // can answer, then one {"result": {...}}. The client answers a question with
 // POST /v1/answer {"id", "approved"} while the call waits.
+//
+// Who may talk to whom: Listen refuses a socket folder that another user
+// owns or that its group or others can write to (they could put their own
+// socket in its place), and the Client refuses a socket served by a process
+// of another user (SO_PEERCRED) before sending anything (PeerError).
+//
+// Limits (internal/httplimit): a capped number of connections, a request's
+// headers and body each within their time, a body at most the deployment's
+// max_message_bytes (larger is 413 with an error naming the limit).
 package admin

@@ -9,12 +9,16 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/plugkit-go/plugkit/host"
+	"github.com/plugkit-go/plugkit/internal/httplimit"
+	"github.com/plugkit-go/plugkit/shared/wire"
 )
 
 // Controls are what the admin API serves: the running host, and the run
@@ -26,13 +30,22 @@ type Controls struct {
 	// Stop asks the host to stop.
 	Stop    func()
 	Version string
+	// Limits bound the API's connections and requests; MaxBodyBytes is
+	// the deployment's max_message_bytes (NewServer's default when zero).
+	Limits httplimit.Limits
 }
+
+// Limits of the admin API where Controls leaves them zero: the host's own
+// commands need few connections at once (idle ones are closed for new
+// ones); a request body may be as large as a message to a plugin.
+const maxConns = 64
 
 // Server serves the admin API.
 type Server struct {
 	c   Controls
 	log hclog.Logger
 	srv *http.Server
+	lim httplimit.Limits
 
 	mu      sync.Mutex
 	waiting map[string]chan bool // question id → the call waiting for its answer
@@ -48,16 +61,38 @@ func NewServer(c Controls, log hclog.Logger) *Server {
 	mux.HandleFunc("POST /v1/answer", s.answer)
 	mux.HandleFunc("POST /v1/reload", s.reload)
 	mux.HandleFunc("POST /v1/stop", s.stop)
-	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	lim := c.Limits
+	if lim.MaxConns == 0 {
+		lim.MaxConns = maxConns
+	}
+	if lim.MaxBodyBytes == 0 {
+		lim.MaxBodyBytes = wire.DefaultMaxMessageBytes
+	}
+	limit := lim.MaxBodyBytes
+	lim.Refuse = func(w http.ResponseWriter, r *http.Request, code int, msg string) {
+		what := strings.TrimPrefix(r.URL.Path, "/v1/")
+		if code == http.StatusRequestEntityTooLarge {
+			msg += fmt.Sprintf(" (the host's max_message_bytes is %d)", limit)
+		}
+		writeJSON(w, code, Message{Error: what + ": refused: " + msg})
+	}
+	s.lim = lim
+	s.srv = lim.Server(mux)
 	return s
 }
 
 // Listen makes the owner-only Unix socket at path: its folder is created
 // 0700 if missing, a stale socket left by a host that died is removed, and
-// a socket a live host is serving is refused.
+// a socket a live host is serving is refused. A folder that another user
+// owns, or that group or others may write to, is refused: whoever can
+// write to it can replace the socket with one of their own.
 func Listen(path string) (net.Listener, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("admin socket folder: %w", err)
+	}
+	if err := checkFolder(dir); err != nil {
+		return nil, err
 	}
 	if _, err := os.Stat(path); err == nil {
 		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
@@ -79,9 +114,31 @@ func Listen(path string) (net.Listener, error) {
 	return ln, nil
 }
 
-// Serve serves on ln until Shutdown.
+// checkFolder refuses a socket folder that someone else could write to.
+func checkFolder(dir string) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("admin socket folder: %w", err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fmt.Errorf("admin socket folder %s: cannot tell who owns it", dir)
+	}
+	if me := os.Geteuid(); int(st.Uid) != me {
+		return fmt.Errorf("admin socket folder %s belongs to uid %d, not to you (uid %d): its owner could replace the socket; "+
+			"put admin_socket in a folder of your own (e.g. run/host.sock beside the deployment file)", dir, st.Uid, me)
+	}
+	if perm := fi.Mode().Perm(); perm&0o022 != 0 {
+		return fmt.Errorf("admin socket folder %s can be written by its group or by others (mode %04o): another user could replace the socket; "+
+			"run `chmod go-w %s`, or put admin_socket in a folder only you can write to", dir, perm, dir)
+	}
+	return nil
+}
+
+// Serve serves on ln until Shutdown, at most Limits.MaxConns connections
+// at once.
 func (s *Server) Serve(ln net.Listener) error {
-	err := s.srv.Serve(ln)
+	err := s.srv.Serve(s.lim.Listener(s.srv, ln))
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}

@@ -36,8 +36,13 @@ type Host struct {
 	StartTimeout    time.Duration
 	DrainTimeout    time.Duration
 	// MCP is the loopback host:port to serve MCP on; empty: not served.
-	MCP    string
-	Policy Policy
+	MCP string
+	// MCPMaxSessions caps the MCP HTTP sessions (one more closes the one
+	// idle longest); MCPIdleTimeout ends a session that sends no request
+	// for that long.
+	MCPMaxSessions int
+	MCPIdleTimeout time.Duration
+	Policy         Policy
 }
 
 // Policy selects the built-in call policies.
@@ -144,6 +149,8 @@ const (
 	defaultListenerTimeout = 30 * time.Second
 	defaultStartTimeout    = 30 * time.Second
 	defaultDrainTimeout    = 5 * time.Second
+	defaultMCPMaxSessions  = 64
+	defaultMCPIdleTimeout  = 5 * time.Minute
 	defaultRetryAttempts   = 3
 	defaultRetryBackoff    = 50 * time.Millisecond
 	defaultRetryMaxBackoff = time.Second

@@ -32,6 +32,8 @@
 //	  start_timeout     = "30s"             # default 30s
 //	  drain_timeout     = "5s"              # default 5s
 //	  mcp               = "127.0.0.1:8765"  # optional; a loopback host:port
+//	  mcp_max_sessions  = 64                # MCP HTTP sessions kept at once (default 64)
+//	  mcp_idle_timeout  = "5m"              # an MCP session with no request this long ends (default 5m)
 //	  policy {
 //	    timeout     = true                  # the timeout policy (default true)
 //	    concurrency = 16                    # global limit; 0 = none (default)

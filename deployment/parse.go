@@ -117,6 +117,8 @@ func (p *parser) host(hs *hostSyntax) Host {
 		ListenerTimeout: defaultListenerTimeout,
 		StartTimeout:    defaultStartTimeout,
 		DrainTimeout:    defaultDrainTimeout,
+		MCPMaxSessions:  defaultMCPMaxSessions,
+		MCPIdleTimeout:  defaultMCPIdleTimeout,
 		Policy:          Policy{Timeout: true},
 	}
 	h.AdminSocket, _ = p.resolve(defaultAdminSocket)
@@ -160,6 +162,8 @@ func (p *parser) host(hs *hostSyntax) Host {
 			h.MCP = *hs.MCP
 		}
 	}
+	h.MCPMaxSessions = p.count(body, "mcp_max_sessions", hs.MCPMaxSessions, 1, h.MCPMaxSessions)
+	h.MCPIdleTimeout = p.duration(body, "mcp_idle_timeout", hs.MCPIdleTimeout, h.MCPIdleTimeout)
 	if ps := hs.Policy; ps != nil {
 		p.names(ps.Body, ps, "the policy block")
 		if ps.Timeout != nil {

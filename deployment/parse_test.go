@@ -59,6 +59,8 @@ host {
   approval_timeout  = "2m"
   listener_timeout  = "1500ms"
   mcp               = "[::1]:8765"
+  mcp_max_sessions  = 8
+  mcp_idle_timeout  = "90s"
   policy {
     timeout     = false
     concurrency = 16
@@ -113,6 +115,8 @@ plugin "store" {
 		StartTimeout:    30 * time.Second,
 		DrainTimeout:    5 * time.Second,
 		MCP:             "[::1]:8765",
+		MCPMaxSessions:  8,
+		MCPIdleTimeout:  90 * time.Second,
 		Policy: Policy{
 			Timeout: false, Concurrency: 16, PerTool: 4,
 			Retry: &Retry{Attempts: 5, Backoff: 50 * time.Millisecond, MaxBackoff: time.Second},
@@ -147,11 +151,11 @@ plugin "store" {
 
 	t.Run("ranges", func(t *testing.T) {
 		idx := d.Plugins[0]
-		if idx.Range.Filename != path || idx.Range.Start.Line != 20 {
-			t.Errorf("Range = %s, want line 20 of the file", idx.Range)
+		if idx.Range.Filename != path || idx.Range.Start.Line != 22 {
+			t.Errorf("Range = %s, want line 22 of the file", idx.Range)
 		}
-		if idx.ConfigRange.Start.Line != 34 {
-			t.Errorf("ConfigRange = %s, want line 34", idx.ConfigRange)
+		if idx.ConfigRange.Start.Line != 36 {
+			t.Errorf("ConfigRange = %s, want line 36", idx.ConfigRange)
 		}
 		if st := d.Plugins[1]; st.ConfigRange != st.Range {
 			t.Errorf("without config block ConfigRange = %s, want the plugin block %s", st.ConfigRange, st.Range)
@@ -206,6 +210,8 @@ func TestParseDefaults(t *testing.T) {
 				ListenerTimeout: 30 * time.Second,
 				StartTimeout:    30 * time.Second,
 				DrainTimeout:    5 * time.Second,
+				MCPMaxSessions:  64,
+				MCPIdleTimeout:  5 * time.Minute,
 				Policy:          Policy{Timeout: true},
 			}
 			if !reflect.DeepEqual(d.Host, want) {

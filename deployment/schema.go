@@ -42,6 +42,8 @@ type hostSyntax struct {
 	StartTimeout    *string       `hcl:"start_timeout,optional"`
 	DrainTimeout    *string       `hcl:"drain_timeout,optional"`
 	MCP             *string       `hcl:"mcp,optional"`
+	MCPMaxSessions  *int          `hcl:"mcp_max_sessions,optional"`
+	MCPIdleTimeout  *string       `hcl:"mcp_idle_timeout,optional"`
 	Policy          *policySyntax `hcl:"policy,block"`
 
 	Body     hcl.Body  `hcl:",body"`

@@ -29,6 +29,13 @@
 // newer one gets an input-required result (SEP-2322) whose requestState
 // names the waiting call, and its retry carries the answer.
 //
+// Over streamable HTTP the server keeps at most Options.MaxSessions sessions
+// (the deployment's mcp_max_sessions): one more closes the session idle
+// longest, and is refused with 503 when every session is busy. A session
+// with no request for Options.SessionIdle (mcp_idle_timeout) ends. The HTTP
+// server caps its connections and bounds each request's time and size
+// (internal/httplimit).
+//
 // A Server is used in three steps:
 //
 //  1. New follows the host's registry and serves nothing yet.

@@ -56,6 +56,13 @@ type fixture struct {
 // newFixture starts a host with the test plugins and an MCP server over it.
 func newFixture(t testing.TB, approvalTimeout time.Duration) *fixture {
 	t.Helper()
+	return newFixtureWith(t, approvalTimeout, mcpserver.Options{})
+}
+
+// newFixtureWith is newFixture with the server's options (its version and
+// logger are the fixture's).
+func newFixtureWith(t testing.TB, approvalTimeout time.Duration, opts mcpserver.Options) *fixture {
+	t.Helper()
 	d := &deployment.Deployment{Host: deployment.Host{ApprovalTimeout: approvalTimeout, LogLevel: "warn"}}
 	log := hclog.New(&hclog.LoggerOptions{Name: "host", Level: hclog.Warn, Output: os.Stderr})
 	h, err := host.New(d, log)
@@ -69,7 +76,8 @@ func newFixture(t testing.TB, approvalTimeout time.Duration) *fixture {
 			t.Fatalf("load %s: %v", p.Name, err)
 		}
 	}
-	f.srv = mcpserver.New(h, mcpserver.Options{Version: "test", Logger: log.Named("mcp")})
+	opts.Version, opts.Logger = "test", log.Named("mcp")
+	f.srv = mcpserver.New(h, opts)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

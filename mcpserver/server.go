@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/plugkit-go/plugkit/host"
+	"github.com/plugkit-go/plugkit/internal/httplimit"
 	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/pipeline"
 )
@@ -26,10 +27,19 @@ const Path = "/mcp"
 // CallerPrefix names MCP sessions as callers: mcp#1, mcp#2, ...
 const CallerPrefix = "mcp"
 
-// sessionTimeout closes an HTTP session that has sent no request for this
-// long, so that a client that went away without saying so does not hold a
-// caller forever. Such a client starts a new session on its next request.
-const sessionTimeout = 30 * time.Minute
+// Defaults of the streamable HTTP limits (Options).
+const (
+	// DefaultMaxSessions is how many HTTP sessions are kept at once; one
+	// more closes the session idle longest.
+	DefaultMaxSessions = 64
+	// DefaultSessionIdle closes an HTTP session that has sent no request
+	// for this long, so that a client that went away without saying so
+	// does not hold a caller; it starts a new session on its next request.
+	DefaultSessionIdle = 5 * time.Minute
+	// DefaultMaxConns caps the connections served at once: a session may
+	// hold one for its event stream and one per request in flight.
+	DefaultMaxConns = 4 * DefaultMaxSessions
+)
 
 // Options configure a Server.
 type Options struct {
@@ -38,13 +48,23 @@ type Options struct {
 	// Logger receives the server's logs and the SDK's; in stdio mode it
 	// must not write to stdout, which belongs to the protocol. Nil discards.
 	Logger hclog.Logger
+	// MaxSessions caps the streamable HTTP sessions (DefaultMaxSessions
+	// when 0); SessionIdle ends one that sends no request for that long
+	// (DefaultSessionIdle when 0).
+	MaxSessions int
+	SessionIdle time.Duration
+	// Limits bound the HTTP server's connections and requests; zero fields
+	// take DefaultMaxConns, the MCP SDK's body limit (4 MiB) and
+	// httplimit's defaults.
+	Limits httplimit.Limits
 }
 
 // Server serves one host's tools over MCP.
 type Server struct {
-	h   *host.Host
-	log hclog.Logger
-	mcp *mcp.Server
+	h    *host.Host
+	log  hclog.Logger
+	mcp  *mcp.Server
+	opts Options
 	// parkFor is how long a question answered through an input-required
 	// result waits for the client's retry: the approval timeout (after which
 	// the pipeline has denied the call) and a minute to pick up the denial.
@@ -83,9 +103,21 @@ func New(h *host.Host, opts Options) *Server {
 	if version == "" {
 		version = "dev"
 	}
+	if opts.MaxSessions <= 0 {
+		opts.MaxSessions = DefaultMaxSessions
+	}
+	if opts.SessionIdle <= 0 {
+		opts.SessionIdle = DefaultSessionIdle
+	}
+	if opts.Limits.MaxConns <= 0 {
+		opts.Limits.MaxConns = DefaultMaxConns
+	}
+	if opts.Limits.MaxBodyBytes <= 0 || opts.Limits.MaxBodyBytes > mcp.DefaultMaxRequestBodyBytes {
+		opts.Limits.MaxBodyBytes = mcp.DefaultMaxRequestBodyBytes
+	}
 	base, cancel := context.WithCancel(context.Background())
 	s := &Server{
-		h: h, log: log,
+		h: h, log: log, opts: opts,
 		parkFor:  h.Deployment.Host.ApprovalTimeout + time.Minute,
 		base:     base,
 		cancel:   cancel,
@@ -163,15 +195,27 @@ func ignoreClosed(err error) error {
 
 // Handler is the streamable HTTP handler, served at Path. It keeps one
 // session per client (Mcp-Session-Id), so that a call can be asked about
-// and the client told when the tools change; the SDK rejects requests whose
-// Host header is not a loopback name (DNS rebinding).
+// and the client told when the tools change, at most MaxSessions of them
+// (see sessionCap); the SDK rejects requests whose Host header is not a
+// loopback name (DNS rebinding).
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle(Path, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
-		Logger:         newSlog(s.log.Named("http")),
-		SessionTimeout: sessionTimeout,
-	}))
+	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
+		Logger:              newSlog(s.log.Named("http")),
+		SessionTimeout:      s.opts.SessionIdle,
+		MaxRequestBodyBytes: s.opts.Limits.MaxBodyBytes,
+	})
+	mux.Handle(Path, newSessionCap(s.opts.MaxSessions, s.mcp).wrap(sdk))
 	return mux
+}
+
+// Sessions is how many MCP sessions are being served (stdio and HTTP).
+func (s *Server) Sessions() int {
+	n := 0
+	for range s.mcp.Sessions() {
+		n++
+	}
+	return n
 }
 
 // Listen listens on addr, the deployment's loopback host:port (the file is
@@ -185,9 +229,11 @@ func Listen(addr string) (net.Listener, error) {
 }
 
 // Serve serves streamable HTTP on ln until Shutdown; it may serve several
-// listeners at once.
+// listeners at once. Each serves at most Limits.MaxConns connections at
+// once, and bounds the time a client may take to send a request.
 func (s *Server) Serve(ln net.Listener) error {
-	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv := s.opts.Limits.Server(s.Handler())
+	ln = s.opts.Limits.Listener(srv, ln)
 	s.smu.Lock()
 	if s.closed {
 		s.smu.Unlock()

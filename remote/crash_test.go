@@ -133,8 +133,9 @@ func TestKilledStatus(t *testing.T) {
 }
 
 // TestLaunchFailureStatus covers a process that dies before its handshake:
-// the error of a Load says how it exited and what it wrote last, and a
-// restart that fails so leaves the plugin FAILED with both in its status.
+// the error of a Load says how it exited and what it wrote last, and
+// restarts that keep failing so leave the plugin FAILED, once its restart
+// budget is spent, with both in its status.
 func TestLaunchFailureStatus(t *testing.T) {
 	ctx := testCtx(t, time.Minute)
 	h := newHost(t, conformance.Config{}, remote.Options{})
@@ -177,4 +178,60 @@ func TestLaunchFailureStatus(t *testing.T) {
 	if !strings.Contains(st.LastError, "exit status 4") || !strings.Contains(st.LastError, "flaky: cannot open its data") {
 		t.Errorf("LastError = %q, want the exit status and the stderr line", st.LastError)
 	}
+}
+
+// TestRestartRetriesFailedStart makes a crash restart fail to start the
+// process (its binary cannot be executed, as a fork/exec fails when the
+// host is out of file descriptors): the failed start counts as a crash and
+// is tried again with backoff, so the plugin comes back by itself once the
+// binary can run again instead of staying FAILED.
+func TestRestartRetriesFailedStart(t *testing.T) {
+	ctx := testCtx(t, time.Minute)
+	h := newHost(t, conformance.Config{}, remote.Options{})
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "plugin")
+	if err := os.Symlink(testPlugin, bin); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := json.Marshal(pluginConfig{Spec: conformance.PluginSpec{Name: "phoenix", Tools: []conformance.ToolSpec{echoTool("rise")}}})
+	policy := remote.RestartPolicy{Attempts: 50, Window: time.Minute, Backoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond}
+	if err := h.m.Load(ctx, remote.Spec{Name: "phoenix", Path: bin, Config: cfg, Restart: policy}); err != nil {
+		t.Fatal(err)
+	}
+	// A file that is not executable where the binary was.
+	if err := os.Remove(bin); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, []byte("not a program"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pid := pidOf(t, h.m, "phoenix")
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	var st remote.Status
+	eventually(t, "three failed starts", 20*time.Second, func() bool {
+		st, _ = status(h.m, "phoenix")
+		return st.Restarts >= 4 // the crash, then failed starts: the second one's mark is set
+	})
+	t.Logf("while it cannot start: %s", describeStatus(st))
+	if st.State == kernel.Failed {
+		t.Fatalf("a failed start during a restart left the plugin FAILED: %s", describeStatus(st))
+	}
+	if !strings.HasPrefix(st.LastExit, "no process started: ") || !strings.Contains(st.LastExit, "permission denied") {
+		t.Errorf("LastExit = %q, want the failed start", st.LastExit)
+	}
+	r := call(ctx, h, "rise", `{}`)
+	wantCode(t, r, "TOOL_ERROR", "phoenix is restarting", "its last start failed")
+
+	if err := os.Remove(bin); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(testPlugin, bin); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitActive(h.m, h.k, "phoenix", pid, 20*time.Second); err != nil {
+		t.Fatalf("phoenix: %v", err)
+	}
+	wantOK(t, call(ctx, h, "rise", `{"x":1}`), `{"x":1}`)
 }

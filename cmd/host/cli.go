@@ -110,7 +110,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return ee.code
 	}
 	var ce *admin.ConnectError
-	if errors.As(err, &ce) {
+	var pe *admin.PeerError
+	if errors.As(err, &ce) || errors.As(err, &pe) {
 		fmt.Fprintln(stderr, "host:", err)
 		return exitUsage
 	}

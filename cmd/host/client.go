@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -159,7 +160,13 @@ func call(ctx context.Context, e *env, args []string) error {
 	}
 	r, err := c.Call(ctx, tool, json.RawMessage(raw), ask)
 	if err != nil {
-		return err
+		var ce *admin.ConnectError
+		var pe *admin.PeerError
+		if errors.As(err, &ce) || errors.As(err, &pe) {
+			return err
+		}
+		// The host refused the request (too large, malformed).
+		return fail(exitUsage, "%v", err)
 	}
 	if e.json {
 		if err := printJSON(e.stdout, r); err != nil {

@@ -131,6 +131,8 @@ type deploymentTweaks struct {
 	plugin func(name string) string
 	// safetyRules is added to safety's config block (more deny blocks).
 	safetyRules string
+	// host is added to the host block.
+	host string
 }
 
 // deploymentFileWith is deploymentFile with tweaks.
@@ -156,7 +158,7 @@ func deploymentFileWith(t *testing.T, dir string, tw deploymentTweaks) string {
 	}
 	hcl := fmt.Sprintf(`
 host {
-  admin_socket     = "run/host.sock"
+%[13]s  admin_socket     = "run/host.sock"
   approval_timeout = "5s"
   policy {
     timeout     = true
@@ -207,7 +209,7 @@ plugin "audit" {
   }
 }
 `, pluginPath("index"), pluginPath("search"), pluginPath("files"), pluginPath("safety"), pluginPath("audit"), corpusDir(t),
-		extra("index"), extra("search"), extra("files"), extra("safety"), extra("audit"), tw.safetyRules)
+		extra("index"), extra("search"), extra("files"), extra("safety"), extra("audit"), tw.safetyRules, tw.host)
 	path := filepath.Join(dir, "config.hcl")
 	if err := os.WriteFile(path, []byte(hcl), 0o644); err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/plugkit-go/plugkit/deployment"
 	"github.com/plugkit-go/plugkit/host"
+	"github.com/plugkit-go/plugkit/internal/httplimit"
 	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/mcpserver"
 )
@@ -63,7 +64,11 @@ func startMCP(d *deployment.Deployment, h *host.Host, log hclog.Logger) (stop fu
 	if err != nil {
 		return nil, err
 	}
-	srv := mcpserver.New(h, mcpserver.Options{Version: Version, Logger: log.Named("mcp")})
+	srv := mcpserver.New(h, mcpserver.Options{
+		Version: Version, Logger: log.Named("mcp"),
+		MaxSessions: d.Host.MCPMaxSessions, SessionIdle: d.Host.MCPIdleTimeout,
+		Limits: httplimit.Limits{MaxBodyBytes: int64(d.Host.MaxMessageBytes)},
+	})
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	log.Info("serving MCP", "url", "http://"+d.Host.MCP+mcpserver.Path)

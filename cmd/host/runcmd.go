@@ -15,6 +15,7 @@ import (
 	"github.com/plugkit-go/plugkit/admin"
 	"github.com/plugkit-go/plugkit/deployment"
 	"github.com/plugkit-go/plugkit/host"
+	"github.com/plugkit-go/plugkit/internal/httplimit"
 )
 
 func newLogger(e *env, level string) hclog.Logger {
@@ -72,6 +73,7 @@ func runHost(ctx context.Context, e *env, _ []string) error {
 	srv := admin.NewServer(admin.Controls{
 		Host:    h,
 		Version: Version,
+		Limits:  httplimit.Limits{MaxBodyBytes: int64(d.Host.MaxMessageBytes)},
 		Stop: func() {
 			select {
 			case stopped <- struct{}{}:

@@ -1,0 +1,15 @@
+//go:build !linux
+
+package admin
+
+import (
+	"fmt"
+	"net"
+	"runtime"
+)
+
+// checkPeer refuses to talk to the admin socket where its owner cannot be
+// checked (SO_PEERCRED is Linux's): see peer_linux.go.
+func checkPeer(_ net.Conn, socket string) error {
+	return fmt.Errorf("admin socket %s: cannot check who serves it on %s", socket, runtime.GOOS)
+}

@@ -1,0 +1,172 @@
+package mcpserver
+
+import (
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// sessionHeader carries a streamable HTTP session's id.
+const sessionHeader = "Mcp-Session-Id"
+
+// sessionCap keeps at most max streamable HTTP sessions. A request that
+// would start one more when the cap is reached first closes the session
+// that has been idle longest (no request in flight; the SDK's idle timer
+// counts the same way); when every session is busy it is refused with 503.
+// A client whose session was closed gets 404 on its next request and starts
+// a new session, as the protocol says.
+//
+// The SDK keeps the sessions; this only watches the requests that go by:
+// an initialize POST without a session id whose answer names one adds a
+// session (before the answer goes out), a POST with one marks it busy
+// while it runs. Sessions that
+// ended otherwise (idle timeout, DELETE, shutdown) are dropped whenever the
+// live ones are counted.
+type sessionCap struct {
+	max int
+	srv *mcp.Server
+
+	mu       sync.Mutex
+	sessions map[string]*activity // by session id
+}
+
+// activity is one session's use.
+type activity struct {
+	posts int       // requests in flight
+	last  time.Time // when the last one ended, or the session began
+}
+
+func newSessionCap(max int, srv *mcp.Server) *sessionCap {
+	return &sessionCap{max: max, srv: srv, sessions: map[string]*activity{}}
+}
+
+// wrap puts the cap in front of the SDK's handler.
+func (c *sessionCap) wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if id := r.Header.Get(sessionHeader); id != "" {
+			c.begin(id)
+			defer c.end(id)
+			next.ServeHTTP(w, r)
+			return
+		}
+		if !c.makeRoom(c.max - 1) {
+			http.Error(w, "too many MCP sessions: all of the host's mcp_max_sessions are busy; try again later", http.StatusServiceUnavailable)
+			return
+		}
+		cw := &captureID{ResponseWriter: w, c: c}
+		next.ServeHTTP(cw, r)
+		if cw.added {
+			// Others may have started sessions meanwhile.
+			c.makeRoom(c.max)
+		}
+	})
+}
+
+// captureID adds the session a response names before the response goes
+// out: from then on the client may use the session, and its requests must
+// find it counted.
+type captureID struct {
+	http.ResponseWriter
+	c     *sessionCap
+	wrote bool
+	added bool
+}
+
+func (w *captureID) note(code int) {
+	if w.wrote {
+		return
+	}
+	w.wrote = true
+	if id := w.Header().Get(sessionHeader); id != "" && code < 300 {
+		w.c.add(id)
+		w.added = true
+	}
+}
+
+func (w *captureID) WriteHeader(code int) {
+	w.note(code)
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *captureID) Write(b []byte) (int, error) {
+	w.note(http.StatusOK)
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *captureID) Flush() {
+	w.note(http.StatusOK)
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *captureID) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (c *sessionCap) begin(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if a := c.sessions[id]; a != nil {
+		a.posts++
+	}
+}
+
+func (c *sessionCap) end(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if a := c.sessions[id]; a != nil && a.posts > 0 {
+		a.posts--
+		a.last = time.Now()
+	}
+}
+
+func (c *sessionCap) add(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.sessions[id]; !ok {
+		c.sessions[id] = &activity{last: time.Now()}
+	}
+}
+
+// makeRoom closes the sessions idle longest until at most keep are left,
+// and says whether it got there.
+func (c *sessionCap) makeRoom(keep int) bool {
+	var evict []*mcp.ServerSession
+	c.mu.Lock()
+	// Listed under mu: a session added after the list was taken would
+	// look gone and be forgotten, never to be evicted.
+	live := map[string]*mcp.ServerSession{}
+	for ss := range c.srv.Sessions() {
+		live[ss.ID()] = ss
+	}
+	for id := range c.sessions {
+		if live[id] == nil {
+			delete(c.sessions, id)
+		}
+	}
+	for len(c.sessions) > keep {
+		oldest := ""
+		for id, a := range c.sessions {
+			if a.posts == 0 && (oldest == "" || a.last.Before(c.sessions[oldest].last)) {
+				oldest = id
+			}
+		}
+		if oldest == "" {
+			break // every session is busy
+		}
+		delete(c.sessions, oldest)
+		evict = append(evict, live[oldest])
+	}
+	ok := len(c.sessions) <= keep
+	c.mu.Unlock()
+	for _, ss := range evict {
+		_ = ss.Close()
+	}
+	return ok
+}

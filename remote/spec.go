@@ -1,0 +1,93 @@
+package remote
+
+import (
+	"encoding/json"
+	"slices"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// Spec is one plugin process as a deployment declares it.
+type Spec struct {
+	Name string
+	// Path is the plugin's binary.
+	Path string
+	Args []string
+	// Dir is the process's working folder (default: the host's), so that
+	// relative paths in its config mean what the deployment file means.
+	Dir string
+	// SHA256, when set, pins the binary: go-plugin checks it before launch.
+	SHA256 string
+	// Config is handed to the plugin's apply step (a JSON object).
+	Config json.RawMessage
+	// Inject lists the services the plugin needs; nil takes what the plugin
+	// declares. A plugin that declares a service its Inject lacks is refused.
+	Inject []string
+	// Critical plugins fail closed: while one is not ACTIVE every call is
+	// DENIED naming it.
+	Critical bool
+	// Restart bounds how often a crashed process is started again.
+	Restart RestartPolicy
+	// Env adds entries to the plugin's (otherwise empty) environment.
+	Env []string
+	// EnabledTools, when not nil, lists the only tools of the plugin that
+	// are registered; DisabledTools are never registered. A tool left out
+	// is logged and its registration succeeds as a no-op, so the plugin
+	// runs unchanged.
+	EnabledTools  []string
+	DisabledTools []string
+}
+
+// toolEnabled applies the deployment's enabled and disabled tool lists.
+func (s Spec) toolEnabled(name string) bool {
+	if s.EnabledTools != nil && !slices.Contains(s.EnabledTools, name) {
+		return false
+	}
+	return !slices.Contains(s.DisabledTools, name)
+}
+
+// RestartPolicy bounds restarts: at most Attempts within Window, waiting
+// Backoff before the first and doubling up to MaxBackoff. A run longer than
+// Window resets the count.
+type RestartPolicy struct {
+	Attempts   int
+	Window     time.Duration
+	Backoff    time.Duration
+	MaxBackoff time.Duration
+}
+
+func (p RestartPolicy) withDefaults() RestartPolicy {
+	if p.Attempts == 0 {
+		p.Attempts = 5
+	}
+	if p.Window <= 0 {
+		p.Window = time.Minute
+	}
+	if p.Backoff <= 0 {
+		p.Backoff = 100 * time.Millisecond
+	}
+	if p.MaxBackoff <= 0 {
+		p.MaxBackoff = 10 * time.Second
+	}
+	return p
+}
+
+// Options configure how plugin processes are run.
+type Options struct {
+	// DisableMTLS turns off go-plugin's AutoMTLS (on by default).
+	DisableMTLS bool
+	// MaxMessageBytes is the gRPC message limit on both sides.
+	MaxMessageBytes int
+	// ListenerTimeout bounds one filter RPC (guards, pre- and post-execute
+	// filters); a listener that does not answer in time fails closed.
+	ListenerTimeout time.Duration
+	// StartTimeout bounds the handshake with a new process.
+	StartTimeout time.Duration
+	// DrainTimeout bounds a graceful stop.
+	DrainTimeout time.Duration
+	// SocketDir is where the private socket folder is made (default: the
+	// system's temporary folder).
+	SocketDir string
+	Logger    hclog.Logger
+}
