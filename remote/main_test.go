@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/plugkit-go/plugkit/confine"
 )
 
 // The tests of this package run plugins as real processes: TestMain builds
@@ -30,6 +32,8 @@ const pluginBinEnv = "PLUGKIT_REMOTE_TEST_PLUGIN"
 var testPlugin string
 
 func TestMain(m *testing.M) {
+	// The test binary is the launcher of sandboxed plugins.
+	confine.RunIfLauncher()
 	if os.Getenv(roleEnv) == "host" {
 		runHelperHost()
 		os.Exit(0)

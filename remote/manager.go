@@ -15,6 +15,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/plugkit-go/plugkit/confine"
 	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/pipeline"
 	"github.com/plugkit-go/plugkit/shared/pb"
@@ -50,6 +51,9 @@ type Spec struct {
 	// runs unchanged.
 	EnabledTools  []string
 	DisabledTools []string
+	// Sandbox, when set, confines the process (package confine): the
+	// launcher applies it between fork and exec.
+	Sandbox *confine.Policy
 }
 
 // toolEnabled applies the deployment's enabled and disabled tool lists.
@@ -102,7 +106,11 @@ type Options struct {
 	// SocketDir is where the private socket folder is made (default: the
 	// system's temporary folder).
 	SocketDir string
-	Logger    hclog.Logger
+	// Launcher is the binary that confines a sandboxed plugin before
+	// exec'ing it (it must call confine.RunIfLauncher first thing); the
+	// default is the running executable.
+	Launcher string
+	Logger   hclog.Logger
 }
 
 // Manager runs plugin processes and ties each one to a kernel scope: what a
@@ -113,6 +121,7 @@ type Manager struct {
 	opts      Options
 	log       hclog.Logger
 	socketDir string
+	base      string // the folder socketDir is in
 	unlisten  func()
 
 	mu      sync.Mutex
@@ -154,7 +163,7 @@ func NewManager(k *kernel.Kernel, tools *pipeline.Tools, opts Options) (*Manager
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("plugin socket folder: %w", err)
 	}
-	m := &Manager{k: k, tools: tools, opts: opts, log: opts.Logger, socketDir: dir, plugins: map[string]*managed{}}
+	m := &Manager{k: k, tools: tools, opts: opts, log: opts.Logger, socketDir: dir, base: base, plugins: map[string]*managed{}}
 	m.unlisten = k.Events().Listen(kernel.EventStateChanged, "plugin manager", m.onState)
 	return m, nil
 }
@@ -713,6 +722,9 @@ type Status struct {
 	// empty while no process of the plugin has crashed.
 	LastExit string
 	Stderr   []string
+	// Sandbox says whether the process is confined: enforced, partial
+	// (and what is not) or off.
+	Sandbox confine.Enforcement
 }
 
 // Status describes every managed plugin in load order.
@@ -730,6 +742,7 @@ func (m *Manager) Status() []Status {
 		cur, _ := m.k.Scope(info.Name)
 		mp.mu.Lock()
 		st.Critical = mp.spec.Critical
+		st.Sandbox = m.sandbox(mp.spec)
 		if in := mp.procs[cur]; in != nil && !in.exited() {
 			st.PID, st.Started = in.pid, in.started
 		}
