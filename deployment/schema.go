@@ -41,8 +41,9 @@ type hostSyntax struct {
 	ListenerTimeout *string       `hcl:"listener_timeout,optional"`
 	StartTimeout    *string       `hcl:"start_timeout,optional"`
 	DrainTimeout    *string       `hcl:"drain_timeout,optional"`
-	MCP             *string       `hcl:"mcp,optional"`
-	Policy          *policySyntax `hcl:"policy,block"`
+	MCP             *string        `hcl:"mcp,optional"`
+	Policy          *policySyntax  `hcl:"policy,block"`
+	Sandbox         *sandboxSyntax `hcl:"sandbox,block"`
 
 	Body     hcl.Body  `hcl:",body"`
 	Unknown  hcl.Body  `hcl:",remain"`
@@ -81,6 +82,7 @@ type pluginSyntax struct {
 	Restart   *restartSyntax `hcl:"restart,block"`
 	Tools     *toolsSyntax   `hcl:"tools,block"`
 	Config    *configSyntax  `hcl:"config,block"`
+	Sandbox   *sandboxSyntax `hcl:"sandbox,block"`
 
 	Body     hcl.Body  `hcl:",body"`
 	Unknown  hcl.Body  `hcl:",remain"`
