@@ -33,14 +33,14 @@ type fileSyntax struct {
 }
 
 type hostSyntax struct {
-	AdminSocket     *string       `hcl:"admin_socket,optional"`
-	AutoMTLS        *bool         `hcl:"auto_mtls,optional"`
-	MaxMessageBytes *int          `hcl:"max_message_bytes,optional"`
-	LogLevel        *string       `hcl:"log_level,optional"`
-	ApprovalTimeout *string       `hcl:"approval_timeout,optional"`
-	ListenerTimeout *string       `hcl:"listener_timeout,optional"`
-	StartTimeout    *string       `hcl:"start_timeout,optional"`
-	DrainTimeout    *string       `hcl:"drain_timeout,optional"`
+	AdminSocket     *string        `hcl:"admin_socket,optional"`
+	AutoMTLS        *bool          `hcl:"auto_mtls,optional"`
+	MaxMessageBytes *int           `hcl:"max_message_bytes,optional"`
+	LogLevel        *string        `hcl:"log_level,optional"`
+	ApprovalTimeout *string        `hcl:"approval_timeout,optional"`
+	ListenerTimeout *string        `hcl:"listener_timeout,optional"`
+	StartTimeout    *string        `hcl:"start_timeout,optional"`
+	DrainTimeout    *string        `hcl:"drain_timeout,optional"`
 	MCP             *string        `hcl:"mcp,optional"`
 	Policy          *policySyntax  `hcl:"policy,block"`
 	Sandbox         *sandboxSyntax `hcl:"sandbox,block"`

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/plugkit-go/plugkit/admin"
+	"github.com/plugkit-go/plugkit/confine"
 )
 
 // The end-to-end tests build the real binaries once, write deployment files
@@ -31,6 +32,9 @@ var bins struct {
 }
 
 func TestMain(m *testing.M) {
+	// Hosts that tests run in this process launch sandboxed plugins
+	// through the test binary.
+	confine.RunIfLauncher()
 	dir, err := os.MkdirTemp("", "plugkit-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
