@@ -54,6 +54,18 @@ func Load(ctx context.Context, path string, log hclog.Logger) (*deployment.Deplo
 	if diags.HasErrors() {
 		return nil, diags
 	}
+	// Before any plugin is started to be asked what it is: a sandbox that
+	// is required but cannot be enforced must not run it at all.
+	if sandboxed(d) {
+		sup, err := SandboxSupport()
+		if err != nil {
+			return nil, append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot sandbox plugins", Detail: err.Error()})
+		}
+		diags = append(diags, deployment.CheckSandboxes(d, sup, os.Geteuid())...)
+		if diags.HasErrors() {
+			return nil, diags
+		}
+	}
 	k := kernel.New(log)
 	tools := pipeline.New(k, pipeline.Options{})
 	defer tools.Close()
@@ -73,16 +85,6 @@ func Load(ctx context.Context, path string, log hclog.Logger) (*deployment.Deplo
 	})...)
 	if diags.HasErrors() {
 		return nil, diags
-	}
-	if sandboxed(d) {
-		sup, err := SandboxSupport()
-		if err != nil {
-			return nil, append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot sandbox plugins", Detail: err.Error()})
-		}
-		diags = append(diags, deployment.CheckSandboxes(d, sup, os.Geteuid())...)
-		if diags.HasErrors() {
-			return nil, diags
-		}
 	}
 	return d, diags
 }
