@@ -196,11 +196,22 @@ func restrict(s spec) error {
 	if !s.Strict {
 		c = c.BestEffort()
 	}
-	if err := c.Restrict(rules...); err != nil {
+	// Only this thread is restricted (launch holds it until the exec,
+	// which keeps its credentials): no need to stop every thread of the
+	// launcher to apply it to them all.
+	fd, flags, err := c.NewRulesetFD(rules...)
+	if err != nil {
 		return fmt.Errorf("landlock: %w", err)
 	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("no_new_privs: %w", err)
+	}
+	if fd < 0 {
+		return nil // no Landlock on this kernel: best effort
+	}
+	defer syscall.Close(fd)
+	if err := ll.LandlockRestrictSelf(fd, flags); err != nil {
+		return fmt.Errorf("landlock: %w", err)
 	}
 	return nil
 }
