@@ -269,3 +269,29 @@ func launcherOf(t *testing.T) string {
 	must(t, err)
 	return p
 }
+
+// TestSandboxExecDeclared: a binary in exec may be run (with its ELF
+// interpreter), as a bridged MCP server's interpreter must be; it runs in
+// the same sandbox, so what it reads is still confined.
+func TestSandboxExecDeclared(t *testing.T) {
+	bin := hostilePlugin(t)
+	sup := confine.Detect(launcherOf(t))
+	if sup.LandlockABI < 1 {
+		t.Skipf("no Landlock: %s", sup)
+	}
+	w := newHostileWorld(t)
+	h := newBareHost(t, conformance.Config{}, remote.Options{})
+	pol := w.policy("")
+	pol.Exec = []string{"/bin/sh"}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := h.m.Load(ctx, remote.Spec{Name: "hostile", Path: bin, Sandbox: pol, Restart: testRestart}); err != nil {
+		t.Fatalf("load: %v", err)
+	}
+	if o, _ := tryHostile(t, h, map[string]any{"what": "exec"}); !o.Done || strings.TrimSpace(o.Detail) != "shell" {
+		t.Errorf("exec of a declared /bin/sh: %+v", o)
+	}
+	if o, _ := tryHostile(t, h, map[string]any{"what": "read", "path": w.secret}); o.Done {
+		t.Errorf("read of the secret with exec declared: %+v", o)
+	}
+}
