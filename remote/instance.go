@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -65,7 +66,7 @@ func (m *Manager) launch(ctx context.Context, spec Spec) (*instance, error) {
 		wire.MaxMessageEnv(m.opts.MaxMessageBytes),
 		"PLUGIN_UNIX_SOCKET_DIR=" + socketDir,
 		"TMPDIR=" + socketDir,
-	}, append(spec.Env, sandboxEnv(spec.Sandbox)...)...)
+	}, slices.Concat(spec.Env, sandboxEnv(spec.Sandbox))...)
 	stderr := &stderrTail{}
 	cfg := &plugin.ClientConfig{
 		HandshakeConfig:  wire.Handshake,

@@ -107,8 +107,8 @@ type Options struct {
 	// system's temporary folder).
 	SocketDir string
 	// Launcher is the binary that confines a sandboxed plugin before
-	// exec'ing it (it must call confine.RunIfLauncher first thing); the
-	// default is the running executable.
+	// exec'ing it: any binary that imports package confine serves its
+	// hidden subcommand. The default is the running executable.
 	Launcher string
 	Logger   hclog.Logger
 }
@@ -742,13 +742,14 @@ func (m *Manager) Status() []Status {
 		cur, _ := m.k.Scope(info.Name)
 		mp.mu.Lock()
 		st.Critical = mp.spec.Critical
-		st.Sandbox = m.sandbox(mp.spec)
+		spec := mp.spec
 		if in := mp.procs[cur]; in != nil && !in.exited() {
 			st.PID, st.Started = in.pid, in.started
 		}
 		st.Restarts = mp.restarts
 		st.LastExit, st.Stderr = mp.lastExit, slices.Clone(mp.lastStderr)
 		mp.mu.Unlock()
+		st.Sandbox = m.sandbox(spec)
 		if e, ok := failedExit(cur, info.State); ok {
 			// FAILED because a process died while starting or applying.
 			st.LastExit, st.Stderr = e.summary(), slices.Clone(e.stderr)
