@@ -134,11 +134,10 @@ func (p Policy) Enforcement(s Support, euid int) Enforcement {
 	}
 	switch p.Network.Mode {
 	case NetworkNone, "":
-		switch {
-		case !s.NetNS:
+		// The namespace alone leaves no way out (Landlock's TCP rules, from
+		// ABI 4, only add to it).
+		if !s.NetNS {
 			gaps = append(gaps, Gap{PartNetwork, "no network namespace" + why(s.NetNSErr)})
-		case s.LandlockABI < 4:
-			// The namespace alone has no way out; binding inside it is harmless.
 		}
 	case NetworkPorts:
 		if s.LandlockABI < 4 {
