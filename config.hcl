@@ -11,6 +11,17 @@ host {
     timeout     = true # each tool's declared timeout is enforced
     concurrency = 16   # at most 16 calls at once across all tools
   }
+
+  # Every plugin runs confined: no network, nothing of the file system but
+  # what it needs to run, bounded memory and files. Each plugin's own
+  # sandbox block adds the folders it works in.
+  sandbox {
+    network = "none"
+    limits {
+      memory     = "1GiB"
+      open_files = 256
+    }
+  }
 }
 
 # A full-text index over the shipped corpus, provided as the "index" service.
@@ -18,6 +29,9 @@ plugin "index" {
   path = "bin/plugins/index"
   config {
     root = "corpus"
+  }
+  sandbox {
+    read = ["corpus"]
   }
 }
 
@@ -32,6 +46,10 @@ plugin "files" {
   path = "bin/plugins/files"
   config {
     root = "sandbox"
+  }
+  sandbox {
+    read  = ["sandbox"]
+    write = ["sandbox"]
   }
 }
 
@@ -68,5 +86,8 @@ plugin "audit" {
   config {
     path  = "run/audit.log"
     fsync = "always"
+  }
+  sandbox {
+    write = ["run"]
   }
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/plugkit-go/plugkit/confine"
 	"github.com/plugkit-go/plugkit/host"
 	"github.com/plugkit-go/plugkit/pipeline"
 )
@@ -23,6 +24,9 @@ type PluginStatus struct {
 	// Stderr holds the last lines that process wrote to stderr.
 	LastExit string   `json:"last_exit,omitempty"`
 	Stderr   []string `json:"stderr,omitempty"`
+	// Sandbox says whether the plugin's process is confined: "enforced",
+	// "partial" (gaps says what is not) or "off".
+	Sandbox confine.Enforcement `json:"sandbox"`
 }
 
 // Status is GET /v1/status.

@@ -43,6 +43,8 @@ type Host struct {
 	MCPMaxSessions int
 	MCPIdleTimeout time.Duration
 	Policy         Policy
+	// Sandbox is the default sandbox of every plugin; nil without one.
+	Sandbox *Sandbox
 }
 
 // Policy selects the built-in call policies.
@@ -92,6 +94,9 @@ type Plugin struct {
 	Range hcl.Range
 	// ConfigRange is the config block's header, or Range without one.
 	ConfigRange hcl.Range
+	// Sandbox is the plugin's sandbox: its own block refining the host's
+	// default; nil when neither exists.
+	Sandbox *Sandbox
 
 	// src keeps where things were written, for Check's diagnostics; nil for
 	// a Plugin built in code, whose diagnostics then point at Range.
@@ -120,6 +125,7 @@ func (p Plugin) Spec() remote.Spec {
 
 		EnabledTools:  slices.Clone(p.EnabledTools),
 		DisabledTools: slices.Clone(p.DisabledTools),
+		Sandbox:       p.Sandbox.Policy(),
 	}
 }
 

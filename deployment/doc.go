@@ -44,6 +44,7 @@
 //	      max_backoff = "1s"
 //	    }
 //	  }
+//	  sandbox { … }                         # optional: every plugin's default sandbox
 //	}
 //
 //	plugin "index" {
@@ -66,7 +67,40 @@
 //	    root = "corpus"
 //	    rule "deny" { tool = "delete_*" }
 //	  }
+//	  sandbox { … }                         # optional: refines the host's default
 //	}
+//
+// # The sandbox block
+//
+// A sandbox block confines a plugin's process (package confine): once a
+// plugin has one, its own or the host block's, it may do nothing but what
+// the block allows, besides what every process needs to run (its binary,
+// the system's shared libraries, /proc/self, /dev/null, the host's private
+// socket folder).
+//
+//	sandbox {
+//	  read     = ["corpus"]                 # files or folders it may read
+//	  write    = ["run"]                    # ... read and write; a missing one is made as a folder
+//	  exec     = ["/usr/bin/node"]          # binaries (or folders of them) it may execute
+//	  network  = "none"                     # "none" (default) | "host" | [443, 8080]: TCP connect ports
+//	  env      = { LANG = "C.UTF-8" }       # added to its (otherwise empty) environment
+//	  user     = "nobody"                   # run as this user (a root host only)
+//	  required = false                      # true: refuse to start it unless all of this is enforced
+//	  enabled  = true                       # false: no sandbox, whatever the host's default says
+//	  limits {
+//	    memory     = "256MiB"               # data (heap) size: B, KiB, MiB, GiB, TiB, KB, MB, GB, TB
+//	    open_files = 256
+//	    processes  = 64                     # processes and threads of its user
+//	    cpu        = "60s"                  # CPU time, whole seconds; the kernel kills it past that
+//	  }
+//	}
+//
+// A plugin's block refines the host's: each attribute it sets (and each
+// limit, and each env key) replaces the default's, the rest is the
+// default's. Paths are relative to the file like every path; read and exec
+// paths must exist. Parse checks the block; CheckSandboxes holds it up to
+// what the kernel supports: a sandbox the kernel can only partly enforce is
+// a warning, or an error when it is required.
 //
 // # The config block as JSON
 //

@@ -140,6 +140,19 @@ func goldenOutput(ctx context.Context, file string, answers fakeDescribe) string
 	b.WriteString("ok; start order:\n")
 	for _, p := range d.Plugins {
 		fmt.Fprintf(&b, "%s inject=%q config=%s\n", p.Name, p.Inject, p.Config)
+		if pol := p.Spec().Sandbox; pol != nil {
+			// Paths as the file wrote them: relative to its folder.
+			dir, _ := filepath.Abs(".")
+			rel := func(list []string) []string {
+				out := make([]string, len(list))
+				for i, a := range list {
+					out[i], _ = filepath.Rel(dir, a)
+				}
+				return out
+			}
+			fmt.Fprintf(&b, "  sandbox read=%q write=%q exec=%q network=%s limits=%+v env=%v user=%q required=%v\n",
+				rel(pol.Read), rel(pol.Write), rel(pol.Exec), pol.Network, pol.Limits, pol.Env, pol.User, pol.Required)
+		}
 	}
 	return b.String()
 }

@@ -75,6 +75,8 @@ type parser struct {
 	valueNames map[int]string
 	// undecoded holds where the values gohcl could not decode start.
 	undecoded map[int]bool
+	// defaultSandbox is the host block's sandbox.
+	defaultSandbox *Sandbox
 }
 
 // decoded reports whether body's attribute name was written and decoded: a
@@ -126,6 +128,8 @@ func (p *parser) host(hs *hostSyntax) Host {
 		return h
 	}
 	p.names(hs.Body, hs, "the host block")
+	h.Sandbox = p.sandbox(hs.Sandbox)
+	p.defaultSandbox = h.Sandbox
 	body, def := hs.Body, hs.DefRange
 	if hs.AdminSocket != nil {
 		if *hs.AdminSocket == "" {
@@ -327,6 +331,8 @@ func (p *parser) plugin(ps *pluginSyntax) Plugin {
 			}
 		}
 	}
+
+	pl.Sandbox = p.defaultSandbox.refine(p.sandbox(ps.Sandbox))
 
 	if cs := ps.Config; cs != nil {
 		raw, src, diags := configJSON(cs.Body, cs.DefRange)

@@ -33,18 +33,19 @@ type fileSyntax struct {
 }
 
 type hostSyntax struct {
-	AdminSocket     *string       `hcl:"admin_socket,optional"`
-	AutoMTLS        *bool         `hcl:"auto_mtls,optional"`
-	MaxMessageBytes *int          `hcl:"max_message_bytes,optional"`
-	LogLevel        *string       `hcl:"log_level,optional"`
-	ApprovalTimeout *string       `hcl:"approval_timeout,optional"`
-	ListenerTimeout *string       `hcl:"listener_timeout,optional"`
-	StartTimeout    *string       `hcl:"start_timeout,optional"`
-	DrainTimeout    *string       `hcl:"drain_timeout,optional"`
-	MCP             *string       `hcl:"mcp,optional"`
-	MCPMaxSessions  *int          `hcl:"mcp_max_sessions,optional"`
-	MCPIdleTimeout  *string       `hcl:"mcp_idle_timeout,optional"`
-	Policy          *policySyntax `hcl:"policy,block"`
+	AdminSocket     *string        `hcl:"admin_socket,optional"`
+	AutoMTLS        *bool          `hcl:"auto_mtls,optional"`
+	MaxMessageBytes *int           `hcl:"max_message_bytes,optional"`
+	LogLevel        *string        `hcl:"log_level,optional"`
+	ApprovalTimeout *string        `hcl:"approval_timeout,optional"`
+	ListenerTimeout *string        `hcl:"listener_timeout,optional"`
+	StartTimeout    *string        `hcl:"start_timeout,optional"`
+	DrainTimeout    *string        `hcl:"drain_timeout,optional"`
+	MCP             *string        `hcl:"mcp,optional"`
+	MCPMaxSessions  *int           `hcl:"mcp_max_sessions,optional"`
+	MCPIdleTimeout  *string        `hcl:"mcp_idle_timeout,optional"`
+	Policy          *policySyntax  `hcl:"policy,block"`
+	Sandbox         *sandboxSyntax `hcl:"sandbox,block"`
 
 	Body     hcl.Body  `hcl:",body"`
 	Unknown  hcl.Body  `hcl:",remain"`
@@ -83,6 +84,7 @@ type pluginSyntax struct {
 	Restart   *restartSyntax `hcl:"restart,block"`
 	Tools     *toolsSyntax   `hcl:"tools,block"`
 	Config    *configSyntax  `hcl:"config,block"`
+	Sandbox   *sandboxSyntax `hcl:"sandbox,block"`
 
 	Body     hcl.Body  `hcl:",body"`
 	Unknown  hcl.Body  `hcl:",remain"`

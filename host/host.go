@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/plugkit-go/plugkit/confine"
 	"github.com/plugkit-go/plugkit/deployment"
 	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/pipeline"
@@ -52,6 +54,18 @@ func Load(ctx context.Context, path string, log hclog.Logger) (*deployment.Deplo
 	if diags.HasErrors() {
 		return nil, diags
 	}
+	// Before any plugin is started to be asked what it is: a sandbox that
+	// is required but cannot be enforced must not run it at all.
+	if sandboxed(d) {
+		sup, err := SandboxSupport()
+		if err != nil {
+			return nil, append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot sandbox plugins", Detail: err.Error()})
+		}
+		diags = append(diags, deployment.CheckSandboxes(d, sup, os.Geteuid())...)
+		if diags.HasErrors() {
+			return nil, diags
+		}
+	}
 	k := kernel.New(log)
 	tools := pipeline.New(k, pipeline.Options{})
 	defer tools.Close()
@@ -73,6 +87,26 @@ func Load(ctx context.Context, path string, log hclog.Logger) (*deployment.Deplo
 		return nil, diags
 	}
 	return d, diags
+}
+
+// sandboxed reports whether any plugin of d runs in a sandbox.
+func sandboxed(d *deployment.Deployment) bool {
+	for _, p := range d.Plugins {
+		if p.Sandbox.Policy() != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// SandboxSupport is what this machine's kernel offers for sandboxing
+// plugins, as the host's launcher (its own binary) finds it.
+func SandboxSupport() (confine.Support, error) {
+	launcher, err := confine.Executable()
+	if err != nil {
+		return confine.Support{}, err
+	}
+	return confine.Detect(launcher), nil
 }
 
 // New prepares a checked deployment: the tools service, the policies and

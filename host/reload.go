@@ -90,7 +90,10 @@ func (h *Host) ReloadFile(ctx context.Context) (string, hcl.Diagnostics) {
 		h.startWatch(ctx)
 	}
 
-	if !reflect.DeepEqual(old.Host, next.Host) {
+	oh, nh := old.Host, next.Host
+	// The default sandbox is in each plugin's spec: a change reloads them.
+	oh.Sandbox, nh.Sandbox = nil, nil
+	if !reflect.DeepEqual(oh, nh) {
 		diags = append(diags, &hcl.Diagnostic{
 			Severity: hcl.DiagWarning,
 			Summary:  "Host settings changed",

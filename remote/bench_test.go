@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 
+	"github.com/plugkit-go/plugkit/confine"
 	"github.com/plugkit-go/plugkit/internal/conformance"
 	"github.com/plugkit-go/plugkit/remote"
 	"github.com/plugkit-go/plugkit/shared/pb"
@@ -166,8 +167,16 @@ func BenchmarkRawGoPluginRPCParallel(b *testing.B) {
 // benchHost is a host with the add tool in a plugin process, and the given
 // listener plugins, each in a process of its own; no in-host listener.
 func benchHost(b *testing.B, listeners ...conformance.PluginSpec) *processHost {
+	return benchHostIn(b, false, listeners...)
+}
+
+// benchHostIn is benchHost with every plugin sandboxed or not.
+func benchHostIn(b *testing.B, sandboxed bool, listeners ...conformance.PluginSpec) *processHost {
 	b.Helper()
 	h := newBareHost(b, conformance.Config{}, remote.Options{})
+	if sandboxed {
+		h.sandbox = testSandbox(h.dir)
+	}
 	mustLoad(b, h, conformance.PluginSpec{Name: "P", Tools: []conformance.ToolSpec{addTool("")}}, pluginConfig{})
 	for _, l := range listeners {
 		mustLoad(b, h, l, pluginConfig{})
@@ -202,6 +211,17 @@ func BenchmarkRemoteTool(b *testing.B) {
 	}
 }
 
+// BenchmarkRemoteToolSandboxed is RemoteTool with the plugin confined
+// (testSandbox): the sandbox costs nothing per call.
+func BenchmarkRemoteToolSandboxed(b *testing.B) {
+	h := benchHostIn(b, true)
+	ctx, args := context.Background(), json.RawMessage(benchArgs)
+	b.ReportAllocs()
+	for b.Loop() {
+		hostCall(b, ctx, h, args)
+	}
+}
+
 // BenchmarkRemoteToolParallel is RemoteTool with 64 concurrent callers.
 func BenchmarkRemoteToolParallel(b *testing.B) {
 	h := benchHost(b)
@@ -229,13 +249,21 @@ func BenchmarkRemotePipeline(b *testing.B) {
 
 // BenchmarkPluginStart is one plugin from spawn to ACTIVE (its unload is
 // not timed).
-func BenchmarkPluginStart(b *testing.B) {
+func BenchmarkPluginStart(b *testing.B) { benchPluginStart(b, nil) }
+
+// BenchmarkPluginStartSandboxed is PluginStart with the plugin confined:
+// the launcher's own start, Landlock and a network namespace on top.
+func BenchmarkPluginStartSandboxed(b *testing.B) {
+	benchPluginStart(b, testSandbox(b.TempDir()))
+}
+
+func benchPluginStart(b *testing.B, sandbox *confine.Policy) {
 	h := newBareHost(b, conformance.Config{}, remote.Options{})
 	cfg, _ := json.Marshal(pluginConfig{Spec: conformance.PluginSpec{Name: "P", Tools: []conformance.ToolSpec{addTool("")}}})
 	ctx := context.Background()
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		if err := h.m.Load(ctx, remote.Spec{Name: "P", Path: testPlugin, Config: cfg}); err != nil {
+		if err := h.m.Load(ctx, remote.Spec{Name: "P", Path: testPlugin, Config: cfg, Sandbox: sandbox}); err != nil {
 			b.Fatal(err)
 		}
 		b.StopTimer()

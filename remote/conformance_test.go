@@ -3,6 +3,7 @@ package remote_test
 import (
 	"testing"
 
+	"github.com/plugkit-go/plugkit/confine"
 	"github.com/plugkit-go/plugkit/internal/conformance"
 )
 
@@ -10,4 +11,17 @@ import (
 // included, with each plugin under test in a process of its own.
 func TestConformance(t *testing.T) {
 	conformance.Run(t, processHarness{})
+}
+
+// TestConformanceSandboxed runs the same cases with every plugin under test
+// confined (testSandbox): the handshake, AutoMTLS, the broker callback,
+// stderr, crashes, restarts and reloads work the same sandboxed.
+func TestConformanceSandboxed(t *testing.T) {
+	conformance.Run(t, processHarness{sandboxed: true})
+}
+
+// testSandbox is the least a test plugin needs: its log folder (the
+// host's dir) to write, no network.
+func testSandbox(dir string) *confine.Policy {
+	return &confine.Policy{Write: []string{dir}, Network: confine.Network{Mode: confine.NetworkNone}}
 }

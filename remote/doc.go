@@ -5,7 +5,9 @@
 //
 //  1. Manager.Load starts its binary (AutoMTLS, an optional pinned
 //     checksum, a private socket folder, an empty environment) and asks it
-//     what it needs (Describe).
+//     what it needs (Describe). A plugin with a Sandbox is started through
+//     the launcher (package confine: Options.Launcher, by default the
+//     running executable), which confines it before it execs the binary.
 //  2. The kernel loads it like any plugin. Its apply step makes the process
 //     an effect of the scope, serves the plugin its Host service on one
 //     broker connection, and runs the plugin's own apply step.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/plugkit-go/plugkit/confine"
 	"github.com/plugkit-go/plugkit/internal/conformance"
 	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/pipeline"
@@ -32,6 +33,8 @@ import (
 type processHarness struct {
 	// opts are the manager's options; Logger is set per host.
 	opts remote.Options
+	// sandboxed confines every plugin under test (testSandbox).
+	sandboxed bool
 }
 
 // testRestart is the restart policy of the plugins under test: a crash is
@@ -77,7 +80,11 @@ func (w testWriter) Write(p []byte) (int, error) {
 
 func (h processHarness) New(t *testing.T, cfg conformance.Config) conformance.Host {
 	t.Helper()
-	return newHost(t, cfg, h.opts)
+	host := newHost(t, cfg, h.opts)
+	if h.sandboxed {
+		host.sandbox = testSandbox(host.dir)
+	}
+	return host
 }
 
 // newHost returns a host with the tools service and the in-host audit,
@@ -126,6 +133,8 @@ type processHost struct {
 	m     *remote.Manager
 	audit conformance.Audit
 	dir   string // the plugins' log folder
+	// sandbox confines the plugins the host loads; nil: unconfined.
+	sandbox *confine.Policy
 
 	mu       sync.Mutex
 	observed map[string]*observedLog // by log name
@@ -186,7 +195,7 @@ func (h *processHost) spec(t testing.TB, p conformance.PluginSpec, extra pluginC
 	}
 	return remote.Spec{
 		Name: p.Name, Path: testPlugin, Config: raw, Critical: p.Critical,
-		Restart: testRestart, Env: env,
+		Restart: testRestart, Env: env, Sandbox: h.sandbox,
 	}
 }
 

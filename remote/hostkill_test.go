@@ -43,7 +43,11 @@ func runHelperHost() {
 	cfg, _ := json.Marshal(pluginConfig{Spec: conformance.PluginSpec{Name: "orphan", Tools: []conformance.ToolSpec{addTool("")}}})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := m.Load(ctx, remote.Spec{Name: "orphan", Path: os.Getenv(pluginBinEnv), Config: cfg}); err != nil {
+	spec := remote.Spec{Name: "orphan", Path: os.Getenv(pluginBinEnv), Config: cfg}
+	if os.Getenv(sandboxedEnv) != "" {
+		spec.Sandbox = testSandbox(os.TempDir())
+	}
+	if err := m.Load(ctx, spec); err != nil {
 		fail("load: %v", err)
 	}
 	if r := tools.Execute(ctx, "add", json.RawMessage(`{"a":2,"b":3}`), "client"); !r.OK {
@@ -69,12 +73,21 @@ func socketDirs(pid int) []string {
 	return dirs
 }
 
+// sandboxedEnv makes the helper host confine its plugin.
+const sandboxedEnv = "PLUGKIT_REMOTE_TEST_SANDBOXED"
+
 // TestHostKilled SIGKILLs a host (this test binary in the "host" role) and
 // checks that its plugin process is gone within one second, and that the
 // socket folder the dead host left is removed by the next host's manager.
-func TestHostKilled(t *testing.T) {
+func TestHostKilled(t *testing.T) { testHostKilled(t, "") }
+
+// TestHostKilledSandboxed is TestHostKilled with the plugin confined: the
+// launcher in between keeps the host its parent.
+func TestHostKilledSandboxed(t *testing.T) { testHostKilled(t, "1") }
+
+func testHostKilled(t *testing.T, sandboxed string) {
 	host := exec.Command(os.Args[0], "-test.run=^$")
-	host.Env = append(os.Environ(), roleEnv+"=host", pluginBinEnv+"="+testPlugin)
+	host.Env = append(os.Environ(), roleEnv+"=host", pluginBinEnv+"="+testPlugin, sandboxedEnv+"="+sandboxed)
 	host.Stderr = os.Stderr
 	out, err := host.StdoutPipe()
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -43,6 +44,9 @@ type instance struct {
 
 	stopOnce sync.Once
 	stopping chan struct{} // closed when the host stops it on purpose
+	// cleanup removes what was made for this process (a sandboxed plugin's
+	// own socket folder); it runs once the process has ended.
+	cleanup func()
 }
 
 // launch starts the plugin's binary and connects to it. The process gets no
@@ -50,16 +54,19 @@ type instance struct {
 // and what go-plugin needs.
 func (m *Manager) launch(ctx context.Context, spec Spec) (*instance, error) {
 	log := m.log.Named(spec.Name)
-	cmd := exec.Command(spec.Path, spec.Args...)
+	cmd, socketDir, cleanup, err := m.command(spec)
+	if err != nil {
+		return nil, fmt.Errorf("plugin %s: %w", spec.Name, err)
+	}
 	cmd.Dir = spec.Dir
 	// The plugin's socket goes in the host's private folder (go-plugin
 	// honours UnixSocketConfig.TempDir only with a custom runner, so the
 	// variable it reads is set here).
 	cmd.Env = append([]string{
 		wire.MaxMessageEnv(m.opts.MaxMessageBytes),
-		"PLUGIN_UNIX_SOCKET_DIR=" + m.socketDir,
-		"TMPDIR=" + m.socketDir,
-	}, spec.Env...)
+		"PLUGIN_UNIX_SOCKET_DIR=" + socketDir,
+		"TMPDIR=" + socketDir,
+	}, slices.Concat(spec.Env, sandboxEnv(spec.Sandbox))...)
 	stderr := &stderrTail{}
 	cfg := &plugin.ClientConfig{
 		HandshakeConfig:  wire.Handshake,
@@ -76,18 +83,28 @@ func (m *Manager) launch(ctx context.Context, spec Spec) (*instance, error) {
 		// socket, no second TLS handshake.
 		GRPCBrokerMultiplex: true,
 		StartTimeout:        m.opts.StartTimeout,
-		UnixSocketConfig:    &plugin.UnixSocketConfig{TempDir: m.socketDir},
+		UnixSocketConfig:    &plugin.UnixSocketConfig{TempDir: socketDir},
 	}
 	if spec.SHA256 != "" {
 		sum, err := hex.DecodeString(spec.SHA256)
 		if err != nil || len(sum) != sha256.Size {
+			cleanup()
 			return nil, fmt.Errorf("plugin %s: sha256 %q is not a hex SHA-256 digest", spec.Name, spec.SHA256)
 		}
 		cfg.SecureConfig = &plugin.SecureConfig{Checksum: sum, Hash: sha256.New()}
+		if spec.Sandbox != nil {
+			// go-plugin would hash the launcher, which is what it starts.
+			if err := checkSum(spec.Path, cfg.SecureConfig); err != nil {
+				cleanup()
+				return nil, fmt.Errorf("plugin %s: start %s: %w", spec.Name, spec.Path, err)
+			}
+			cfg.SecureConfig = nil
+		}
 	}
 	gp := plugin.NewClient(cfg)
 	fail := func(what string, err error) (*instance, error) {
 		gp.Kill()
+		cleanup()
 		// Kill has waited for go-plugin's goroutines, the one that reads
 		// stderr and the one that waits for the process among them (or the
 		// process never started and ProcessState stays nil).
@@ -114,6 +131,7 @@ func (m *Manager) launch(ctx context.Context, spec Spec) (*instance, error) {
 		listenerTimeout: m.opts.ListenerTimeout,
 		drainTimeout:    m.opts.DrainTimeout,
 		stopping:        make(chan struct{}),
+		cleanup:         cleanup,
 	}
 	if rc := gp.ReattachConfig(); rc != nil {
 		in.pid = rc.Pid
@@ -261,5 +279,6 @@ func (in *instance) stop() {
 			cancel()
 		}
 		in.gp.Kill()
+		in.cleanup()
 	})
 }

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plugkit-go/plugkit/confine"
 	"github.com/plugkit-go/plugkit/internal/conformance"
 	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/pipeline"
@@ -420,7 +421,13 @@ func waitNoNewPlugins(before []int, d time.Duration) []int {
 
 // TestChecksum: a pinned checksum that matches starts the plugin; one that
 // does not refuses to start it, and nothing is left running or registered.
-func TestChecksum(t *testing.T) {
+func TestChecksum(t *testing.T) { testChecksum(t, nil) }
+
+// TestChecksumSandboxed: the same for a sandboxed plugin, whose binary is
+// checked before the launcher starts (go-plugin would check the launcher).
+func TestChecksumSandboxed(t *testing.T) { testChecksum(t, testSandbox(t.TempDir())) }
+
+func testChecksum(t *testing.T, sb *confine.Policy) {
 	ctx := testCtx(t, time.Minute)
 	f, err := os.Open(testPlugin)
 	if err != nil {
@@ -437,14 +444,14 @@ func TestChecksum(t *testing.T) {
 	cfg, _ := json.Marshal(pluginConfig{Spec: conformance.PluginSpec{Name: "pinned", Tools: []conformance.ToolSpec{addTool("")}}})
 
 	h := newHost(t, conformance.Config{}, remote.Options{})
-	if err := h.m.Load(ctx, remote.Spec{Name: "pinned", Path: testPlugin, SHA256: good, Config: cfg}); err != nil {
+	if err := h.m.Load(ctx, remote.Spec{Name: "pinned", Path: testPlugin, Sandbox: sb, SHA256: good, Config: cfg}); err != nil {
 		t.Fatalf("load with the right checksum: %v", err)
 	}
 	wantOK(t, call(ctx, h, "add", `{"a":2,"b":3}`), "5")
 	h.Unload(t, "pinned")
 
 	before := pluginPids(testPlugin)
-	err = h.m.Load(ctx, remote.Spec{Name: "pinned", Path: testPlugin, SHA256: bad, Config: cfg})
+	err = h.m.Load(ctx, remote.Spec{Name: "pinned", Path: testPlugin, Sandbox: sb, SHA256: bad, Config: cfg})
 	if err == nil || !strings.Contains(strings.ToLower(err.Error()), "checksum") {
 		t.Fatalf("load with a wrong checksum: err = %v, want a checksum error", err)
 	}
@@ -457,11 +464,11 @@ func TestChecksum(t *testing.T) {
 	}
 	wantCode(t, call(ctx, h, "add", `{"a":2,"b":3}`), pipeline.CodeUnknownTool)
 
-	if err := h.m.Load(ctx, remote.Spec{Name: "pinned", Path: testPlugin, SHA256: "not hex", Config: cfg}); err == nil || !strings.Contains(err.Error(), "SHA-256") {
+	if err := h.m.Load(ctx, remote.Spec{Name: "pinned", Path: testPlugin, Sandbox: sb, SHA256: "not hex", Config: cfg}); err == nil || !strings.Contains(err.Error(), "SHA-256") {
 		t.Errorf("load with a malformed checksum: err = %v", err)
 	}
 	// The name is free again after each refusal.
-	if err := h.m.Load(ctx, remote.Spec{Name: "pinned", Path: testPlugin, SHA256: good, Config: cfg}); err != nil {
+	if err := h.m.Load(ctx, remote.Spec{Name: "pinned", Path: testPlugin, Sandbox: sb, SHA256: good, Config: cfg}); err != nil {
 		t.Fatalf("load again with the right checksum: %v", err)
 	}
 	wantOK(t, call(ctx, h, "add", `{"a":2,"b":3}`), "5")

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/plugkit-go/plugkit/confine"
 )
 
 // The tests of this package run plugins as real processes: TestMain builds
@@ -30,6 +32,8 @@ const pluginBinEnv = "PLUGKIT_REMOTE_TEST_PLUGIN"
 var testPlugin string
 
 func TestMain(m *testing.M) {
+	// The test binary is the launcher of sandboxed plugins.
+	confine.RunIfLauncher()
 	if os.Getenv(roleEnv) == "host" {
 		runHelperHost()
 		os.Exit(0)
@@ -71,17 +75,22 @@ func run(m *testing.M) int {
 
 // buildTestPlugin builds internal/testplugin into out.
 func buildTestPlugin(out string) error {
+	return goBuild(out, "github.com/plugkit-go/plugkit/internal/testplugin")
+}
+
+// goBuild builds the main package pkg into out.
+func goBuild(out, pkg string) error {
 	gobin := "go"
 	if p, err := exec.LookPath("go"); err == nil {
 		gobin = p
 	} else if root := runtime.GOROOT(); root != "" {
 		gobin = filepath.Join(root, "bin", "go")
 	}
-	cmd := exec.Command(gobin, "build", "-o", out, "github.com/plugkit-go/plugkit/internal/testplugin")
+	cmd := exec.Command(gobin, "build", "-o", out, pkg)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("go build internal/testplugin: %v\n%s", err, stderr.String())
+		return fmt.Errorf("go build %s: %v\n%s", pkg, err, stderr.String())
 	}
 	return nil
 }

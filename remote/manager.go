@@ -14,6 +14,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/plugkit-go/plugkit/confine"
 	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/pipeline"
 	"github.com/plugkit-go/plugkit/shared/pb"
@@ -28,6 +29,7 @@ type Manager struct {
 	opts      Options
 	log       hclog.Logger
 	socketDir string
+	base      string // the folder socketDir is in
 	unlisten  func()
 
 	mu      sync.Mutex
@@ -69,7 +71,7 @@ func NewManager(k *kernel.Kernel, tools *pipeline.Tools, opts Options) (*Manager
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("plugin socket folder: %w", err)
 	}
-	m := &Manager{k: k, tools: tools, opts: opts, log: opts.Logger, socketDir: dir, plugins: map[string]*managed{}}
+	m := &Manager{k: k, tools: tools, opts: opts, log: opts.Logger, socketDir: dir, base: base, plugins: map[string]*managed{}}
 	m.unlisten = k.Events().Listen(kernel.EventStateChanged, "plugin manager", m.onState)
 	return m, nil
 }
@@ -350,6 +352,9 @@ type Status struct {
 	// empty while no process of the plugin has crashed.
 	LastExit string
 	Stderr   []string
+	// Sandbox says whether the process is confined: enforced, partial
+	// (and what is not) or off.
+	Sandbox confine.Enforcement
 }
 
 // Status describes every managed plugin in load order.
@@ -367,12 +372,14 @@ func (m *Manager) Status() []Status {
 		cur, _ := m.k.Scope(info.Name)
 		mp.mu.Lock()
 		st.Critical = mp.spec.Critical
+		spec := mp.spec
 		if in := mp.procs[cur]; in != nil && !in.exited() {
 			st.PID, st.Started = in.pid, in.started
 		}
 		st.Restarts = mp.restarts
 		st.LastExit, st.Stderr = mp.lastExit, slices.Clone(mp.lastStderr)
 		mp.mu.Unlock()
+		st.Sandbox = m.sandbox(spec)
 		if e, ok := failedExit(cur, info.State); ok {
 			// FAILED because a process died while starting or applying.
 			st.LastExit, st.Stderr = e.summary(), slices.Clone(e.stderr)

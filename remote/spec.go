@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/plugkit-go/plugkit/confine"
 )
 
 // Spec is one plugin process as a deployment declares it.
@@ -37,6 +39,9 @@ type Spec struct {
 	// runs unchanged.
 	EnabledTools  []string
 	DisabledTools []string
+	// Sandbox, when set, confines the process (package confine): the
+	// launcher applies it between fork and exec.
+	Sandbox *confine.Policy
 }
 
 // toolEnabled applies the deployment's enabled and disabled tool lists.
@@ -89,5 +94,9 @@ type Options struct {
 	// SocketDir is where the private socket folder is made (default: the
 	// system's temporary folder).
 	SocketDir string
-	Logger    hclog.Logger
+	// Launcher is the binary that confines a sandboxed plugin before
+	// exec'ing it: any binary that imports package confine serves its
+	// hidden subcommand. The default is the running executable.
+	Launcher string
+	Logger   hclog.Logger
 }

@@ -38,7 +38,7 @@ func status(ctx context.Context, e *env, _ []string) error {
 	}
 	fmt.Fprintf(e.stdout, "host %s, pid %d, up %s\n\n", st.Version, st.PID, st.Uptime)
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PLUGIN\tSTATE\tPID\tUPTIME\tRESTARTS\tTOOLS\tLAST ERROR")
+	fmt.Fprintln(tw, "PLUGIN\tSTATE\tPID\tUPTIME\tRESTARTS\tSANDBOX\tTOOLS\tLAST ERROR")
 	for _, p := range st.Plugins {
 		name := p.Name
 		if p.Critical {
@@ -48,10 +48,18 @@ func status(ctx context.Context, e *env, _ []string) error {
 		if p.PID > 0 {
 			pid = fmt.Sprint(p.PID)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", name, p.State, pid, orDash(p.Uptime), p.Restarts, orDash(strings.Join(p.Tools, ",")), orDash(p.LastError))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", name, p.State, pid, orDash(p.Uptime), p.Restarts, orDash(p.Sandbox.State), orDash(strings.Join(p.Tools, ",")), orDash(p.LastError))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	for _, p := range st.Plugins {
+		if len(p.Sandbox.Gaps) > 0 {
+			fmt.Fprintf(e.stdout, "\n%s: sandbox partial, not enforced:\n", p.Name)
+			for _, g := range p.Sandbox.Gaps {
+				fmt.Fprintf(e.stdout, "  %s\n", g)
+			}
+		}
 	}
 	printExits(e.stdout, st.Plugins)
 	return nil

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/plugkit-go/plugkit/admin"
+	"github.com/plugkit-go/plugkit/confine"
 	"github.com/plugkit-go/plugkit/plugins/safety/secrets/fake"
 )
 
@@ -32,6 +33,9 @@ var bins struct {
 }
 
 func TestMain(m *testing.M) {
+	// Hosts that tests run in this process launch sandboxed plugins
+	// through the test binary.
+	confine.RunIfLauncher()
 	dir, err := os.MkdirTemp("", "plugkit-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -164,12 +168,22 @@ host {
     timeout     = true
     concurrency = 8
   }
+  sandbox {
+    network = "none"
+    limits {
+      memory     = "1GiB"
+      open_files = 256
+    }
+  }
 }
 
 plugin "index" {
   path = %[1]q
 %[7]s  config {
     root = %[6]q
+  }
+  sandbox {
+    read = [%[6]q]
   }
 }
 
@@ -182,6 +196,10 @@ plugin "files" {
   path = %[3]q
 %[9]s  config {
     root = "workspace"
+  }
+  sandbox {
+    read  = ["workspace"]
+    write = ["workspace"]
   }
 }
 
@@ -206,6 +224,9 @@ plugin "audit" {
   path = %[5]q
 %[11]s  config {
     path = "run/audit.log"
+  }
+  sandbox {
+    write = ["run"]
   }
 }
 `, pluginPath("index"), pluginPath("search"), pluginPath("files"), pluginPath("safety"), pluginPath("audit"), corpusDir(t),
@@ -318,7 +339,24 @@ func TestSampleDeploymentEndToEnd(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("validate: exit %d\n%s%s", code, out, stderr)
 	}
+	if !strings.Contains(out, "sandbox support: ") {
+		t.Errorf("validate does not say what the kernel supports:\n%s", out)
+	}
 	host := startHost(t, config, len(shippedPlugins))
+
+	t.Run("sandboxed", func(t *testing.T) {
+		out, _, code := cli(t, "status", "--json", "-c", config)
+		var st admin.Status
+		if err := json.Unmarshal([]byte(out), &st); code != 0 || err != nil {
+			t.Fatalf("status --json: exit %d, %v", code, err)
+		}
+		for _, p := range st.Plugins {
+			// Enforced in full where the kernel can (warned otherwise).
+			if p.Sandbox.State == "off" || (p.Sandbox.State == "partial" && !strings.Contains(stderr, "warning: Sandbox only partly enforced")) {
+				t.Errorf("%s: sandbox %s", p.Name, p.Sandbox)
+			}
+		}
+	})
 	calls := 0
 
 	t.Run("status", func(t *testing.T) {

@@ -11,9 +11,13 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/plugkit-go/plugkit/confine"
 )
 
 func main() {
+	// `host sandbox-exec`, hidden: the launcher of a sandboxed plugin.
+	confine.RunIfLauncher()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()

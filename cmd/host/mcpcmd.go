@@ -26,6 +26,9 @@ func serveMCP(ctx context.Context, e *env, _ []string) error {
 		fmt.Fprint(e.stderr, deployment.Format(diags))
 		return fail(exitFailed, "%s is not valid; nothing was started", e.config)
 	}
+	if len(diags) > 0 {
+		fmt.Fprint(e.stderr, deployment.Format(diags)) // stderr: stdout is the protocol's
+	}
 	log := newLogger(e, d.Host.LogLevel)
 	h, err := host.New(d, log)
 	if err != nil {

@@ -38,6 +38,9 @@ func validate(ctx context.Context, e *env, _ []string) error {
 		fmt.Fprint(e.stderr, deployment.Format(diags))
 	}
 	fmt.Fprintf(e.stdout, "%s: ok (%d plugins)\n", e.config, len(d.Plugins))
+	if sup, err := host.SandboxSupport(); err == nil {
+		fmt.Fprintf(e.stdout, "sandbox support: %s\n", sup)
+	}
 	return nil
 }
 
@@ -47,6 +50,10 @@ func runHost(ctx context.Context, e *env, _ []string) error {
 	if diags.HasErrors() {
 		fmt.Fprint(e.stderr, deployment.Format(diags))
 		return fail(exitFailed, "%s is not valid; nothing was started", e.config)
+	}
+	if len(diags) > 0 {
+		// Warnings: a sandbox the kernel enforces only in part, above all.
+		fmt.Fprint(e.stderr, deployment.Format(diags))
 	}
 	log := newLogger(e, d.Host.LogLevel)
 

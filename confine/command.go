@@ -1,0 +1,130 @@
+package confine
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+)
+
+// Subcommand is the hidden subcommand of the host binary that serves as
+// the launcher: `host sandbox-exec SPEC BINARY [ARGS...]`.
+const Subcommand = "sandbox-exec"
+
+// probeArg makes the launcher exit 0 at once (Detect).
+const probeArg = "--probe"
+
+// Launch is one sandboxed start of a plugin binary.
+type Launch struct {
+	// Launcher is the binary that serves Subcommand (the host's own).
+	Launcher string
+	Policy   Policy
+	// Support is what the kernel offers (Detect(Launcher)).
+	Support Support
+	// Binary is the plugin's executable (absolute) and Args its arguments.
+	Binary string
+	Args   []string
+	// SocketDir is the host's private go-plugin socket folder: the plugin
+	// creates its socket there.
+	SocketDir string
+}
+
+// spec is what the launcher is told, as JSON in its first argument.
+type spec struct {
+	Policy
+	Binary    string `json:"binary"`
+	SocketDir string `json:"socket_dir"`
+	// UID and GID are the user to switch to, -1 to stay.
+	UID int `json:"uid"`
+	GID int `json:"gid"`
+	// Parent is the host's pid: a launcher whose host is gone by the time
+	// it would exec the plugin exits instead.
+	Parent int `json:"parent"`
+	// Strict fails the launch when Landlock cannot enforce every rule.
+	Strict bool `json:"strict"`
+}
+
+// Command returns the command that starts the plugin confined by the
+// launch's policy: the launcher, cloned into the namespaces the policy
+// needs. The caller sets its environment (the plugin's, which the launcher
+// passes on unchanged), working folder and standard streams. Write paths
+// that do not exist are made as folders, so that a plugin can be confined
+// to a folder it fills itself.
+func Command(l Launch) (*exec.Cmd, error) {
+	if l.Launcher == "" {
+		return nil, errors.New("sandbox: no launcher binary")
+	}
+	e := l.Policy.Enforcement(l.Support, os.Geteuid())
+	if l.Policy.Required && e.State != StateEnforced {
+		return nil, fmt.Errorf("sandbox is required but cannot be enforced: %s", gapList(e.Gaps))
+	}
+	s := spec{Policy: l.Policy, Binary: l.Binary, SocketDir: l.SocketDir, UID: -1, GID: -1, Parent: os.Getpid(), Strict: l.Policy.Required}
+	if l.Policy.User != "" && os.Geteuid() == 0 {
+		uid, gid, err := lookupUser(l.Policy.User)
+		if err != nil {
+			return nil, err
+		}
+		s.UID, s.GID = uid, gid
+	}
+	for _, w := range l.Policy.Write {
+		if _, err := os.Lstat(w); errors.Is(err, os.ErrNotExist) {
+			if err := os.MkdirAll(w, 0o755); err != nil {
+				return nil, fmt.Errorf("sandbox: write folder: %w", err)
+			}
+			if s.UID >= 0 {
+				_ = os.Chown(w, s.UID, s.GID)
+			}
+		}
+	}
+	raw, err := json.Marshal(s)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	cmd := exec.Command(l.Launcher, append([]string{Subcommand, string(raw), l.Binary}, l.Args...)...)
+	isolated := l.Policy.Network.Mode == NetworkNone || l.Policy.Network.Mode == ""
+	cmd.SysProcAttr = namespaces(isolated && l.Support.NetNS)
+	return cmd, nil
+}
+
+func gapList(gaps []Gap) string {
+	out := ""
+	for i, g := range gaps {
+		if i > 0 {
+			out += "; "
+		}
+		out += g.String()
+	}
+	return out
+}
+
+// lookupUser resolves a user name (or a numeric uid) to its ids.
+func lookupUser(name string) (uid, gid int, err error) {
+	u, err := user.Lookup(name)
+	if err != nil {
+		if _, nerr := strconv.Atoi(name); nerr == nil {
+			u, err = user.LookupId(name)
+		}
+	}
+	if err != nil {
+		return 0, 0, fmt.Errorf("sandbox: user %q: %w", name, err)
+	}
+	uid, _ = strconv.Atoi(u.Uid)
+	gid, _ = strconv.Atoi(u.Gid)
+	return uid, gid, nil
+}
+
+// UserIDs resolves a user name (or numeric uid) to its uid and gid.
+func UserIDs(name string) (uid, gid int, err error) { return lookupUser(name) }
+
+// Executable is the launcher of a host binary: the running executable.
+func Executable() (string, error) {
+	p, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("sandbox launcher: %w", err)
+	}
+	return filepath.Clean(p), nil
+}

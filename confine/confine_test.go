@@ -1,0 +1,112 @@
+package confine
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// The test binary is a launcher too: confine's init serves Subcommand.
+
+func TestEnforcement(t *testing.T) {
+	full := Support{LandlockABI: 7, NetNS: true}
+	none := Support{LandlockErr: "off", NetNSErr: "denied"}
+	cases := []struct {
+		name string
+		p    Policy
+		s    Support
+		euid int
+		want string
+	}{
+		{"everything", Policy{Limits: Limits{Processes: 8}, User: "nobody"}, full, 0, "enforced"},
+		{"unprivileged", Policy{Limits: Limits{Processes: 8}}, full, 1000, "enforced"},
+		{"root without user", Policy{Limits: Limits{Processes: 8}}, full, 0, "partial (processes not enforced)"},
+		{"user without root", Policy{User: "nobody"}, full, 1000, "partial (user not enforced)"},
+		{"no namespaces", Policy{}, Support{LandlockABI: 7}, 0, "partial (network not enforced)"},
+		{"host network needs none", Policy{Network: Network{Mode: NetworkHost}}, Support{LandlockABI: 7}, 0, "enforced"},
+		{"ports need ABI 4", Policy{Network: Network{Mode: NetworkPorts, Ports: []uint16{443}}}, Support{LandlockABI: 3, NetNS: true}, 0, "partial (network, ipc not enforced)"},
+		{"no Landlock", Policy{}, none, 0, "partial (filesystem, network, ipc not enforced)"},
+	}
+	for _, c := range cases {
+		if got := c.p.Enforcement(c.s, c.euid).String(); got != c.want {
+			t.Errorf("%s: %s, want %s", c.name, got, c.want)
+		}
+	}
+}
+
+func TestCommandRefusesRequiredGaps(t *testing.T) {
+	_, err := Command(Launch{Launcher: "/nonexistent", Policy: Policy{Required: true}, Support: Support{LandlockErr: "off"}, Binary: "/bin/true"})
+	if err == nil || !strings.Contains(err.Error(), "filesystem: Landlock is not available (off)") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func launcher(tb testing.TB) string {
+	tb.Helper()
+	p, err := Executable()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return p
+}
+
+// TestLaunchConfines starts a shell command through the launcher: it runs,
+// and cannot read a file outside what it may read.
+func TestLaunchConfines(t *testing.T) {
+	self := launcher(t)
+	s := Detect(self)
+	if s.LandlockABI < 1 || !s.NetNS {
+		t.Skipf("kernel: %s", s)
+	}
+	dir := t.TempDir()
+	secret := dir + "/secret"
+	if err := os.WriteFile(secret, []byte("x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sockets := t.TempDir()
+	run := func(p Policy) error {
+		cmd, err := Command(Launch{Launcher: self, Policy: p, Support: s, Binary: "/bin/sh", Args: []string{"-c", "read x < " + secret}, SocketDir: sockets})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Logf("%s", out)
+		}
+		return err
+	}
+	if err := run(Policy{Read: []string{dir}}); err != nil {
+		t.Errorf("allowed read failed: %v", err)
+	}
+	other := t.TempDir()
+	if err := run(Policy{Read: []string{other}}); err == nil {
+		t.Errorf("read outside the sandbox succeeded")
+	}
+}
+
+// BenchmarkStartDirect and BenchmarkStartConfined start /bin/true directly
+// and through the launcher (network namespace, Landlock, rlimits): the
+// difference is what a sandbox adds to a plugin's start.
+func BenchmarkStartDirect(b *testing.B) {
+	for b.Loop() {
+		if err := exec.Command("/bin/true").Run(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkStartConfined(b *testing.B) {
+	self := launcher(b)
+	s := Detect(self)
+	dir := b.TempDir()
+	for b.Loop() {
+		cmd, err := Command(Launch{Launcher: self, Policy: Policy{Limits: Limits{Memory: 256 << 20, OpenFiles: 256}}, Support: s, Binary: "/bin/true", SocketDir: dir})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("%v: %s", err, out)
+		}
+	}
+}

@@ -1,0 +1,254 @@
+package confine
+
+import (
+	"debug/elf"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"runtime"
+	"strings"
+	"syscall"
+
+	"github.com/landlock-lsm/go-landlock/landlock"
+	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
+)
+
+// RunIfLauncher serves Subcommand when the process was started as the
+// launcher (os.Args[1] is Subcommand) and never returns then; otherwise it
+// returns at once. Package initialization already does this (see init);
+// a binary that starts sandboxed plugins (the host, a test binary's
+// TestMain) may call it first thing to say so.
+func RunIfLauncher() {
+	if len(os.Args) > 1 && os.Args[1] == Subcommand {
+		os.Exit(Main(os.Args[2:]))
+	}
+}
+
+// init serves Subcommand as early as the binary allows: packages are
+// initialized in import-path order once their own imports are, so the
+// launcher runs before most of the host's packages initialize (JSON
+// Schema's alone takes 5-15 ms), none of which it needs. This keeps a
+// sandboxed start within a few milliseconds of an unconfined one.
+func init() { RunIfLauncher() }
+
+// exitLaunch is the launcher's exit status when it cannot confine or start
+// the plugin (the shell's "cannot execute").
+const exitLaunch = 126
+
+// Main is the launcher: args are SPEC BINARY [ARGS...]. It confines the
+// process as SPEC says and execs BINARY; it returns only on failure, with
+// the exit status, having said why on stderr.
+func Main(args []string) int {
+	if len(args) == 1 && args[0] == probeArg {
+		return 0
+	}
+	if err := launch(args); err != nil {
+		fmt.Fprintln(os.Stderr, "sandbox: "+err.Error())
+		return exitLaunch
+	}
+	return 0 // not reached: launch execs
+}
+
+func launch(args []string) error {
+	if len(args) < 2 {
+		return errors.New("usage: " + Subcommand + " SPEC BINARY [ARGS...]")
+	}
+	var s spec
+	if err := json.Unmarshal([]byte(args[0]), &s); err != nil {
+		return fmt.Errorf("bad spec: %w", err)
+	}
+	if args[1] != s.Binary {
+		return fmt.Errorf("binary %q is not the one the spec names", args[1])
+	}
+	// Everything from here to the exec happens on this thread.
+	runtime.LockOSThread()
+	if err := setLimits(s.Limits); err != nil {
+		return err
+	}
+	if err := restrict(s); err != nil {
+		return err
+	}
+	if s.UID >= 0 {
+		if err := syscall.Setgroups(nil); err != nil {
+			return fmt.Errorf("setgroups: %w", err)
+		}
+		if err := syscall.Setgid(s.GID); err != nil {
+			return fmt.Errorf("setgid %d: %w", s.GID, err)
+		}
+		if err := syscall.Setuid(s.UID); err != nil {
+			return fmt.Errorf("setuid %d: %w", s.UID, err)
+		}
+	}
+	// A change of user clears the parent-death signal, so it is set last;
+	// the SDK sets its own once the plugin runs. If the host died before
+	// this point, nothing would tell the plugin.
+	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(syscall.SIGKILL), 0, 0, 0); err != nil {
+		return fmt.Errorf("parent-death signal: %w", err)
+	}
+	if os.Getppid() != s.Parent {
+		return errors.New("the host has exited")
+	}
+	argv := append([]string{s.Binary}, args[2:]...)
+	if err := syscall.Exec(s.Binary, argv, os.Environ()); err != nil {
+		return fmt.Errorf("exec %s: %w", s.Binary, err)
+	}
+	return nil
+}
+
+func setLimits(l Limits) error {
+	set := func(what string, res int, v uint64) error {
+		if v == 0 {
+			return nil
+		}
+		if err := unix.Setrlimit(res, &unix.Rlimit{Cur: v, Max: v}); err != nil {
+			return fmt.Errorf("limit %s to %d: %w", what, v, err)
+		}
+		return nil
+	}
+	cpu := uint64(0)
+	if l.CPU > 0 {
+		cpu = uint64(math.Ceil(l.CPU.Seconds()))
+	}
+	return errors.Join(
+		set("memory", unix.RLIMIT_DATA, l.Memory),
+		set("open_files", unix.RLIMIT_NOFILE, l.OpenFiles),
+		set("processes", unix.RLIMIT_NPROC, l.Processes),
+		set("cpu", unix.RLIMIT_CPU, cpu),
+	)
+}
+
+// Landlock access rights, by what a rule grants.
+const (
+	accRead  = ll.AccessFSReadFile | ll.AccessFSReadDir
+	accExec  = ll.AccessFSExecute | accRead
+	accWrite = accRead | ll.AccessFSWriteFile | ll.AccessFSTruncate | ll.AccessFSRemoveDir |
+		ll.AccessFSRemoveFile | ll.AccessFSMakeDir | ll.AccessFSMakeReg | ll.AccessFSMakeSock |
+		ll.AccessFSMakeFifo | ll.AccessFSMakeSym | ll.AccessFSRefer
+	// accFile is what a rule on a file (not a folder) may grant.
+	accFile = ll.AccessFSExecute | ll.AccessFSReadFile | ll.AccessFSWriteFile | ll.AccessFSTruncate | ll.AccessFSIoctlDev
+
+	handledFS  = landlock.AccessFSSet((1 << 16) - 1) // every right of ABI 7
+	handledNet = landlock.AccessNetSet(ll.AccessNetBindTCP | ll.AccessNetConnectTCP)
+	scoped     = landlock.ScopedSet(ll.ScopeAbstractUnixSocket | ll.ScopeSignal)
+)
+
+// systemRead is what every process needs to run: shared libraries and
+// the loader's cache, the time zone, random numbers. Missing ones are
+// skipped.
+var systemRead = []string{"/usr", "/lib", "/lib64", "/lib32", "/etc/ld.so.cache", "/etc/localtime", "/dev/urandom", "/dev/random"}
+
+// restrict applies Landlock (with no_new_privs) to the launcher, which the
+// plugin inherits across exec.
+func restrict(s spec) error {
+	var rules []landlock.Rule
+	add := func(access landlock.AccessFSSet, paths ...string) error {
+		for _, p := range paths {
+			r, err := pathRule(access, p)
+			if err != nil {
+				return err
+			}
+			if r != nil {
+				rules = append(rules, r)
+			}
+		}
+		return nil
+	}
+	exe := append([]string{s.Binary}, s.Exec...)
+	for _, x := range exe {
+		if in := interpreter(x); in != "" {
+			exe = append(exe, in)
+		}
+	}
+	self := fmt.Sprintf("/proc/%d", os.Getpid()) // /proc/self, which exec keeps
+	if err := errors.Join(
+		add(accRead, systemRead...),
+		add(accRead, self),
+		add(accRead|ll.AccessFSWriteFile|ll.AccessFSTruncate, "/dev/null"),
+		add(accExec, exe...),
+		add(accRead, s.Read...),
+		add(accWrite, s.Write...),
+		add(accWrite, s.SocketDir),
+	); err != nil {
+		return err
+	}
+	net := landlock.AccessNetSet(0)
+	switch s.Network.Mode {
+	case NetworkNone, "":
+		net = handledNet
+	case NetworkPorts:
+		net = handledNet
+		for _, p := range s.Network.Ports {
+			rules = append(rules, landlock.ConnectTCP(p))
+		}
+	}
+	args := []any{handledFS, scoped}
+	if net != 0 {
+		args = append(args, net)
+	}
+	cfg, err := landlock.NewConfig(args...)
+	if err != nil {
+		return fmt.Errorf("landlock: %w", err)
+	}
+	c := *cfg
+	if !s.Strict {
+		c = c.BestEffort()
+	}
+	// Only this thread is restricted (launch holds it until the exec,
+	// which keeps its credentials): no need to stop every thread of the
+	// launcher to apply it to them all.
+	fd, flags, err := c.NewRulesetFD(rules...)
+	if err != nil {
+		return fmt.Errorf("landlock: %w", err)
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("no_new_privs: %w", err)
+	}
+	if fd < 0 {
+		return nil // no Landlock on this kernel: best effort
+	}
+	defer syscall.Close(fd)
+	if err := ll.LandlockRestrictSelf(fd, flags); err != nil {
+		return fmt.Errorf("landlock: %w", err)
+	}
+	return nil
+}
+
+// pathRule grants access to the hierarchy at p (file rights only, when p
+// is a file); nil when p does not exist.
+func pathRule(access landlock.AccessFSSet, p string) (landlock.Rule, error) {
+	info, err := os.Stat(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !info.IsDir() {
+		access &= accFile
+	}
+	return landlock.PathAccess(access, p), nil
+}
+
+// interpreter returns the ELF interpreter (dynamic loader) of a binary, ""
+// for a static binary, a folder or a script.
+func interpreter(path string) string {
+	f, err := elf.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type != elf.PT_INTERP {
+			continue
+		}
+		b := make([]byte, p.Filesz)
+		if _, err := p.ReadAt(b, 0); err != nil {
+			return ""
+		}
+		return strings.TrimRight(string(b), "\x00")
+	}
+	return ""
+}

@@ -1,0 +1,167 @@
+package confine
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Policy is what one plugin process may do. The zero Policy confines to the
+// minimum: no declared folders, no network, no limits beyond the system's.
+type Policy struct {
+	// Read lists absolute paths (files or folders) the plugin may read.
+	Read []string `json:"read,omitempty"`
+	// Write lists absolute paths it may read and write (create, remove).
+	Write []string `json:"write,omitempty"`
+	// Exec lists absolute paths (binaries or folders of them) it may
+	// execute, besides its own binary: a bridged MCP server's interpreter.
+	Exec    []string `json:"exec,omitempty"`
+	Network Network  `json:"network"`
+	Limits  Limits   `json:"limits"`
+	// Env is added to the plugin's environment (which holds nothing of the
+	// host's, only what go-plugin and the host hand every plugin).
+	Env map[string]string `json:"-"`
+	// User, when set, is the user the plugin runs as; only a root host can
+	// switch users.
+	User string `json:"-"`
+	// Required refuses to start the plugin when the kernel cannot enforce
+	// every part of the policy.
+	Required bool `json:"-"`
+}
+
+// NetworkMode says what network a plugin gets.
+type NetworkMode string
+
+const (
+	// NetworkNone: no network at all (a network namespace of its own).
+	NetworkNone NetworkMode = "none"
+	// NetworkHost: the host's network, unfiltered.
+	NetworkHost NetworkMode = "host"
+	// NetworkPorts: TCP connect to the listed ports only, no TCP bind.
+	NetworkPorts NetworkMode = "ports"
+)
+
+// Network is a plugin's network.
+type Network struct {
+	Mode NetworkMode `json:"mode"`
+	// Ports are the TCP ports a NetworkPorts plugin may connect to.
+	Ports []uint16 `json:"ports,omitempty"`
+}
+
+func (n Network) String() string {
+	if n.Mode == NetworkPorts {
+		ps := make([]string, len(n.Ports))
+		for i, p := range n.Ports {
+			ps[i] = strconv.Itoa(int(p))
+		}
+		return "tcp:" + strings.Join(ps, ",")
+	}
+	if n.Mode == "" {
+		return string(NetworkNone)
+	}
+	return string(n.Mode)
+}
+
+// Limits are resource limits; zero means the system's.
+type Limits struct {
+	// Memory bounds the process's data (heap and private mappings), bytes.
+	Memory uint64 `json:"memory,omitempty"`
+	// OpenFiles bounds its open file descriptors.
+	OpenFiles uint64 `json:"open_files,omitempty"`
+	// Processes bounds the processes and threads of its user.
+	Processes uint64 `json:"processes,omitempty"`
+	// CPU bounds its CPU time; past it the kernel ends the process.
+	CPU time.Duration `json:"cpu,omitempty"`
+}
+
+// Part names one mechanism of a policy, as status and validate show it.
+type Part string
+
+const (
+	PartFilesystem Part = "filesystem"
+	PartNetwork    Part = "network"
+	PartIPC        Part = "ipc"
+	PartLimits     Part = "limits"
+	PartProcesses  Part = "processes"
+	PartUser       Part = "user"
+)
+
+// Gap is a part of a policy the kernel (or the host's privileges) cannot
+// enforce as declared, and why.
+type Gap struct {
+	Part Part   `json:"part"`
+	Why  string `json:"why"`
+}
+
+func (g Gap) String() string { return string(g.Part) + ": " + g.Why }
+
+// Enforcement is what of a policy a host can enforce.
+type Enforcement struct {
+	// State is "enforced", "partial" or "off".
+	State string `json:"state"`
+	// Gaps says what is not enforced when State is "partial".
+	Gaps []Gap `json:"gaps,omitempty"`
+}
+
+// States of an Enforcement.
+const (
+	StateEnforced = "enforced"
+	StatePartial  = "partial"
+	StateOff      = "off"
+)
+
+// Off is the Enforcement of a plugin that has no sandbox.
+var Off = Enforcement{State: StateOff}
+
+func (e Enforcement) String() string {
+	if e.State != StatePartial {
+		return e.State
+	}
+	parts := make([]string, len(e.Gaps))
+	for i, g := range e.Gaps {
+		parts[i] = string(g.Part)
+	}
+	return "partial (" + strings.Join(parts, ", ") + " not enforced)"
+}
+
+// Enforcement says what of p the kernel described by s can enforce, for a
+// host running with effective user id euid.
+func (p Policy) Enforcement(s Support, euid int) Enforcement {
+	var gaps []Gap
+	if s.LandlockABI < 1 {
+		gaps = append(gaps, Gap{PartFilesystem, "Landlock is not available" + s.landlockWhy()})
+	}
+	switch p.Network.Mode {
+	case NetworkNone, "":
+		// The namespace alone leaves no way out (Landlock's TCP rules, from
+		// ABI 4, only add to it).
+		if !s.NetNS {
+			gaps = append(gaps, Gap{PartNetwork, "no network namespace" + why(s.NetNSErr)})
+		}
+	case NetworkPorts:
+		if s.LandlockABI < 4 {
+			gaps = append(gaps, Gap{PartNetwork, fmt.Sprintf("TCP port rules need Landlock ABI 4 (the kernel has %d)", s.LandlockABI)})
+		}
+	}
+	if s.LandlockABI < 6 {
+		gaps = append(gaps, Gap{PartIPC, fmt.Sprintf("signal and abstract-socket scoping need Landlock ABI 6 (the kernel has %d)", s.LandlockABI)})
+	}
+	if p.Limits.Processes > 0 && euid == 0 && p.User == "" {
+		gaps = append(gaps, Gap{PartProcesses, "the kernel does not apply a process limit to root; set user"})
+	}
+	if p.User != "" && euid != 0 {
+		gaps = append(gaps, Gap{PartUser, "only a host running as root can switch to user " + strconv.Quote(p.User)})
+	}
+	if len(gaps) == 0 {
+		return Enforcement{State: StateEnforced}
+	}
+	return Enforcement{State: StatePartial, Gaps: gaps}
+}
+
+func why(err string) string {
+	if err == "" {
+		return ""
+	}
+	return " (" + err + ")"
+}

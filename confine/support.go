@@ -1,0 +1,111 @@
+package confine
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+
+	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+)
+
+// Support is what the running kernel offers for confinement.
+type Support struct {
+	// LandlockABI is the Landlock ABI version, 0 without Landlock.
+	LandlockABI int `json:"landlock_abi"`
+	// LandlockErr says why Landlock is unavailable.
+	LandlockErr string `json:"landlock_error,omitempty"`
+	// NetNS reports whether the launcher can be started in a network
+	// namespace of its own (with a user namespace when the host is not
+	// root); NetNSErr says why not.
+	NetNS    bool   `json:"network_namespace"`
+	NetNSErr string `json:"network_namespace_error,omitempty"`
+	// UserNS reports whether a user namespace was needed for NetNS.
+	UserNS bool `json:"user_namespace"`
+}
+
+func (s Support) landlockWhy() string { return why(s.LandlockErr) }
+
+// String is one line for `host validate`.
+func (s Support) String() string {
+	var b strings.Builder
+	if s.LandlockABI > 0 {
+		fmt.Fprintf(&b, "Landlock ABI %d", s.LandlockABI)
+	} else {
+		b.WriteString("no Landlock" + s.landlockWhy())
+	}
+	b.WriteString("; ")
+	switch {
+	case s.NetNS && s.UserNS:
+		b.WriteString("network namespaces (in a user namespace)")
+	case s.NetNS:
+		b.WriteString("network namespaces")
+	default:
+		b.WriteString("no network namespaces" + why(s.NetNSErr))
+	}
+	return b.String()
+}
+
+var (
+	detectMu   sync.Mutex
+	detected   = map[string]Support{}
+	landlockOK = sync.OnceValues(ll.LandlockGetABIVersion)
+)
+
+// Detect reports what the kernel supports. It starts launcher (the binary
+// that serves Subcommand) once in the namespaces Command would use, so the
+// answer is what a plugin launch will get; the result is kept per launcher.
+func Detect(launcher string) Support {
+	detectMu.Lock()
+	defer detectMu.Unlock()
+	if s, ok := detected[launcher]; ok {
+		return s
+	}
+	var s Support
+	if v, err := landlockOK(); err != nil {
+		s.LandlockErr = err.Error()
+	} else {
+		s.LandlockABI = v
+	}
+	s.UserNS = os.Geteuid() != 0
+	cmd := exec.Command(launcher, Subcommand, probeArg)
+	cmd.Env = []string{}
+	cmd.SysProcAttr = namespaces(true)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if msg == "" {
+			msg = err.Error()
+		}
+		s.NetNSErr = msg
+		s.UserNS = false
+	} else {
+		s.NetNS = true
+	}
+	detected[launcher] = s
+	return s
+}
+
+// namespaces is how the launcher is cloned: in a network namespace of its
+// own when isolated, inside a user namespace (mapping the host's ids to
+// themselves, so the plugin holds no capability after exec) when the host
+// is not root, which cannot make a network namespace otherwise.
+func namespaces(isolated bool) *syscall.SysProcAttr {
+	attr := &syscall.SysProcAttr{}
+	if !isolated {
+		return attr
+	}
+	attr.Cloneflags = syscall.CLONE_NEWNET
+	if uid := os.Geteuid(); uid != 0 {
+		gid := os.Getegid()
+		attr.Cloneflags |= syscall.CLONE_NEWUSER
+		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
+		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
+		attr.GidMappingsEnableSetgroups = false
+	}
+	return attr
+}

@@ -1,0 +1,63 @@
+package deployment
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/plugkit-go/plugkit/confine"
+)
+
+// TestCheckSandboxesKernel: on a kernel that cannot enforce a sandbox, a
+// plugin that requires it is an error at its sandbox block; one that does
+// not is a warning; a kernel that can enforce everything says nothing.
+func TestCheckSandboxesKernel(t *testing.T) {
+	dir := t.TempDir()
+	writeBinaries(t, dir)
+	file := filepath.Join(dir, "d.hcl")
+	src := `plugin "strict" {
+  path = "bin/ok"
+  sandbox {
+    required = true
+  }
+}
+
+plugin "lenient" {
+  path = "bin/ok"
+  sandbox {}
+}
+
+plugin "free" {
+  path = "bin/ok"
+}
+`
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d, diags := Parse(file)
+	if diags.HasErrors() {
+		t.Fatal(Format(diags))
+	}
+	weak := confine.Support{LandlockErr: "not enabled at boot", NetNSErr: "operation not permitted"}
+	got := Format(CheckSandboxes(d, weak, 1000))
+	for _, want := range []string{
+		`d.hcl:3:3: Sandbox cannot be enforced: Plugin "strict" requires its sandbox, but this machine cannot enforce all of it: filesystem: Landlock is not available (not enabled at boot); network: no network namespace (operation not permitted); ipc:`,
+		`d.hcl:10:3: warning: Sandbox only partly enforced: Plugin "lenient" runs with a weaker sandbox than declared: filesystem: Landlock is not available`,
+	} {
+		if !strings.Contains(got, filepath.Base(file)) || !strings.Contains(strings.ReplaceAll(got, file, "d.hcl"), want) {
+			t.Errorf("diagnostics lack\n%s\ngot:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, `"free"`) {
+		t.Errorf("a plugin without a sandbox was checked:\n%s", got)
+	}
+	diags = CheckSandboxes(d, weak, 1000)
+	if n := len(diags.Errs()); n != 1 {
+		t.Errorf("%d errors, want 1 (the required sandbox)", n)
+	}
+	full := confine.Support{LandlockABI: 7, NetNS: true}
+	if diags := CheckSandboxes(d, full, 1000); len(diags) != 0 {
+		t.Errorf("a kernel with everything: %s", Format(diags))
+	}
+}

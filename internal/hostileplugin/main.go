@@ -1,0 +1,174 @@
+// Command hostileplugin is a tool plugin that, on command, tries what a
+// sandbox must stop: read or write outside its folders, exec a shell, reach
+// the network, fork without limit, allocate past its memory limit, read the
+// host's memory, signal it, read its environment. The sandbox tests run it
+// confined (every attempt must fail while its allowed work succeeds) and
+// unconfined (every attempt must succeed, which shows the plugin works).
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/plugkit-go/plugkit/shared/sdk"
+)
+
+// Attempt is the attempt tool's arguments.
+type Attempt struct {
+	// What is one of the attempts below.
+	What string `json:"what"`
+	// Path is the file to read or write.
+	Path string `json:"path,omitempty"`
+	// Addr is where to connect.
+	Addr string `json:"addr,omitempty"`
+	// Count is how many processes to fork, Bytes how much to allocate.
+	Count int `json:"count,omitempty"`
+	Bytes int `json:"bytes,omitempty"`
+	// Address is where in the host's memory to read Count bytes.
+	Address uint64 `json:"address,omitempty"`
+}
+
+// Outcome says whether the attempt succeeded, and what happened.
+type Outcome struct {
+	Done   bool   `json:"done"`
+	Detail string `json:"detail"`
+}
+
+func main() {
+	sdk.Serve(sdk.Plugin[struct{}]{
+		Name:   "hostile",
+		Inject: []string{"tools"},
+		Apply: func(ctx context.Context, p *sdk.Context, _ struct{}) error {
+			_, err := p.RegisterTool(ctx, sdk.Tool{
+				Name:        "attempt",
+				Description: "Tries something a sandbox must refuse.",
+				Parameters:  `{"type":"object","properties":{"what":{"type":"string"}},"required":["what"]}`,
+				Execute: func(ctx context.Context, call *sdk.Call) (any, error) {
+					var a Attempt
+					if err := call.Bind(&a); err != nil {
+						return nil, err
+					}
+					return try(a), nil
+				},
+			})
+			return err
+		},
+	})
+}
+
+func try(a Attempt) Outcome {
+	host := os.Getppid()
+	switch a.What {
+	case "read":
+		b, err := os.ReadFile(a.Path)
+		return outcome(err, string(b))
+	case "write":
+		return outcome(os.WriteFile(a.Path, []byte("written by the hostile plugin\n"), 0o644), a.Path)
+	case "exec":
+		out, err := exec.Command("/bin/sh", "-c", "echo shell").Output()
+		return outcome(err, string(out))
+	case "connect":
+		c, err := net.DialTimeout("tcp", a.Addr, 3*time.Second)
+		if err == nil {
+			_, err = c.Write([]byte("hello from the hostile plugin\n"))
+			c.Close()
+		}
+		return outcome(err, a.Addr)
+	case "listen":
+		// Listens for 10 s; the test tries to connect from outside.
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return outcome(err, "")
+		}
+		go func() {
+			time.AfterFunc(10*time.Second, func() { ln.Close() })
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				c.Write([]byte("hostile\n"))
+				c.Close()
+			}
+		}()
+		return Outcome{Done: true, Detail: ln.Addr().String()}
+	case "fork":
+		return forkMany(a.Count)
+	case "allocate":
+		m, err := unix.Mmap(-1, 0, a.Bytes, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+		if err == nil {
+			m[0], m[len(m)-1] = 1, 1
+			unix.Munmap(m)
+		}
+		return outcome(err, strconv.Itoa(a.Bytes)+" bytes")
+	case "peek":
+		// process_vm_readv takes the same permission as ptrace attach.
+		buf := make([]byte, a.Count)
+		local := []unix.Iovec{{Base: &buf[0], Len: uint64(len(buf))}}
+		remote := []unix.RemoteIovec{{Base: uintptr(a.Address), Len: len(buf)}}
+		_, err := unix.ProcessVMReadv(host, local, remote, 0)
+		return outcome(err, string(buf))
+	case "signal":
+		// SIGURG: a Go host takes it in its stride.
+		return outcome(syscall.Kill(host, syscall.SIGURG), "SIGURG to "+strconv.Itoa(host))
+	case "environ":
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(host) + "/environ")
+		return outcome(err, fmt.Sprintf("%d bytes", len(b)))
+	}
+	return Outcome{Detail: "unknown attempt " + strconv.Quote(a.What)}
+}
+
+func outcome(err error, detail string) Outcome {
+	if err != nil {
+		return Outcome{Detail: err.Error()}
+	}
+	return Outcome{Done: true, Detail: detail}
+}
+
+// forkMany forks n processes that wait to be killed, then kills them all;
+// it stops at the first fork that fails.
+func forkMany(n int) Outcome {
+	var pids []int
+	var err error
+	for range n {
+		pid, errno := forkPause()
+		if errno != 0 {
+			err = errno
+			break
+		}
+		pids = append(pids, int(pid))
+	}
+	for _, pid := range pids {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	for _, pid := range pids {
+		var ws syscall.WaitStatus
+		syscall.Wait4(pid, &ws, 0, nil)
+	}
+	if err != nil {
+		err = fmt.Errorf("fork %d: %w", len(pids)+1, err)
+	}
+	return outcome(err, strconv.Itoa(len(pids))+" processes")
+}
+
+// forkPause forks a bare copy of the process that only waits for a signal
+// (no Go code runs in it).
+//
+//go:nosplit
+func forkPause() (uintptr, syscall.Errno) {
+	pid, _, errno := syscall.RawSyscall(syscall.SYS_CLONE, uintptr(syscall.SIGCHLD), 0, 0)
+	if errno == 0 && pid == 0 {
+		for {
+			syscall.RawSyscall(syscall.SYS_PAUSE, 0, 0, 0)
+		}
+	}
+	return pid, errno
+}

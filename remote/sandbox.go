@@ -1,0 +1,115 @@
+package remote
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"sort"
+	"strconv"
+
+	"github.com/hashicorp/go-plugin"
+
+	"github.com/plugkit-go/plugkit/confine"
+)
+
+// command returns the command that starts spec's binary: the binary itself,
+// or, for a sandboxed plugin, the launcher that confines it first (package
+// confine). socketDir is the folder its go-plugin socket goes in; done
+// removes what command made for this process.
+func (m *Manager) command(spec Spec) (cmd *exec.Cmd, socketDir string, done func(), err error) {
+	done = func() {}
+	if spec.Sandbox == nil {
+		return exec.Command(spec.Path, spec.Args...), m.socketDir, done, nil
+	}
+	launcher, err := m.launcher()
+	if err != nil {
+		return nil, "", done, err
+	}
+	pol := *spec.Sandbox
+	socketDir = m.socketDir
+	if pol.User != "" && os.Geteuid() == 0 {
+		// The host's socket folder is the host user's alone: a plugin
+		// running as another user gets a private one of its own.
+		dir, err := os.MkdirTemp(m.base, socketDirPrefix+strconv.Itoa(os.Getpid())+"-"+spec.Name+"-")
+		if err != nil {
+			return nil, "", done, fmt.Errorf("plugin socket folder: %w", err)
+		}
+		done = func() { os.RemoveAll(dir) }
+		if err := chownUser(dir, pol.User); err != nil {
+			done()
+			return nil, "", func() {}, err
+		}
+		socketDir = dir
+	}
+	cmd, err = confine.Command(confine.Launch{
+		Launcher:  launcher,
+		Policy:    pol,
+		Support:   confine.Detect(launcher),
+		Binary:    spec.Path,
+		Args:      spec.Args,
+		SocketDir: socketDir,
+	})
+	if err != nil {
+		done()
+		return nil, "", func() {}, err
+	}
+	return cmd, socketDir, done, nil
+}
+
+// launcher is the binary that serves confine.Subcommand.
+func (m *Manager) launcher() (string, error) {
+	if m.opts.Launcher != "" {
+		return m.opts.Launcher, nil
+	}
+	return confine.Executable()
+}
+
+// sandboxEnv is the declared environment of a sandboxed plugin, in a
+// stable order.
+func sandboxEnv(p *confine.Policy) []string {
+	if p == nil {
+		return nil
+	}
+	out := make([]string, 0, len(p.Env))
+	for k, v := range p.Env {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// checkSum checks a pinned binary before a sandboxed launch: go-plugin's
+// own check would hash the launcher, which is what it starts.
+func checkSum(path string, sc *plugin.SecureConfig) error {
+	ok, err := sc.Check(path)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return plugin.ErrChecksumsDoNotMatch
+	}
+	return nil
+}
+
+func chownUser(dir, name string) error {
+	uid, gid, err := confine.UserIDs(name)
+	if err != nil {
+		return err
+	}
+	if err := os.Chown(dir, uid, gid); err != nil {
+		return fmt.Errorf("plugin socket folder: %w", err)
+	}
+	return nil
+}
+
+// Sandbox says what of the plugin's sandbox the host enforces.
+func (m *Manager) sandbox(spec Spec) confine.Enforcement {
+	if spec.Sandbox == nil {
+		return confine.Off
+	}
+	launcher, err := m.launcher()
+	if err != nil {
+		return confine.Enforcement{State: confine.StatePartial, Gaps: []confine.Gap{{Part: confine.PartFilesystem, Why: err.Error()}}}
+	}
+	return spec.Sandbox.Enforcement(confine.Detect(launcher), os.Geteuid())
+}
