@@ -167,6 +167,9 @@ const testBrokerID = 7
 type harnessOptions struct {
 	maxBytes int
 	host     func(*record) *fakeHost
+	// dialFailures makes the first dials fail as a knock does that reaches
+	// the host before its callback listener exists.
+	dialFailures int
 }
 
 func newHarness(t *testing.T, def *definition, opts harnessOptions) *harness {
@@ -188,6 +191,10 @@ func newHarness(t *testing.T, def *definition, opts harnessOptions) *harness {
 
 	dial := func(id uint32, dopts ...grpc.DialOption) (*grpc.ClientConn, error) {
 		h.dialedID <- id
+		if opts.dialFailures > 0 {
+			opts.dialFailures--
+			return nil, fmt.Errorf("failed to knock for id %d: no listener for id %d", id, id)
+		}
 		return grpc.NewClient("passthrough:///host", append(dopts, bufDial(hostLis)...)...)
 	}
 	h.srv = newServer(def, log, opts.maxBytes, dial)

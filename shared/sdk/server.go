@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"google.golang.org/grpc/codes"
@@ -100,6 +101,10 @@ func (s *server) Apply(ctx context.Context, req *pb.ApplyRequest) (*pb.ApplyResp
 	return &pb.ApplyResponse{}, nil
 }
 
+// connectRetry bounds how long connect keeps trying a knock the host's
+// broker was not ready for.
+const connectRetry = 2 * time.Second
+
 // connect dials the host's callback service, unless the connection to that
 // broker id is already open.
 func (s *server) connect(brokerID uint32) error {
@@ -109,6 +114,15 @@ func (s *server) connect(brokerID uint32) error {
 		return nil
 	}
 	conn, err := s.dial(brokerID, hostDialOptions(s.maxBytes)...)
+	// The host starts serving its callback on a goroutine of its own
+	// (go-plugin's AcceptAndServe), so a fast plugin's knock can reach the
+	// host's broker before the listener for that id exists ("no listener
+	// for id"). The id is valid, the listener is moments away: try again
+	// for a bounded time before giving up.
+	for deadline := time.Now().Add(connectRetry); err != nil && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+		conn, err = s.dial(brokerID, hostDialOptions(s.maxBytes)...)
+	}
 	if err != nil {
 		return err
 	}

@@ -69,6 +69,18 @@ func TestApply(t *testing.T) {
 		}
 	})
 
+	t.Run("a knock that comes before the host's listener is tried again", func(t *testing.T) {
+		h := applyWith(t, harnessOptions{dialFailures: 3}, `{"greeting":"hi"}`, func(ctx context.Context, p *Context, cfg greeterConfig) error {
+			_, err := p.RegisterTool(ctx, Tool{Name: "hello", Description: "says hello",
+				Execute: func(context.Context, *Call) (any, error) { return cfg.Greeting, nil }})
+			return err
+		})
+		if n := len(h.dialedID); n != 4 {
+			t.Errorf("dialled %d times, want 3 failures and 1 success", n)
+		}
+		h.rec.last(t, "RegisterTool")
+	})
+
 	cases := []struct {
 		name   string
 		config string
