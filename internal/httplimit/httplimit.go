@@ -189,7 +189,11 @@ type cappedConn struct {
 	once sync.Once
 }
 
+// Close releases the connection's place only once its descriptor is
+// closed, so that the cap bounds descriptors and not just connections the
+// server still thinks about.
 func (cc *cappedConn) Close() error {
+	err := cc.Conn.Close()
 	cc.once.Do(func() {
 		cc.l.mu.Lock()
 		cc.l.open--
@@ -197,7 +201,7 @@ func (cc *cappedConn) Close() error {
 		cc.l.cond.Broadcast()
 		cc.l.mu.Unlock()
 	})
-	return cc.Conn.Close()
+	return err
 }
 
 // Body reads a request's whole body before next runs, within BodyTimeout
