@@ -147,18 +147,92 @@ func callApprover(ctx context.Context, fn ApproverFunc, e *Execution, reason str
 }
 
 // guard runs the guards in registration order and reports the first denial.
+// When two or more concurrent guards want the call, they run at once (see
+// guardConcurrently).
 func guard(ctx context.Context, s *snapshot, e *Execution) (reason, who string) {
+	concurrent := 0
+	for i := range s.guards {
+		if g := &s.guards[i]; g.concurrent && g.wants(e.name) {
+			concurrent++
+		}
+	}
+	if concurrent >= 2 {
+		return guardConcurrently(ctx, s, e, concurrent)
+	}
 	for i := range s.guards {
 		g := &s.guards[i]
 		if !g.wants(e.name) {
 			continue
 		}
-		reason, err := callGuard(ctx, g.fn, e)
-		if err != nil {
-			return "guard of " + g.owner + " failed: " + errText(err), g.owner
+		if reason, who := runGuard(ctx, g, e); who != "" {
+			return reason, who
 		}
-		if reason != "" {
-			return reason, g.owner
+	}
+	return "", ""
+}
+
+// runGuard runs one guard; who is set when it denies (its failure too).
+func runGuard(ctx context.Context, g *entry[GuardFunc], e *Execution) (reason, who string) {
+	reason, err := callGuard(ctx, g.fn, e)
+	if err != nil {
+		return "guard of " + g.owner + " failed: " + errText(err), g.owner
+	}
+	if reason != "" {
+		return reason, g.owner
+	}
+	return "", ""
+}
+
+// guardVerdict is what one concurrent guard said.
+type guardVerdict struct {
+	reason, who string
+	done        chan struct{}
+}
+
+// guardConcurrently starts every concurrent guard that wants the call, then
+// walks all the guards in registration order: an in-order guard runs on
+// this goroutine (while the others run), a concurrent one is waited for.
+// The first denial in that order is the answer, as it would have been one
+// by one; the guards after it are cancelled and waited for, so that none
+// outlives the call.
+func guardConcurrently(ctx context.Context, s *snapshot, e *Execution, n int) (reason, who string) {
+	gctx, cancel := context.WithCancel(ctx)
+	verdicts := make([]guardVerdict, 0, n)
+	for i := range s.guards {
+		g := &s.guards[i]
+		if !g.concurrent || !g.wants(e.name) {
+			continue
+		}
+		verdicts = append(verdicts, guardVerdict{done: make(chan struct{})})
+		v := &verdicts[len(verdicts)-1]
+		go func() {
+			defer close(v.done)
+			v.reason, v.who = runGuard(gctx, g, e)
+		}()
+	}
+	defer func() {
+		cancel()
+		for i := range verdicts {
+			<-verdicts[i].done
+		}
+	}()
+	next := 0
+	for i := range s.guards {
+		g := &s.guards[i]
+		if !g.wants(e.name) {
+			continue
+		}
+		if g.concurrent {
+			v := &verdicts[next]
+			next++
+			<-v.done
+			if v.who != "" {
+				return v.reason, v.who
+			}
+			continue
+		}
+		if reason, who := runGuard(ctx, g, e); who != "" {
+			return reason, who
 		}
 	}
 	return "", ""

@@ -188,6 +188,9 @@ type entry[F any] struct {
 	fn    F
 	owner string
 	only  map[string]struct{} // nil: every tool
+	// concurrent: the guard may run at the same time as the call's other
+	// concurrent guards (see Registrar.ConcurrentGuard).
+	concurrent bool
 }
 
 func (e *entry[F]) wants(tool string) bool {
@@ -324,6 +327,19 @@ func (r *Registrar) Register(tool Tool) (*kernel.Effect, error) {
 // Guard adds a stage-2 guard; tools, when given, limits it to those tools.
 func (r *Registrar) Guard(fn GuardFunc, tools ...string) (*kernel.Effect, error) {
 	return r.s.Contribute(PointGuards, "", 0, newEntry(fn, r.s.Name(), tools))
+}
+
+// ConcurrentGuard adds a stage-2 guard that may run at the same time as the
+// call's other concurrent guards: one that spends its time waiting on
+// another process, so that N of them cost about the slowest one rather
+// than their sum. The outcome is the same as in order: the reported
+// denial is the first in registration order, and once it is known the
+// guards still running are cancelled. A guard registered with Guard runs
+// on the caller's goroutine, in order, as before.
+func (r *Registrar) ConcurrentGuard(fn GuardFunc, tools ...string) (*kernel.Effect, error) {
+	e := newEntry(fn, r.s.Name(), tools)
+	e.concurrent = true
+	return r.s.Contribute(PointGuards, "", 0, e)
 }
 
 // OnPreExecute adds a stage-1 listener; tools, when given, limits it.

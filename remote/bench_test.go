@@ -33,6 +33,7 @@ import (
 //     caller waits for (tool + three filters); the observer must add none.
 //     RawGoPluginRPC4Processes is its floor: four bare calls, one to each
 //     of four processes;
+//   - RemoteGuards4 has four guards in four processes, which run at once;
 //   - the Parallel variants run 64 concurrent callers;
 //   - PluginStart is spawn to ACTIVE.
 
@@ -240,6 +241,23 @@ func BenchmarkRemoteToolParallel(b *testing.B) {
 // guard, post-execute filter and observer, each in its own process.
 func BenchmarkRemotePipeline(b *testing.B) {
 	h := benchHost(b, pipelineListeners...)
+	ctx, args := context.Background(), json.RawMessage(benchArgs)
+	b.ReportAllocs()
+	for b.Loop() {
+		hostCall(b, ctx, h, args)
+	}
+}
+
+// BenchmarkRemoteGuards4 is RemoteTool plus four silent guards, each in
+// its own process. Remote guards run concurrently (stage 2 is monotonic),
+// so the four cost about one round trip, not four: compare with
+// RemoteTool (no guard) and RawGoPluginRPC4Processes (four in a row).
+func BenchmarkRemoteGuards4(b *testing.B) {
+	var guards []conformance.PluginSpec
+	for _, name := range []string{"g1", "g2", "g3", "g4"} {
+		guards = append(guards, conformance.PluginSpec{Name: name, Guards: []conformance.GuardSpec{{Behaviour: conformance.GuardSilent}}})
+	}
+	h := benchHost(b, guards...)
 	ctx, args := context.Background(), json.RawMessage(benchArgs)
 	b.ReportAllocs()
 	for b.Loop() {
