@@ -63,11 +63,17 @@ func (t *Tools) run(ctx context.Context, s *snapshot, e *Execution, args json.Ra
 			return r
 		}
 	default:
+		if err := ctx.Err(); err != nil {
+			return aborted("before it ran", err, d.Reason)
+		}
 		return denied(d.Reason, d.DecidedBy)
 	}
 
 	// Stage 2: guards.
 	if reason, who := guard(ctx, s, e); who != "" {
+		if err := ctx.Err(); err != nil {
+			return aborted("before it ran", err, reason)
+		}
 		return denied(reason, who)
 	}
 	if err := ctx.Err(); err != nil {
@@ -76,7 +82,19 @@ func (t *Tools) run(ctx context.Context, s *snapshot, e *Execution, args json.Ra
 
 	// Stage 3: execute; stage 4: post-execute, after every stage-3 outcome.
 	r = t.executeChain(ctx, s, e, reg, 0)
+	if err := ctx.Err(); err != nil && r.Error != nil && r.Error.Code != CodeAborted {
+		r = aborted("during execute", err, string(r.Error.Code)+": "+r.Error.Message)
+	}
 	return review(ctx, s, e, r)
+}
+
+// aborted is the outcome of a call whose caller gave up while stage when
+// is running. A listener's or wrapper's failure then is most likely the
+// cancellation reaching it (a remote RPC fails with the call's context), so
+// it is not its Deny and no plugin is blamed; what it said is kept in the
+// message for whoever reads the record.
+func aborted(when string, err error, last string) Result {
+	return Fail(CodeAborted, "call cancelled "+when+": "+err.Error()+" (last outcome: "+last+")")
 }
 
 // decide runs the stage-1 chain from listener i; the default is Allow.

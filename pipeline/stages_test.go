@@ -3,6 +3,7 @@ package pipeline_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"sync"
@@ -243,4 +244,94 @@ func TestAbortedSurvivesStage4(t *testing.T) {
 	if postErr != nil {
 		t.Fatalf("the post-execute listener ran with a cancelled context: %v", postErr)
 	}
+}
+
+// When the caller gives up, a listener's failure is the cancellation
+// reaching it, not its Deny: the call is ABORTED and blames no plugin,
+// whichever stage was running. A listener that fails on its own while the
+// caller still waits is its Deny as before.
+func TestCancelledCallIsAbortedNotDenied(t *testing.T) {
+	// failOnCancel waits for the call's context, as a remote listener's RPC
+	// does, and fails with it.
+	failOnCancel := func(ctx context.Context, started chan<- struct{}) error {
+		close(started)
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	cases := []struct {
+		name   string
+		plugin func(started chan<- struct{}) fakePlugin
+	}{
+		{"pre-execute listener fails", func(started chan<- struct{}) fakePlugin {
+			return fakePlugin{name: "L", pre: func(ctx context.Context, e *pipeline.Execution, next pipeline.DecideNext) (pipeline.Decision, error) {
+				return pipeline.Decision{}, failOnCancel(ctx, started)
+			}}
+		}},
+		{"pre-execute listener denies", func(started chan<- struct{}) fakePlugin {
+			return fakePlugin{name: "L", pre: func(ctx context.Context, e *pipeline.Execution, next pipeline.DecideNext) (pipeline.Decision, error) {
+				_ = failOnCancel(ctx, started)
+				return pipeline.Deny("my rpc failed"), nil
+			}}
+		}},
+		{"guard fails", func(started chan<- struct{}) fakePlugin {
+			return fakePlugin{name: "L", guard: func(ctx context.Context, e *pipeline.Execution) (string, error) {
+				return "", failOnCancel(ctx, started)
+			}}
+		}},
+		{"execute wrapper fails", func(started chan<- struct{}) fakePlugin {
+			return fakePlugin{name: "L", exec: func(ctx context.Context, e *pipeline.Execution, next pipeline.ExecuteNext) pipeline.Result {
+				err := failOnCancel(ctx, started)
+				return pipeline.Fail(pipeline.CodeToolError, "execute listener failed: "+err.Error())
+			}}
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			k, tools := newTools(t, pipeline.Options{})
+			var ran counter
+			var rec recorder
+			started := make(chan struct{})
+			load(t, k,
+				fakePlugin{name: "P", tools: []pipeline.Tool{tool("t", func(context.Context, *pipeline.Execution) (any, error) {
+					ran.inc()
+					return 1, nil
+				})}}.plugin(),
+				c.plugin(started).plugin(),
+				rec.plugin(),
+			)
+			ctx, cancel := context.WithCancel(testCtx(t))
+			defer cancel()
+			done := make(chan pipeline.Result, 1)
+			go func() { done <- tools.Execute(ctx, "t", nil, "client") }()
+			recv(t, testCtx(t), started)
+			cancel()
+			r := recv(t, testCtx(t), done)
+			wantCode(t, r, pipeline.CodeAborted)
+			if r.DecidedBy != "" {
+				t.Errorf("decided_by = %q, want no plugin blamed", r.DecidedBy)
+			}
+			seen := rec.all()
+			if len(seen) != 1 || seen[0].result.Code() != pipeline.CodeAborted {
+				t.Errorf("stage 5 saw %+v, want one ABORTED", seen)
+			}
+			if c.name != "execute wrapper fails" && ran.get() != 0 {
+				t.Error("the body ran")
+			}
+		})
+	}
+
+	t.Run("a listener failing on its own is still its Deny", func(t *testing.T) {
+		k, tools := newTools(t, pipeline.Options{})
+		load(t, k,
+			fakePlugin{name: "P", tools: []pipeline.Tool{tool("t", okBody(1))}}.plugin(),
+			fakePlugin{name: "L", pre: func(context.Context, *pipeline.Execution, pipeline.DecideNext) (pipeline.Decision, error) {
+				return pipeline.Decision{}, errors.New("broken")
+			}}.plugin(),
+		)
+		r := tools.Execute(testCtx(t), "t", nil, "client")
+		wantCode(t, r, pipeline.CodeDenied)
+		if r.DecidedBy != "L" {
+			t.Errorf("decided_by = %q, want L", r.DecidedBy)
+		}
+	})
 }

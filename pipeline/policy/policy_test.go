@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -339,8 +340,9 @@ func TestRetry(t *testing.T) {
 		cancel()
 		select {
 		case r := <-done:
-			if r.Code() != pipeline.CodeToolError || f.count() != 1 {
-				t.Errorf("code %q after %d runs, want the first attempt's TOOL_ERROR", r.Code(), f.count())
+			// The caller gave up: ABORTED, naming what the first attempt said.
+			if r.Code() != pipeline.CodeAborted || f.count() != 1 || !strings.Contains(r.Error.Message, "TOOL_ERROR") {
+				t.Errorf("result %+v after %d runs, want ABORTED naming the first attempt's TOOL_ERROR", r.Error, f.count())
 			}
 		case <-time.After(10 * time.Second):
 			t.Fatal("the retry kept waiting out its backoff after the caller gave up")
