@@ -108,11 +108,14 @@ func newBareHost(t testing.TB, cfg conformance.Config, opts remote.Options) *pro
 	k := kernel.New(log)
 	tools := pipeline.New(k, pipeline.Options{ApprovalTimeout: cfg.ApprovalTimeout})
 	opts.Logger = log
+	if cfg.ListenerTimeout > 0 {
+		opts.ListenerTimeout = cfg.ListenerTimeout
+	}
 	m, err := remote.NewManager(k, tools, opts)
 	if err != nil {
 		t.Fatalf("new manager: %v", err)
 	}
-	host := &processHost{k: k, tools: tools, m: m, dir: t.TempDir(), observed: map[string]*observedLog{}, killed: map[string]int{}}
+	host := &processHost{k: k, tools: tools, m: m, listenerTimeout: opts.ListenerTimeout, dir: t.TempDir(), observed: map[string]*observedLog{}, killed: map[string]int{}}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -133,6 +136,8 @@ type processHost struct {
 	m     *remote.Manager
 	audit conformance.Audit
 	dir   string // the plugins' log folder
+	// listenerTimeout is the manager's bound on each remote listener.
+	listenerTimeout time.Duration
 	// sandbox confines the plugins the host loads; nil: unconfined.
 	sandbox *confine.Policy
 
@@ -142,9 +147,12 @@ type processHost struct {
 }
 
 var (
-	_ conformance.Host   = (*processHost)(nil)
-	_ conformance.Killer = (*processHost)(nil)
+	_ conformance.Host    = (*processHost)(nil)
+	_ conformance.Killer  = (*processHost)(nil)
+	_ conformance.Bounded = (*processHost)(nil)
 )
+
+func (h *processHost) ListenerTimeout() time.Duration { return h.listenerTimeout }
 
 // observedLog is the log of a remote stage-5 observer. Remote observers get
 // results on a stream, after the caller has its result (SPEC: they never

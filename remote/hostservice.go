@@ -177,7 +177,11 @@ func (h *hostService) Next(ctx context.Context, req *pb.NextRequest) (*pb.NextRe
 	if !ok {
 		return nil, status.Errorf(codes.NotFound, "next: call token %q is not live (its listener call has returned)", req.GetCallToken())
 	}
-	return next(ctx), nil
+	resp := next(ctx)
+	if resp == nil {
+		return nil, status.Errorf(codes.DeadlineExceeded, "next: the listener's time ran out before it called next")
+	}
+	return resp, nil
 }
 
 // remoteService is a service provided by a plugin process.

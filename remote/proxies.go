@@ -88,7 +88,9 @@ func settle(ctx context.Context) error {
 	}
 }
 
-// filterCtx bounds a filter's RPC by the listener timeout.
+// filterCtx bounds a filter's RPC by the listener timeout. The deadline
+// crosses the boundary, so the plugin's handler sees it too. (A wrapper's
+// bound is a budget instead: see budget.go.)
 func (in *instance) filterCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	if in.listenerTimeout <= 0 {
 		return ctx, func() {}
@@ -151,8 +153,15 @@ func (in *instance) preProxy(h *hostService, handler string, wrap bool) pipeline
 	return func(ctx context.Context, e *pipeline.Execution, next pipeline.DecideNext) (pipeline.Decision, error) {
 		req := &pb.PreExecuteRequest{HandlerId: handler, Execution: toExecution(e)}
 		var inner latest[pipeline.Decision]
+		var rctx context.Context
+		var b *budget
 		if wrap {
+			rctx, b = in.startBudget(ctx)
 			req.CallToken = h.tokens.add(func(ctx context.Context) *pb.NextResponse {
+				if !b.enter() {
+					return nil
+				}
+				defer b.leave()
 				d := next(ctx)
 				inner.set(d)
 				return &pb.NextResponse{Answer: &pb.NextResponse_PreExecute{PreExecute: toDecision(d)}}
@@ -160,16 +169,20 @@ func (in *instance) preProxy(h *hostService, handler string, wrap bool) pipeline
 			defer h.tokens.remove(req.CallToken)
 		} else {
 			var cancel context.CancelFunc
-			ctx, cancel = in.filterCtx(ctx)
+			rctx, cancel = in.filterCtx(ctx)
 			defer cancel()
 		}
-		resp, err := in.client.PreExecute(ctx, req)
+		resp, err := in.client.PreExecute(rctx, req)
+		expired := b.stop()
 		if err != nil {
-			_ = settle(ctx)
+			if expired && ctx.Err() == nil {
+				return pipeline.Decision{}, b.err(in, "pre-execute listener")
+			}
+			_ = settle(rctx)
 			return pipeline.Decision{}, in.callErr("pre-execute listener", err)
 		}
 		if resp.GetError() != "" {
-			_ = settle(ctx)
+			_ = settle(rctx)
 			return pipeline.Decision{}, errors.New(resp.GetError())
 		}
 		d := resp.GetDecision()
@@ -179,6 +192,7 @@ func (in *instance) preProxy(h *hostService, handler string, wrap bool) pipeline
 			if wrap {
 				return pipeline.Decision{}, errors.New("a wrapping listener answered PASS; it must call next")
 			}
+			// The rest of the chain is not this filter's time.
 			return next(ctx), nil
 		case pb.Verdict_VERDICT_ALLOW:
 			out = pipeline.Allow()
@@ -197,20 +211,32 @@ func (in *instance) preProxy(h *hostService, handler string, wrap bool) pipeline
 	}
 }
 
+// execProxy bounds a stage-3 listener by its own time, wrapper or filter
+// alike (the tool inside next has its own timeout): past it the call ends
+// as a tool's timeout would, TOOL_TIMEOUT.
 func (in *instance) execProxy(h *hostService, handler string, wrap bool) pipeline.ExecuteFunc {
 	return func(ctx context.Context, e *pipeline.Execution, next pipeline.ExecuteNext) pipeline.Result {
 		req := &pb.WrapExecuteRequest{HandlerId: handler, Execution: toExecution(e)}
+		rctx, b := in.startBudget(ctx)
 		if wrap {
 			req.CallToken = h.tokens.add(func(ctx context.Context) *pb.NextResponse {
+				if !b.enter() {
+					return nil
+				}
+				defer b.leave()
 				return &pb.NextResponse{Answer: &pb.NextResponse_Execute{Execute: toOutcome(next(ctx))}}
 			})
 			defer h.tokens.remove(req.CallToken)
 		}
-		resp, err := in.client.WrapExecute(ctx, req)
+		resp, err := in.client.WrapExecute(rctx, req)
+		expired := b.stop()
 		switch {
 		case err != nil:
 			if cerr := settle(ctx); cerr != nil {
 				return pipeline.Fail(pipeline.CodeAborted, "call cancelled: "+cerr.Error())
+			}
+			if expired {
+				return pipeline.Fail(pipeline.CodeToolTimeout, b.err(in, "execute listener").Error())
 			}
 			return pipeline.Fail(pipeline.CodeToolError, in.callErr("execute listener", err).Error())
 		case resp.GetError() != "":
@@ -229,8 +255,15 @@ func (in *instance) postProxy(h *hostService, handler string, wrap bool) pipelin
 	return func(ctx context.Context, e *pipeline.Execution, r pipeline.Result, next pipeline.ReviewNext) (pipeline.Review, error) {
 		req := &pb.PostExecuteRequest{HandlerId: handler, Execution: toExecution(e), Outcome: toOutcome(r)}
 		var inner latest[pipeline.Review]
+		var rctx context.Context
+		var b *budget
 		if wrap {
+			rctx, b = in.startBudget(ctx)
 			req.CallToken = h.tokens.add(func(ctx context.Context) *pb.NextResponse {
+				if !b.enter() {
+					return nil
+				}
+				defer b.leave()
 				rv := next(ctx)
 				inner.set(rv)
 				return &pb.NextResponse{Answer: &pb.NextResponse_PostExecute{PostExecute: toReview(rv)}}
@@ -238,16 +271,20 @@ func (in *instance) postProxy(h *hostService, handler string, wrap bool) pipelin
 			defer h.tokens.remove(req.CallToken)
 		} else {
 			var cancel context.CancelFunc
-			ctx, cancel = in.filterCtx(ctx)
+			rctx, cancel = in.filterCtx(ctx)
 			defer cancel()
 		}
-		resp, err := in.client.PostExecute(ctx, req)
+		resp, err := in.client.PostExecute(rctx, req)
+		expired := b.stop()
 		if err != nil {
-			_ = settle(ctx)
+			if expired && ctx.Err() == nil {
+				return pipeline.Review{}, b.err(in, "post-execute listener")
+			}
+			_ = settle(rctx)
 			return pipeline.Review{}, in.callErr("post-execute listener", err)
 		}
 		if resp.GetError() != "" {
-			_ = settle(ctx)
+			_ = settle(rctx)
 			return pipeline.Review{}, errors.New(resp.GetError())
 		}
 		rv := resp.GetReview()
@@ -257,6 +294,7 @@ func (in *instance) postProxy(h *hostService, handler string, wrap bool) pipelin
 			if wrap {
 				return pipeline.Review{}, errors.New("a wrapping listener answered PASS; it must call next")
 			}
+			// The rest of the chain is not this filter's time.
 			return next(ctx), nil
 		case pb.ReviewVerdict_REVIEW_VERDICT_ACCEPT:
 			out = pipeline.Accept()

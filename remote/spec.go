@@ -84,8 +84,10 @@ type Options struct {
 	DisableMTLS bool
 	// MaxMessageBytes is the gRPC message limit on both sides.
 	MaxMessageBytes int
-	// ListenerTimeout bounds one filter RPC (guards, pre- and post-execute
-	// filters); a listener that does not answer in time fails closed.
+	// ListenerTimeout bounds each remote listener: a filter's one RPC, a
+	// wrapper's own time (not counting the time inside next). Past it a
+	// stage-1 listener or guard denies, a stage-4 listener blocks, and a
+	// stage-3 listener ends the call TOOL_TIMEOUT.
 	ListenerTimeout time.Duration
 	// StartTimeout bounds the handshake with a new process.
 	StartTimeout time.Duration

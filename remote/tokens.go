@@ -17,6 +17,8 @@ type tokens struct {
 	m   sync.Map // string → nextFunc
 }
 
+// nextFunc continues the chain; nil means it may no longer (the
+// listener's budget ran out).
 type nextFunc func(ctx context.Context) *pb.NextResponse
 
 func (t *tokens) add(next nextFunc) string {

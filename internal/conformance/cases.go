@@ -1,7 +1,8 @@
 package conformance
 
-// cases is CONFORMANCE.md, in order: each name is the case's number and a
-// short name. Cases marked (remote) there need a Killer.
+// cases is CONFORMANCE.md, in order, then the cases of SPEC §5: each name
+// is the case's number and a short name. Cases marked (remote) need a
+// Killer, or a Bounded host for 46–49.
 var cases = []testCase{
 	// Registry.
 	{"01_register_call_unload", case01},
@@ -55,4 +56,9 @@ var cases = []testCase{
 	{"43_remote_kill_removes_only_its_effects", case43},
 	{"44_remote_critical_plugin_fails_closed", case44},
 	{"45_effect_undo_order", case45},
+	// Bounded remote listeners (SPEC §5).
+	{"46_remote_hanging_stage1_listener_denies", case46},
+	{"47_remote_hanging_stage3_listener_times_out", case47},
+	{"48_remote_hanging_stage4_listener_blocks", case48},
+	{"49_remote_wrapper_bound_excludes_next", case49},
 }

@@ -30,6 +30,9 @@ type Config struct {
 	// ApprovalTimeout is the pipeline's approval timeout; zero leaves the
 	// harness's default, which must be generous (a few seconds at least).
 	ApprovalTimeout time.Duration
+	// ListenerTimeout bounds each remote listener (a filter's RPC, a
+	// wrapper's own time); zero leaves the harness's default.
+	ListenerTimeout time.Duration
 }
 
 // Host is one kernel with the tools service, as a case drives it.
@@ -61,6 +64,14 @@ type Killer interface {
 	Kill(t *testing.T, plugin string)
 	// Restart starts a killed plugin again and returns once it is ACTIVE.
 	Restart(t *testing.T, plugin string)
+}
+
+// Bounded is implemented by a Host whose listeners are remote and bounded
+// by Config.ListenerTimeout (SPEC §5). An in-host listener is the host's
+// own code and is not bounded.
+type Bounded interface {
+	// ListenerTimeout is the bound in force.
+	ListenerTimeout() time.Duration
 }
 
 // AuditRecord is one call as the host's stage-5 audit observer saw it.

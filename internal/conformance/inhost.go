@@ -446,7 +446,7 @@ func (b *builder) pre(s PreSpec) (pipeline.PreExecuteFunc, error) {
 		fn = func(context.Context, *pipeline.Execution, pipeline.DecideNext) (pipeline.Decision, error) {
 			return pipeline.Decision{Verdict: 42, Reason: s.Reason}, nil
 		}
-	case PreHang:
+	case PreHang, PreHangFilter:
 		fn = func(ctx context.Context, e *pipeline.Execution, next pipeline.DecideNext) (pipeline.Decision, error) {
 			<-ctx.Done()
 			return pipeline.Decision{}, ctx.Err()
@@ -546,6 +546,12 @@ func (b *builder) execFunc(s ExecSpec) (pipeline.ExecuteFunc, error) {
 			b.logs.Add(s.Log, "called")
 			return pipeline.OK(json.RawMessage(s.Value))
 		}, nil
+	case ExecHang, ExecHangFilter:
+		return func(ctx context.Context, e *pipeline.Execution, next pipeline.ExecuteNext) pipeline.Result {
+			b.logs.Add(s.Log, "called")
+			<-ctx.Done()
+			return pipeline.Fail(pipeline.CodeAborted, ctx.Err().Error())
+		}, nil
 	}
 	return nil, fmt.Errorf("unknown execute behaviour %q", s.Behaviour)
 }
@@ -553,9 +559,14 @@ func (b *builder) execFunc(s ExecSpec) (pipeline.ExecuteFunc, error) {
 func (b *builder) post(s PostSpec) (pipeline.PostExecuteFunc, error) {
 	var fn pipeline.PostExecuteFunc
 	switch s.Behaviour {
-	case PostPass:
+	case PostPass, PostWrapPass:
 		fn = func(ctx context.Context, e *pipeline.Execution, r pipeline.Result, next pipeline.ReviewNext) (pipeline.Review, error) {
 			return next(ctx), nil
+		}
+	case PostHang, PostHangFilter:
+		fn = func(ctx context.Context, e *pipeline.Execution, r pipeline.Result, next pipeline.ReviewNext) (pipeline.Review, error) {
+			<-ctx.Done()
+			return pipeline.Review{}, ctx.Err()
 		}
 	case PostReplace:
 		if !json.Valid([]byte(s.Value)) {

@@ -117,8 +117,11 @@ const (
 	PreError Pre = "error"
 	// PreUnknown returns a decision that is none of Allow, Deny and Ask.
 	PreUnknown Pre = "unknown"
-	// PreHang blocks until its context ends (to be killed mid-call).
+	// PreHang blocks until its context ends (to be killed mid-call); over
+	// the wire it is a wrapper (it could call next, and never does).
 	PreHang Pre = "hang"
+	// PreHangFilter is PreHang as a filter (one RPC, no next).
+	PreHangFilter Pre = "hang-filter"
 )
 
 // PreSpec is a stage-1 listener.
@@ -181,6 +184,11 @@ const (
 	// ExecShortCircuit logs "called" and returns a success holding Value
 	// (JSON) without calling next.
 	ExecShortCircuit Exec = "short-circuit"
+	// ExecHang logs "called" and blocks until its context ends, never
+	// calling next; over the wire it is a wrapper.
+	ExecHang Exec = "hang"
+	// ExecHangFilter is ExecHang as a filter (one RPC, no next).
+	ExecHangFilter Exec = "hang-filter"
 )
 
 // ExecSpec is a stage-3 wrapper.
@@ -207,6 +215,14 @@ const (
 	PostError Post = "error"
 	// PostPanic panics.
 	PostPanic Post = "panic"
+	// PostWrapPass is PostPass as a wrapper over the wire: its Sleep is its
+	// own time, before it calls next.
+	PostWrapPass Post = "wrap-pass"
+	// PostHang blocks until its context ends, never calling next; over the
+	// wire it is a wrapper.
+	PostHang Post = "hang"
+	// PostHangFilter is PostHang as a filter (one RPC, no next).
+	PostHangFilter Post = "hang-filter"
 )
 
 // PostSpec is a stage-4 listener.

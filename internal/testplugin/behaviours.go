@@ -143,6 +143,12 @@ func (b *builder) pre(s conformance.PreSpec) (sdk.PreExecuteListener, error) {
 			<-ctx.Done()
 			return sdk.Decision{}, ctx.Err()
 		})
+	case conformance.PreHangFilter:
+		l.Filter = func(ctx context.Context, c *sdk.Call) (sdk.Decision, error) {
+			b.logs.add(s.Log, "called")
+			<-ctx.Done()
+			return sdk.Decision{}, ctx.Err()
+		}
 	default:
 		return l, fmt.Errorf("unknown pre-execute behaviour %q", s.Behaviour)
 	}
@@ -221,6 +227,18 @@ func (b *builder) exec(s conformance.ExecSpec) (sdk.ExecuteListener, error) {
 			o := sdk.Outcome{OK: true, Value: json.RawMessage(s.Value)}
 			return &o, nil
 		}
+	case conformance.ExecHang:
+		l.Wrap = func(ctx context.Context, c *sdk.Call, next sdk.NextOutcome) (sdk.Outcome, error) {
+			b.logs.add(s.Log, "called")
+			<-ctx.Done()
+			return sdk.Outcome{}, ctx.Err()
+		}
+	case conformance.ExecHangFilter:
+		l.Filter = func(ctx context.Context, c *sdk.Call) (*sdk.Outcome, error) {
+			b.logs.add(s.Log, "called")
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
 	default:
 		return l, fmt.Errorf("unknown execute behaviour %q", s.Behaviour)
 	}
@@ -252,6 +270,26 @@ func (b *builder) post(s conformance.PostSpec) (sdk.PostExecuteListener, error) 
 		filter(func() (sdk.Review, error) { return sdk.Review{}, errors.New(s.Reason) })
 	case conformance.PostPanic:
 		filter(func() (sdk.Review, error) { panic("post-execute listener panics") })
+	case conformance.PostWrapPass:
+		l.Wrap = func(ctx context.Context, c *sdk.Call, out sdk.Outcome, next sdk.NextReview) (sdk.Review, error) {
+			if err := sleep(ctx, s.Sleep); err != nil {
+				return sdk.Review{}, err
+			}
+			b.logs.add(s.Log, "called")
+			return next(ctx)
+		}
+	case conformance.PostHang:
+		l.Wrap = func(ctx context.Context, c *sdk.Call, out sdk.Outcome, next sdk.NextReview) (sdk.Review, error) {
+			b.logs.add(s.Log, "called")
+			<-ctx.Done()
+			return sdk.Review{}, ctx.Err()
+		}
+	case conformance.PostHangFilter:
+		l.Filter = func(ctx context.Context, c *sdk.Call, out sdk.Outcome) (sdk.Review, error) {
+			b.logs.add(s.Log, "called")
+			<-ctx.Done()
+			return sdk.Review{}, ctx.Err()
+		}
 	default:
 		return l, fmt.Errorf("unknown post-execute behaviour %q", s.Behaviour)
 	}
