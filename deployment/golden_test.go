@@ -29,7 +29,7 @@ var testBinaries = []struct {
 	{"bin/noexec", 0o644, "#!/bin/sh\nexit 0\n"},
 }
 
-func writeBinaries(t *testing.T, dir string) {
+func writeBinaries(t testing.TB, dir string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Join(dir, "bin", "folder"), 0o755); err != nil {
 		t.Fatal(err)

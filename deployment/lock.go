@@ -25,9 +25,9 @@ type Pin struct {
 // change. A file with syntax errors, or a plugin whose binary cannot be
 // read, is not touched.
 func Lock(path string) ([]Pin, hcl.Diagnostics) {
-	src, err := os.ReadFile(path)
-	if err != nil {
-		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Cannot read deployment file", Detail: err.Error() + ".", Subject: &hcl.Range{Filename: path}}}
+	src, diags := readChecked(path)
+	if diags.HasErrors() {
+		return nil, diags
 	}
 	f, diags := hclwrite.ParseConfig(src, path, hcl.InitialPos)
 	if diags.HasErrors() {

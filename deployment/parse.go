@@ -36,14 +36,9 @@ import (
 func Parse(path string) (*Deployment, hcl.Diagnostics) {
 	p := &parser{dir: filepath.Dir(path), valueNames: map[int]string{}, undecoded: map[int]bool{}}
 	d := &Deployment{File: path}
-	src, err := os.ReadFile(path)
-	if err != nil {
-		return d, hcl.Diagnostics{{
-			Severity: hcl.DiagError,
-			Summary:  "Cannot read deployment file",
-			Detail:   err.Error() + ".",
-			Subject:  &hcl.Range{Filename: path},
-		}}
+	src, diags := readChecked(path)
+	if diags.HasErrors() {
+		return d, diags
 	}
 	file, diags := hclsyntax.ParseConfig(src, path, hcl.InitialPos)
 	if diags.HasErrors() {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -128,11 +129,18 @@ func (e *env) socketPath() (string, error) {
 	if _, err := os.Stat(e.config); err != nil {
 		return "", fail(exitUsage, "no --socket given and cannot read %s: %v", e.config, err)
 	}
-	d, _ := deployment.Parse(e.config)
+	d, diags := deployment.Parse(e.config)
 	if d != nil && d.Host.AdminSocket != "" {
 		return d.Host.AdminSocket, nil
 	}
-	return filepath.Join(filepath.Dir(e.config), "plugkit.sock"), nil
+	def := filepath.Join(filepath.Dir(e.config), "plugkit.sock")
+	if _, err := os.Stat(def); err != nil && diags.HasErrors() {
+		// Not even the host block could be read (a file over the size or
+		// nesting limits): guessing the default would only fail to connect.
+		return "", fail(exitUsage, "cannot tell the admin socket from %s, which cannot be read: %s; pass --socket",
+			e.config, strings.TrimSpace(deployment.Format(diags[:1])))
+	}
+	return def, nil
 }
 
 func (e *env) client() (*admin.Client, error) {

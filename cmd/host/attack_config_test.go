@@ -1,0 +1,91 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestAttackHostileDeploymentFile: a deployment file made to overflow the
+// HCL parser's stack (the attack's 200,000 nested blocks, 1.2 MB; and
+// 20,000 nested brackets in a few KB) is refused with a diagnostic by
+// `host validate`, `host reload` and SIGHUP, and the running host keeps
+// serving its deployment unchanged.
+func TestAttackHostileDeploymentFile(t *testing.T) {
+	needBinaries(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "notes.md"), []byte("still here\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	config := filepath.Join(dir, "config.hcl")
+	good := fmt.Sprintf("host {\n  admin_socket = \"host.sock\"\n}\nplugin \"files\" {\n  path = %q\n  config {\n    root = %q\n  }\n}\n", pluginPath("files"), dir)
+	if err := os.WriteFile(config, []byte(good), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := startHost(t, config, 1)
+	before := statusOf(t, config)["files"]
+
+	for _, c := range []struct{ name, body, want string }{
+		{"200000 nested blocks", strings.Repeat("a {\n", 200000) + strings.Repeat("}\n", 200000), "Deployment file too large"},
+		{"20000 nested brackets", "x = " + strings.Repeat("[", 20000) + strings.Repeat("]", 20000) + "\n", "Nesting too deep"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			hostile := filepath.Join(dir, "hostile.hcl")
+			if err := os.WriteFile(hostile, []byte(good+c.body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, stderr, code := cli(t, "validate", "-c", hostile)
+			if code != 1 || !strings.Contains(stderr, c.want) || !strings.Contains(stderr, "hostile.hcl:") || strings.Contains(stderr, "goroutine ") {
+				t.Fatalf("validate: exit %d, want 1 with %q:\n%s", code, c.want, tail(stderr))
+			}
+
+			// The running host's own file turns hostile: reload and SIGHUP.
+			if err := os.WriteFile(config, []byte(good+c.body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			// The client cannot read the socket's name from the file...
+			_, stderr, code = cli(t, "reload", "-c", config)
+			if code != 2 || !strings.Contains(stderr, "cannot tell the admin socket") || !strings.Contains(stderr, c.want) {
+				t.Fatalf("reload: exit %d, want 2 saying why the socket is unknown:\n%s", code, tail(stderr))
+			}
+			// ...and the host, told where, refuses the file.
+			_, stderr, code = cli(t, "reload", "--socket", filepath.Join(dir, "host.sock"), "-c", config)
+			if code != 1 || !strings.Contains(stderr, c.want) {
+				t.Fatalf("reload: exit %d, want 1 with %q:\n%s", code, c.want, tail(stderr))
+			}
+			logged := strings.Count(h.stderr.String(), "reload refused")
+			if err := h.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(30 * time.Second)
+			for strings.Count(h.stderr.String(), "reload refused") == logged {
+				select {
+				case <-h.done:
+					t.Fatalf("the host exited on SIGHUP: %v\n%s", h.err, tail(h.stderr.String()))
+				default:
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("SIGHUP: no refusal logged\n%s", tail(h.stderr.String()))
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			if !strings.Contains(h.stderr.String(), c.want) {
+				t.Errorf("the refusal does not say why:\n%s", tail(h.stderr.String()))
+			}
+			if err := os.WriteFile(config, []byte(good), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			r, code := callJSON(t, config, "read_file", `{"path":"notes.md"}`)
+			if code != 0 || !r.OK || !strings.Contains(string(r.Value), "still here") {
+				t.Fatalf("a call after the hostile reloads: exit %d %+v", code, r)
+			}
+			if st := statusOf(t, config)["files"]; st.PID != before.PID || st.State != "ACTIVE" {
+				t.Fatalf("the running deployment changed: %+v", st)
+			}
+		})
+	}
+}
