@@ -495,3 +495,17 @@ func TestStdoutNoise(t *testing.T) {
 	wantCode(t, call(ctx, h, "add0", `{"a":2,"b":3}`), pipeline.CodeUnknownTool)
 	wantOK(t, call(ctx, h, "add1", `{"a":2,"b":3}`), "5")
 }
+
+// TestStdoutBeforeServe: a plugin that prints to stdout before it calls
+// sdk.Serve (in an init function, in main, by fd number) still completes
+// the handshake and serves: the SDK protects stdout from its own init when
+// a host launched the process.
+func TestStdoutBeforeServe(t *testing.T) {
+	ctx := testCtx(t, time.Minute)
+	h := newHost(t, conformance.Config{}, remote.Options{})
+	for i := range 3 {
+		tool := conformance.ToolSpec{Name: "add" + strconv.Itoa(i), Description: "Adds.", Parameters: addSchema, Body: conformance.BodyAdd}
+		mustLoad(t, h, conformance.PluginSpec{Name: fmt.Sprintf("early%d", i), Tools: []conformance.ToolSpec{tool}}, pluginConfig{}, "TESTPLUGIN_EARLY_NOISE=1")
+		wantOK(t, call(ctx, h, "add"+strconv.Itoa(i), `{"a":2,"b":3}`), "5")
+	}
+}

@@ -53,6 +53,9 @@ func main() {
 	if os.Getenv("TESTPLUGIN_NOISE") != "" {
 		makeNoise()
 	}
+	if os.Getenv("TESTPLUGIN_EARLY_NOISE") != "" {
+		fmt.Println("noise from main, before Serve")
+	}
 	sdk.Serve(sdk.Plugin[Config]{
 		Name:         "testplugin",
 		Inject:       injectFromEnv(),

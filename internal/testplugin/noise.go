@@ -35,3 +35,14 @@ func fdIsStderr(fd int) bool {
 	}
 	return a.Dev == b.Dev && a.Ino == b.Ino
 }
+
+// init prints as a plugin's init function or a library's banner would,
+// before anything the plugin's main can do: the SDK's own init, which runs
+// first, must keep it out of the handshake.
+func init() {
+	if os.Getenv("TESTPLUGIN_EARLY_NOISE") != "" {
+		fmt.Println("noise from init")
+		fmt.Print("noise from init without a newline ")
+		_, _ = unix.Write(1, []byte("noise from init on fd 1\n"))
+	}
+}

@@ -7,8 +7,11 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/plugkit-go/plugkit/shared/wire"
 )
 
 // protectHandshake makes fd 1 carry nothing but go-plugin's handshake line.
@@ -21,7 +24,34 @@ import (
 // everything else to stderr. So Go code that prints to os.Stdout while
 // go-plugin starts (a goroutine of the plugin, a library's banner) cannot
 // corrupt the handshake either.
+//
+// It runs once: from the SDK's init when a host launched the process (so
+// that the plugin's own init functions and main, which run after it, are
+// covered too), else from Serve.
 func protectHandshake() error {
+	protectOnce.Do(func() { protectErr = protectStdout() })
+	return protectErr
+}
+
+var (
+	protectOnce sync.Once
+	protectErr  error
+)
+
+// init protects stdout as soon as the SDK is initialised when a host
+// launched the process (its handshake cookie is in the environment): what
+// the plugin prints before it calls Serve then goes to stderr, where the
+// host logs it, instead of into the handshake. Run by hand (`audit verify
+// FILE`), a plugin binary keeps its stdout. A package the plugin imports
+// that neither imports the SDK nor waits for it may be initialised first;
+// what its init prints is not covered.
+func init() {
+	if os.Getenv(wire.Handshake.MagicCookieKey) == wire.Handshake.MagicCookieValue {
+		_ = protectHandshake() // an error is reported by Serve
+	}
+}
+
+func protectStdout() error {
 	handshake, err := unix.Dup(1)
 	if err != nil {
 		return err
