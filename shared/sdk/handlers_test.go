@@ -130,9 +130,12 @@ func TestExecuteToolCancellation(t *testing.T) {
 		ctx, cancel := context.WithTimeout(testCtx(t), 100*time.Millisecond)
 		defer cancel()
 		want, _ := ctx.Deadline()
-		_, err := h.plugin.ExecuteTool(ctx, &pb.ExecuteToolRequest{HandlerId: handler, Execution: execution("wait", "{}")})
-		if status.Code(err) != codes.DeadlineExceeded {
-			t.Errorf("err = %v, want DeadlineExceeded", err)
+		resp, err := h.plugin.ExecuteTool(ctx, &pb.ExecuteToolRequest{HandlerId: handler, Execution: execution("wait", "{}")})
+		// The plugin runs its own timer for the deadline: its answer (the
+		// tool's "context deadline exceeded") can beat gRPC's own
+		// DEADLINE_EXCEEDED to the caller. Either says the deadline passed.
+		if status.Code(err) != codes.DeadlineExceeded && (err != nil || !strings.Contains(resp.GetError(), context.DeadlineExceeded.Error())) {
+			t.Errorf("err = %v, response error %q, want DeadlineExceeded", err, resp.GetError())
 		}
 		<-started
 		if got := <-deadline; got.IsZero() || got.After(want.Add(time.Second)) {
