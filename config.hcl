@@ -80,9 +80,12 @@ plugin "safety" {
   }
 }
 
-# One hash-chained JSON line per call, for every outcome.
+# One hash-chained JSON line per call, for every outcome. Critical: while
+# it is down, or its log cannot be written (a full disk), every call is
+# DENIED naming audit, and no outcome is lost.
 plugin "audit" {
-  path = "bin/plugins/audit"
+  path     = "bin/plugins/audit"
+  critical = true
   config {
     path  = "run/audit.log"
     fsync = "always"

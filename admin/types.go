@@ -27,6 +27,9 @@ type PluginStatus struct {
 	// Sandbox says whether the plugin's process is confined: "enforced",
 	// "partial" (gaps says what is not) or "off".
 	Sandbox confine.Enforcement `json:"sandbox"`
+	// Problem is what the running process reports keeps it from doing its
+	// job (an audit log that cannot be written).
+	Problem string `json:"problem,omitempty"`
 }
 
 // Status is GET /v1/status.

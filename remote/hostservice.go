@@ -184,6 +184,18 @@ func (h *hostService) Next(ctx context.Context, req *pb.NextRequest) (*pb.NextRe
 	return resp, nil
 }
 
+// maxProblemBytes bounds a reported problem: it is shown, not stored.
+const maxProblemBytes = 1024
+
+func (h *hostService) ReportProblem(ctx context.Context, req *pb.ReportProblemRequest) (*pb.ReportProblemResponse, error) {
+	problem := req.GetProblem()
+	if len(problem) > maxProblemBytes {
+		problem = problem[:maxProblemBytes] + "…"
+	}
+	h.inst.setProblem(problem)
+	return &pb.ReportProblemResponse{}, nil
+}
+
 // remoteService is a service provided by a plugin process.
 type remoteService struct {
 	inst    *instance

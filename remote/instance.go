@@ -47,6 +47,32 @@ type instance struct {
 	// cleanup removes what was made for this process (a sandboxed plugin's
 	// own socket folder); it runs once the process has ended.
 	cleanup func()
+
+	// problem is what the process last reported keeps it from doing its
+	// job (Host.ReportProblem); "" when nothing does.
+	problemMu sync.Mutex
+	problem   string
+}
+
+// setProblem records what the process reports, logging each change.
+func (in *instance) setProblem(problem string) {
+	in.problemMu.Lock()
+	old := in.problem
+	in.problem = problem
+	in.problemMu.Unlock()
+	switch {
+	case problem == old:
+	case problem != "":
+		in.log.Error("plugin reports a problem", "problem", problem)
+	default:
+		in.log.Info("plugin reports its problem is over", "was", old)
+	}
+}
+
+func (in *instance) currentProblem() string {
+	in.problemMu.Lock()
+	defer in.problemMu.Unlock()
+	return in.problem
 }
 
 // launch starts the plugin's binary and connects to it. The process gets no

@@ -355,6 +355,9 @@ type Status struct {
 	// Sandbox says whether the process is confined: enforced, partial
 	// (and what is not) or off.
 	Sandbox confine.Enforcement
+	// Problem is what the running process reports keeps it from doing its
+	// job (an audit log that cannot be written); "" when nothing does.
+	Problem string
 }
 
 // Status describes every managed plugin in load order.
@@ -375,6 +378,7 @@ func (m *Manager) Status() []Status {
 		spec := mp.spec
 		if in := mp.procs[cur]; in != nil && !in.exited() {
 			st.PID, st.Started = in.pid, in.started
+			st.Problem = in.currentProblem()
 		}
 		st.Restarts = mp.restarts
 		st.LastExit, st.Stderr = mp.lastExit, slices.Clone(mp.lastStderr)

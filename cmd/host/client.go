@@ -48,7 +48,11 @@ func status(ctx context.Context, e *env, _ []string) error {
 		if p.PID > 0 {
 			pid = fmt.Sprint(p.PID)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", name, p.State, pid, orDash(p.Uptime), p.Restarts, orDash(p.Sandbox.State), orDash(strings.Join(p.Tools, ",")), orDash(p.LastError))
+		state := p.State
+		if p.Problem != "" {
+			state += " (problem)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", name, state, pid, orDash(p.Uptime), p.Restarts, orDash(p.Sandbox.State), orDash(strings.Join(p.Tools, ",")), orDash(p.LastError))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -59,6 +63,11 @@ func status(ctx context.Context, e *env, _ []string) error {
 			for _, g := range p.Sandbox.Gaps {
 				fmt.Fprintf(e.stdout, "  %s\n", g)
 			}
+		}
+	}
+	for _, p := range st.Plugins {
+		if p.Problem != "" {
+			fmt.Fprintf(e.stdout, "\n%s: problem: %s\n", p.Name, p.Problem)
 		}
 	}
 	printExits(e.stdout, st.Plugins)

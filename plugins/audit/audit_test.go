@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -233,8 +234,6 @@ func TestRefusesABrokenLog(t *testing.T) {
 	}{
 		{"byte changed in line 2", bytes.Replace(good, []byte(`"call-1"`), []byte(`"call-9"`), 1), "line 2 (hash does not match"},
 		{"line 2 deleted", append(bytes.Clone(ls[0]), ls[2]...), "line 2 (seq is 3, want 2"},
-		{"last line cut short", good[:len(good)-20], "line 3 (bad JSON"},
-		{"no final newline", good[:len(good)-1], "line 3 (no newline"},
 		{"not a log", []byte("hello\n"), "line 1 (bad JSON"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -548,5 +547,145 @@ func TestRecentIDsAreTheTail(t *testing.T) {
 	}
 	if _, ok := h.file.recent[fmt.Sprintf("call-%d", recentIDs)]; !ok {
 		t.Error("the last line's id is not among the recent ones")
+	}
+}
+
+// A log that ends in part of a line (a write a full disk or a crash cut
+// short) is not tampering: the part is removed, with a warning, and the
+// chain continues after the last whole line.
+func TestRemovesAPartialLastLine(t *testing.T) {
+	good := func(t *testing.T) []byte {
+		h := newHarness()
+		s := logSettings(t)
+		h.mustStart(t, s)
+		observeN(h, 0, 3)
+		h.mustStop(t)
+		data, _ := os.ReadFile(s.path)
+		return data
+	}(t)
+	for _, tc := range []struct {
+		name string
+		log  []byte
+	}{
+		{"last line cut short", good[:len(good)-20]},
+		{"no final newline", good[:len(good)-1]},
+		{"only part of a first line", []byte(`{"seq":1,"ti`)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := logSettings(t)
+			if err := os.WriteFile(s.path, tc.log, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			logs := &syncBuffer{}
+			h := newHarness()
+			if err := h.start(s, bufferLogger(logs)); err != nil {
+				t.Fatal(err)
+			}
+			observeN(h, 3, 5)
+			h.mustStop(t)
+			want := "call-0 call-1 call-3 call-4"
+			if tc.name == "only part of a first line" {
+				want = "call-3 call-4"
+			}
+			if got := logIDs(t, s.path); got != want {
+				t.Errorf("log ids %q, want %q", got, want)
+			}
+			if !strings.Contains(logs.String(), "ended in part of a line") {
+				t.Errorf("no warning:\n%s", logs.String())
+			}
+		})
+	}
+}
+
+// failingFsync fails while fail is set, as a full disk makes fsync (or a
+// write) fail; the line it was for must not stay in the log.
+type failingFsync struct {
+	fail  atomic.Bool
+	calls atomic.Int64
+}
+
+func (f *failingFsync) sync(file *os.File) error {
+	f.calls.Add(1)
+	if f.fail.Load() {
+		return syscall.ENOSPC
+	}
+	return file.Sync()
+}
+
+// TestWriteFailureHoldsTheResultAndDenies: a line the log cannot take is
+// taken back, the result is held (observe does not return, so it is not
+// acknowledged), calls are denied and the host told; once the log can be
+// written again, the held result is written, observe returns, the guard
+// goes and the host hears the problem is over. The log verifies throughout.
+func TestWriteFailureHoldsTheResultAndDenies(t *testing.T) {
+	for _, failOpen := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fail_open=%v", failOpen), func(t *testing.T) {
+			s := logSettings(t)
+			s.failOpen = failOpen
+			var fs failingFsync
+			var mu sync.Mutex
+			var problems []string
+			var reason func() string
+			undone := 0
+			h := newHarness()
+			h.fsync = fs.sync
+			h.setHost(failureHost{
+				deny: func(ctx context.Context, r func() string) (func(context.Context) error, error) {
+					mu.Lock()
+					defer mu.Unlock()
+					reason = r
+					return func(context.Context) error { mu.Lock(); undone++; mu.Unlock(); return nil }, nil
+				},
+				report: func(ctx context.Context, p string) error {
+					mu.Lock()
+					defer mu.Unlock()
+					problems = append(problems, p)
+					return nil
+				},
+			})
+			h.mustStart(t, s)
+			observeN(h, 0, 2)
+
+			fs.fail.Store(true)
+			done := observeAsync(context.Background(), h, 2, 4)
+			deadline := time.Now().Add(10 * time.Second)
+			for fs.calls.Load() < 5 { // the first attempt and a few retries
+				if time.Now().After(deadline) {
+					t.Fatal("no retries")
+				}
+				time.Sleep(time.Millisecond)
+			}
+			stillWaiting(t, done, "observe while the log cannot be written")
+			if got := logIDs(t, s.path); got != "call-0 call-1" {
+				t.Errorf("log ids while failing %q: a failed line stayed", got)
+			}
+			mu.Lock()
+			if failOpen != (reason == nil) {
+				t.Errorf("fail_open=%v, but a guard was added: %v", failOpen, reason != nil)
+			}
+			if reason != nil && !strings.Contains(reason(), "cannot be written") {
+				t.Errorf("the guard denies with %q", reason())
+			}
+			if len(problems) == 0 || !strings.Contains(problems[0], "no space left on device") || !strings.Contains(problems[0], s.path) {
+				t.Errorf("problems reported: %q", problems)
+			}
+			mu.Unlock()
+
+			fs.fail.Store(false)
+			waitDone(t, done, "observe once the log can be written")
+			observeN(h, 4, 5)
+			h.mustStop(t)
+			if got := logIDs(t, s.path); got != "call-0 call-1 call-2 call-3 call-4" {
+				t.Errorf("log ids %q", got)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if reason != nil && (reason() != "" || undone != 1) {
+				t.Errorf("after recovery the guard denies %q, undone %d times", reason(), undone)
+			}
+			if problems[len(problems)-1] != "" {
+				t.Errorf("the host was not told the problem is over: %q", problems)
+			}
+		})
 	}
 }

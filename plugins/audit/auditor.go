@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -48,6 +49,12 @@ type auditor struct {
 	failed  error       // why opening the pending log failed; results are not recorded
 	record  bool
 	changed chan struct{} // closed and replaced by start and stop: wakes a waiting observe
+
+	// While the log cannot be written (see unwritable.go).
+	host     failureHost                 // set by apply; zero in tests that need none
+	failOpen bool                        // let calls through meanwhile
+	failure  atomic.Pointer[string]      // why it cannot, nil when it can; read by the guard
+	undoDeny func(context.Context) error // removes the guard that refuses calls
 }
 
 func newAuditor() *auditor {
@@ -74,6 +81,7 @@ func (a *auditor) start(s settings, log hclog.Logger) error {
 		return err
 	}
 	a.record = s.record
+	a.failOpen = s.failOpen
 	if p != nil {
 		a.pending = p
 		log.Info("audit log is locked by another process: results wait until it lets go "+
@@ -103,6 +111,10 @@ func (a *auditor) closeLocked() error {
 	close(a.changed)
 	a.changed = make(chan struct{})
 	a.failed = nil
+	// A guard refusing calls belongs to the scope that is ending, and the
+	// host removes it with the scope; the problem ends with this log.
+	a.undoDeny = nil
+	a.failure.Store(nil)
 	if p := a.pending; p != nil {
 		a.pending = nil
 		a.log.Info("audit log closed before its lock was free: nothing written to it", "path", p.s.path)
@@ -252,7 +264,7 @@ func (a *auditor) observeInOrder(ctx context.Context, call *sdk.Call, r sdk.Tool
 		l.Arguments = auditlog.ArgumentsJSON(call.Arguments)
 	}
 	if err := a.file.append(l); err != nil {
-		a.log.Error("audit log write failed", "id", id, "tool", call.Name, "error", err)
+		return a.writeFailed(ctx, l, call.Name, err)
 	}
 	return false
 }

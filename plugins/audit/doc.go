@@ -14,6 +14,7 @@
 //	    fsync            = "interval"            # "always" (default) | "interval" | "never"
 //	    fsync_interval   = "1s"                  # with fsync = "interval" only; default "1s"
 //	    record_arguments = false                 # true adds the arguments themselves; default false
+//	    fail_open        = false                 # true lets calls through while the log cannot be written
 //	  }
 //	}
 //
@@ -36,6 +37,16 @@
 // plugin on the same file. The results keep waiting meanwhile, unwritten and
 // unacknowledged, rather than be dropped. A log found broken at that point
 // is not appended to, and every result then logs that it is not recorded.
+//
+// A line is written whole or not at all. When a write or its fsync fails
+// (a full disk), the file is cut back to the line before, and the result is
+// held, unacknowledged, and written again every 0.1 to 2 seconds until it
+// can be; the host queues the results after it meanwhile. While the log
+// cannot be written the plugin adds a guard that denies every call, naming
+// it (unless fail_open), and reports the problem to the host, which shows it
+// in `host status`; both end when the line is written. A log that ends in
+// part of a line (a crash mid-write) has that part removed, with a warning,
+// when it is opened: it was never a line of the chain.
 //
 // A result whose call id is among the last 4096 lines' ids when the log is
 // opened is skipped: the host sends a critical plugin's results again when

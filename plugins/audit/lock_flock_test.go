@@ -256,7 +256,7 @@ func TestHandOverOfABrokenLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.WriteString(`{"seq":3,"cut short`); err != nil {
+	if _, err := f.WriteString(`{"seq":3,"not a line"}` + "\n"); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -43,8 +45,13 @@ type logFile struct {
 	recent map[string]struct{}
 
 	mu     sync.Mutex
-	dirty  bool // lines written since the last fsync (fsync = interval)
-	closed bool
+	dirty  bool  // lines written since the last fsync (fsync = interval)
+	closed bool  //
+	size   int64 // the file's length after its last complete line
+	// uncut is set when cutting a failed line back failed too: nothing is
+	// appended until a cut succeeds, since a line after part of one would
+	// break the chain.
+	uncut bool
 
 	stopTicker chan struct{} // fsync = interval only
 	ticker     sync.WaitGroup
@@ -119,6 +126,18 @@ func openFile(s settings, log hclog.Logger) (f *os.File, created bool, err error
 // continueLog verifies the log f, whose lock the caller holds, and makes
 // the logFile that continues its chain. The caller closes f on error.
 func continueLog(f *os.File, s settings, created bool, fsync func(*os.File) error, log hclog.Logger) (*logFile, error) {
+	size, cut, err := cutPartialLine(f)
+	if err != nil {
+		return nil, fmt.Errorf("audit log %s: %w", s.path, err)
+	}
+	if cut > 0 {
+		// What a write cut short by a full disk or a crash leaves: not a
+		// line, so not part of the chain; the lines before it verify below.
+		log.Warn("audit log ended in part of a line, left by a write that failed: removed it", "path", s.path, "bytes", cut)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil, fmt.Errorf("audit log %s: %w", s.path, err)
+	}
 	tip, ids, err := auditlog.ReadTail(f, recentIDs)
 	var te *auditlog.TamperError
 	if errors.As(err, &te) {
@@ -139,13 +158,53 @@ func continueLog(f *os.File, s settings, created bool, fsync func(*os.File) erro
 			recent[id] = struct{}{}
 		}
 	}
-	lf := &logFile{path: s.path, f: f, w: auditlog.NewWriter(f, tip), policy: s.fsync,
-		sync: func() error { return fsync(f) }, recent: recent}
+	lf := &logFile{path: s.path, f: f, policy: s.fsync, sync: func() error { return fsync(f) }, recent: recent, size: size}
+	lf.w = auditlog.NewWriter(countingWriter{lf}, tip)
 	if s.fsync == fsyncInterval {
 		lf.stopTicker = make(chan struct{})
 		lf.ticker.Go(func() { lf.syncEvery(s.interval, log) })
 	}
 	return lf, nil
+}
+
+// cutPartialLine truncates f after its last newline when it ends in part
+// of a line, and returns its new size and how many bytes it removed.
+func cutPartialLine(f *os.File) (size, cut int64, err error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, 0, err
+	}
+	size = fi.Size()
+	end := size
+	buf := make([]byte, 64<<10)
+	for end > 0 {
+		n := min(int64(len(buf)), end)
+		if _, err := f.ReadAt(buf[:n], end-n); err != nil {
+			return 0, 0, err
+		}
+		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
+			end = end - n + int64(i) + 1
+			break
+		}
+		end -= n
+	}
+	if end == size {
+		return size, 0, nil
+	}
+	if err := f.Truncate(end); err != nil {
+		return 0, 0, fmt.Errorf("cannot remove the part of a line it ends in: %w", err)
+	}
+	return end, size - end, nil
+}
+
+// countingWriter writes to the log's file and counts what reached it, so
+// that a line cut short can be cut back (logFile.size).
+type countingWriter struct{ lf *logFile }
+
+func (c countingWriter) Write(p []byte) (int, error) {
+	n, err := c.lf.f.Write(p)
+	c.lf.size += int64(n)
+	return n, err
 }
 
 func syncDir(dir string) {
@@ -157,25 +216,47 @@ func syncDir(dir string) {
 	_ = d.Close()
 }
 
-// append writes one line and applies the fsync policy. An "fsync" error
-// means the line is written but may not be on disk.
+// append writes one line and applies the fsync policy. A line is written
+// whole or not at all: when the write or its fsync fails (a full disk), the
+// file is cut back to the line before and the chain continues from there,
+// so the next append (the disk may have room by then) writes it again.
 func (lf *logFile) append(l auditlog.Line) error {
 	lf.mu.Lock()
 	defer lf.mu.Unlock()
 	if lf.closed {
 		return errClosed
 	}
-	if _, err := lf.w.Append(l); err != nil {
-		return err
-	}
-	switch lf.policy {
-	case fsyncAlways:
-		if err := lf.sync(); err != nil {
-			return fmt.Errorf("line %d written, but fsync: %w", lf.w.Tip().Seq, err)
+	before, tip := lf.size, lf.w.Tip()
+	if lf.uncut {
+		if err := lf.cutBack(before, tip); err != nil {
+			return err
 		}
-	case fsyncInterval:
+	}
+	if _, err := lf.w.Append(l); err != nil {
+		return errors.Join(err, lf.cutBack(before, tip))
+	}
+	if lf.policy == fsyncAlways {
+		if err := lf.sync(); err != nil {
+			// The line may never reach the disk: it is not written.
+			return errors.Join(fmt.Errorf("audit log: fsync of line %d: %w", tip.Seq+1, err), lf.cutBack(before, tip))
+		}
+	}
+	if lf.policy == fsyncInterval {
 		lf.dirty = true
 	}
+	return nil
+}
+
+// cutBack truncates the file to size, the end of the line whose chain tip
+// is tip, and continues the chain from there. lf.mu is held.
+func (lf *logFile) cutBack(size int64, tip auditlog.Tip) error {
+	if err := lf.f.Truncate(size); err != nil {
+		lf.uncut = true
+		return fmt.Errorf("audit log: cannot cut a failed line back: %w", err)
+	}
+	lf.uncut = false
+	lf.size = size
+	lf.w = auditlog.NewWriter(countingWriter{lf}, tip)
 	return nil
 }
 

@@ -18,6 +18,7 @@ type Config struct {
 	Fsync           string `json:"fsync,omitempty" doc:"always (after every line, the default), interval or never"`
 	FsyncInterval   string `json:"fsync_interval,omitempty" doc:"with fsync = interval: the longest time between two fsyncs, a Go duration; default 1s"`
 	RecordArguments bool   `json:"record_arguments,omitempty" doc:"also write each call's arguments, not only their SHA-256; default false"`
+	FailOpen        bool   `json:"fail_open,omitempty" doc:"while the log cannot be written (a full disk), let calls through, their results held until it can; default false: every call is DENIED naming audit meanwhile"`
 }
 
 // Defaults.
@@ -37,6 +38,7 @@ func newPlugin() sdk.Plugin[Config] {
 			if err != nil {
 				return err
 			}
+			a.setHost(hostOf(p))
 			if err := a.start(s, p.Logger()); err != nil {
 				return err
 			}
@@ -66,12 +68,13 @@ type settings struct {
 	fsync    fsyncPolicy
 	interval time.Duration // > 0 with fsyncInterval only
 	record   bool
+	failOpen bool
 }
 
 // settings checks what the schema cannot say and reports every problem at
 // once.
 func (c Config) settings() (settings, error) {
-	s := settings{path: c.Path, fsync: fsyncPolicy(c.Fsync), record: c.RecordArguments}
+	s := settings{path: c.Path, fsync: fsyncPolicy(c.Fsync), record: c.RecordArguments, failOpen: c.FailOpen}
 	var errs []string
 	if strings.TrimSpace(c.Path) == "" {
 		errs = append(errs, "path is required")

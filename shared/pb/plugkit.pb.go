@@ -2970,6 +2970,87 @@ func (*DisposeResponse) Descriptor() ([]byte, []int) {
 	return file_plugkit_proto_rawDescGZIP(), []int{46}
 }
 
+type ReportProblemRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// What is wrong, for an operator; empty when the plugin works again.
+	Problem       string `protobuf:"bytes,1,opt,name=problem,proto3" json:"problem,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReportProblemRequest) Reset() {
+	*x = ReportProblemRequest{}
+	mi := &file_plugkit_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportProblemRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportProblemRequest) ProtoMessage() {}
+
+func (x *ReportProblemRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugkit_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportProblemRequest.ProtoReflect.Descriptor instead.
+func (*ReportProblemRequest) Descriptor() ([]byte, []int) {
+	return file_plugkit_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *ReportProblemRequest) GetProblem() string {
+	if x != nil {
+		return x.Problem
+	}
+	return ""
+}
+
+type ReportProblemResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReportProblemResponse) Reset() {
+	*x = ReportProblemResponse{}
+	mi := &file_plugkit_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportProblemResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportProblemResponse) ProtoMessage() {}
+
+func (x *ReportProblemResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_plugkit_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportProblemResponse.ProtoReflect.Descriptor instead.
+func (*ReportProblemResponse) Descriptor() ([]byte, []int) {
+	return file_plugkit_proto_rawDescGZIP(), []int{48}
+}
+
 type NextRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The call_token of the WRAP request being handled.
@@ -2980,7 +3061,7 @@ type NextRequest struct {
 
 func (x *NextRequest) Reset() {
 	*x = NextRequest{}
-	mi := &file_plugkit_proto_msgTypes[47]
+	mi := &file_plugkit_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2992,7 +3073,7 @@ func (x *NextRequest) String() string {
 func (*NextRequest) ProtoMessage() {}
 
 func (x *NextRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[47]
+	mi := &file_plugkit_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3005,7 +3086,7 @@ func (x *NextRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NextRequest.ProtoReflect.Descriptor instead.
 func (*NextRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{47}
+	return file_plugkit_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *NextRequest) GetCallToken() string {
@@ -3031,7 +3112,7 @@ type NextResponse struct {
 
 func (x *NextResponse) Reset() {
 	*x = NextResponse{}
-	mi := &file_plugkit_proto_msgTypes[48]
+	mi := &file_plugkit_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3043,7 +3124,7 @@ func (x *NextResponse) String() string {
 func (*NextResponse) ProtoMessage() {}
 
 func (x *NextResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[48]
+	mi := &file_plugkit_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3056,7 +3137,7 @@ func (x *NextResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NextResponse.ProtoReflect.Descriptor instead.
 func (*NextResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{48}
+	return file_plugkit_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *NextResponse) GetAnswer() isNextResponse_Answer {
@@ -3313,7 +3394,10 @@ const file_plugkit_proto_rawDesc = "" +
 	"\x0fregistration_id\x18\x01 \x01(\tR\x0eregistrationId\"9\n" +
 	"\x0eDisposeRequest\x12'\n" +
 	"\x0fregistration_id\x18\x01 \x01(\tR\x0eregistrationId\"\x11\n" +
-	"\x0fDisposeResponse\",\n" +
+	"\x0fDisposeResponse\"0\n" +
+	"\x14ReportProblemRequest\x12\x18\n" +
+	"\aproblem\x18\x01 \x01(\tR\aproblem\"\x17\n" +
+	"\x15ReportProblemResponse\",\n" +
 	"\vNextRequest\x12\x1d\n" +
 	"\n" +
 	"call_token\x18\x01 \x01(\tR\tcallToken\"\xbb\x01\n" +
@@ -3358,7 +3442,7 @@ const file_plugkit_proto_rawDesc = "" +
 	"\aApprove\x12\x1a.plugkit.v1.ApproveRequest\x1a\x1b.plugkit.v1.ApproveResponse\x12N\n" +
 	"\vCallService\x12\x1e.plugkit.v1.CallServiceRequest\x1a\x1f.plugkit.v1.CallServiceResponse\x12D\n" +
 	"\aObserve\x12\x1a.plugkit.v1.ObserveRequest\x1a\x1b.plugkit.v1.ObserveResponse(\x01\x12E\n" +
-	"\bShutdown\x12\x1b.plugkit.v1.ShutdownRequest\x1a\x1c.plugkit.v1.ShutdownResponse2\xf1\x05\n" +
+	"\bShutdown\x12\x1b.plugkit.v1.ShutdownRequest\x1a\x1c.plugkit.v1.ShutdownResponse2\xc7\x06\n" +
 	"\x04Host\x12Q\n" +
 	"\fRegisterTool\x12\x1f.plugkit.v1.RegisterToolRequest\x1a .plugkit.v1.RegisterToolResponse\x12E\n" +
 	"\bAddGuard\x12\x1b.plugkit.v1.AddGuardRequest\x1a\x1c.plugkit.v1.AddGuardResponse\x12?\n" +
@@ -3370,7 +3454,8 @@ const file_plugkit_proto_rawDesc = "" +
 	"\n" +
 	"Contribute\x12\x1d.plugkit.v1.ContributeRequest\x1a\x1e.plugkit.v1.ContributeResponse\x12B\n" +
 	"\aDispose\x12\x1a.plugkit.v1.DisposeRequest\x1a\x1b.plugkit.v1.DisposeResponse\x129\n" +
-	"\x04Next\x12\x17.plugkit.v1.NextRequest\x1a\x18.plugkit.v1.NextResponseB)Z'github.com/plugkit-go/plugkit/shared/pbb\x06proto3"
+	"\x04Next\x12\x17.plugkit.v1.NextRequest\x1a\x18.plugkit.v1.NextResponse\x12T\n" +
+	"\rReportProblem\x12 .plugkit.v1.ReportProblemRequest\x1a!.plugkit.v1.ReportProblemResponseB)Z'github.com/plugkit-go/plugkit/shared/pbb\x06proto3"
 
 var (
 	file_plugkit_proto_rawDescOnce sync.Once
@@ -3385,7 +3470,7 @@ func file_plugkit_proto_rawDescGZIP() []byte {
 }
 
 var file_plugkit_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_plugkit_proto_msgTypes = make([]protoimpl.MessageInfo, 49)
+var file_plugkit_proto_msgTypes = make([]protoimpl.MessageInfo, 51)
 var file_plugkit_proto_goTypes = []any{
 	(Verdict)(0),                    // 0: plugkit.v1.Verdict
 	(ReviewVerdict)(0),              // 1: plugkit.v1.ReviewVerdict
@@ -3438,8 +3523,10 @@ var file_plugkit_proto_goTypes = []any{
 	(*ContributeResponse)(nil),      // 48: plugkit.v1.ContributeResponse
 	(*DisposeRequest)(nil),          // 49: plugkit.v1.DisposeRequest
 	(*DisposeResponse)(nil),         // 50: plugkit.v1.DisposeResponse
-	(*NextRequest)(nil),             // 51: plugkit.v1.NextRequest
-	(*NextResponse)(nil),            // 52: plugkit.v1.NextResponse
+	(*ReportProblemRequest)(nil),    // 51: plugkit.v1.ReportProblemRequest
+	(*ReportProblemResponse)(nil),   // 52: plugkit.v1.ReportProblemResponse
+	(*NextRequest)(nil),             // 53: plugkit.v1.NextRequest
+	(*NextResponse)(nil),            // 54: plugkit.v1.NextResponse
 }
 var file_plugkit_proto_depIdxs = []int32{
 	4,  // 0: plugkit.v1.Execution.tool:type_name -> plugkit.v1.ToolDescriptor
@@ -3486,30 +3573,32 @@ var file_plugkit_proto_depIdxs = []int32{
 	45, // 41: plugkit.v1.Host.ExecuteTool:input_type -> plugkit.v1.HostExecuteToolRequest
 	47, // 42: plugkit.v1.Host.Contribute:input_type -> plugkit.v1.ContributeRequest
 	49, // 43: plugkit.v1.Host.Dispose:input_type -> plugkit.v1.DisposeRequest
-	51, // 44: plugkit.v1.Host.Next:input_type -> plugkit.v1.NextRequest
-	12, // 45: plugkit.v1.Plugin.Describe:output_type -> plugkit.v1.DescribeResponse
-	14, // 46: plugkit.v1.Plugin.Apply:output_type -> plugkit.v1.ApplyResponse
-	16, // 47: plugkit.v1.Plugin.ExecuteTool:output_type -> plugkit.v1.ExecuteToolResponse
-	18, // 48: plugkit.v1.Plugin.PreExecute:output_type -> plugkit.v1.PreExecuteResponse
-	20, // 49: plugkit.v1.Plugin.Guard:output_type -> plugkit.v1.GuardResponse
-	22, // 50: plugkit.v1.Plugin.WrapExecute:output_type -> plugkit.v1.WrapExecuteResponse
-	24, // 51: plugkit.v1.Plugin.PostExecute:output_type -> plugkit.v1.PostExecuteResponse
-	26, // 52: plugkit.v1.Plugin.Approve:output_type -> plugkit.v1.ApproveResponse
-	28, // 53: plugkit.v1.Plugin.CallService:output_type -> plugkit.v1.CallServiceResponse
-	30, // 54: plugkit.v1.Plugin.Observe:output_type -> plugkit.v1.ObserveResponse
-	32, // 55: plugkit.v1.Plugin.Shutdown:output_type -> plugkit.v1.ShutdownResponse
-	34, // 56: plugkit.v1.Host.RegisterTool:output_type -> plugkit.v1.RegisterToolResponse
-	36, // 57: plugkit.v1.Host.AddGuard:output_type -> plugkit.v1.AddGuardResponse
-	38, // 58: plugkit.v1.Host.Listen:output_type -> plugkit.v1.ListenResponse
-	40, // 59: plugkit.v1.Host.SetApprover:output_type -> plugkit.v1.SetApproverResponse
-	42, // 60: plugkit.v1.Host.Provide:output_type -> plugkit.v1.ProvideResponse
-	44, // 61: plugkit.v1.Host.CallService:output_type -> plugkit.v1.HostCallServiceResponse
-	46, // 62: plugkit.v1.Host.ExecuteTool:output_type -> plugkit.v1.HostExecuteToolResponse
-	48, // 63: plugkit.v1.Host.Contribute:output_type -> plugkit.v1.ContributeResponse
-	50, // 64: plugkit.v1.Host.Dispose:output_type -> plugkit.v1.DisposeResponse
-	52, // 65: plugkit.v1.Host.Next:output_type -> plugkit.v1.NextResponse
-	45, // [45:66] is the sub-list for method output_type
-	24, // [24:45] is the sub-list for method input_type
+	53, // 44: plugkit.v1.Host.Next:input_type -> plugkit.v1.NextRequest
+	51, // 45: plugkit.v1.Host.ReportProblem:input_type -> plugkit.v1.ReportProblemRequest
+	12, // 46: plugkit.v1.Plugin.Describe:output_type -> plugkit.v1.DescribeResponse
+	14, // 47: plugkit.v1.Plugin.Apply:output_type -> plugkit.v1.ApplyResponse
+	16, // 48: plugkit.v1.Plugin.ExecuteTool:output_type -> plugkit.v1.ExecuteToolResponse
+	18, // 49: plugkit.v1.Plugin.PreExecute:output_type -> plugkit.v1.PreExecuteResponse
+	20, // 50: plugkit.v1.Plugin.Guard:output_type -> plugkit.v1.GuardResponse
+	22, // 51: plugkit.v1.Plugin.WrapExecute:output_type -> plugkit.v1.WrapExecuteResponse
+	24, // 52: plugkit.v1.Plugin.PostExecute:output_type -> plugkit.v1.PostExecuteResponse
+	26, // 53: plugkit.v1.Plugin.Approve:output_type -> plugkit.v1.ApproveResponse
+	28, // 54: plugkit.v1.Plugin.CallService:output_type -> plugkit.v1.CallServiceResponse
+	30, // 55: plugkit.v1.Plugin.Observe:output_type -> plugkit.v1.ObserveResponse
+	32, // 56: plugkit.v1.Plugin.Shutdown:output_type -> plugkit.v1.ShutdownResponse
+	34, // 57: plugkit.v1.Host.RegisterTool:output_type -> plugkit.v1.RegisterToolResponse
+	36, // 58: plugkit.v1.Host.AddGuard:output_type -> plugkit.v1.AddGuardResponse
+	38, // 59: plugkit.v1.Host.Listen:output_type -> plugkit.v1.ListenResponse
+	40, // 60: plugkit.v1.Host.SetApprover:output_type -> plugkit.v1.SetApproverResponse
+	42, // 61: plugkit.v1.Host.Provide:output_type -> plugkit.v1.ProvideResponse
+	44, // 62: plugkit.v1.Host.CallService:output_type -> plugkit.v1.HostCallServiceResponse
+	46, // 63: plugkit.v1.Host.ExecuteTool:output_type -> plugkit.v1.HostExecuteToolResponse
+	48, // 64: plugkit.v1.Host.Contribute:output_type -> plugkit.v1.ContributeResponse
+	50, // 65: plugkit.v1.Host.Dispose:output_type -> plugkit.v1.DisposeResponse
+	54, // 66: plugkit.v1.Host.Next:output_type -> plugkit.v1.NextResponse
+	52, // 67: plugkit.v1.Host.ReportProblem:output_type -> plugkit.v1.ReportProblemResponse
+	46, // [46:68] is the sub-list for method output_type
+	24, // [24:46] is the sub-list for method input_type
 	24, // [24:24] is the sub-list for extension type_name
 	24, // [24:24] is the sub-list for extension extendee
 	0,  // [0:24] is the sub-list for field type_name
@@ -3520,7 +3609,7 @@ func file_plugkit_proto_init() {
 	if File_plugkit_proto != nil {
 		return
 	}
-	file_plugkit_proto_msgTypes[48].OneofWrappers = []any{
+	file_plugkit_proto_msgTypes[50].OneofWrappers = []any{
 		(*NextResponse_PreExecute)(nil),
 		(*NextResponse_Execute)(nil),
 		(*NextResponse_PostExecute)(nil),
@@ -3531,7 +3620,7 @@ func file_plugkit_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugkit_proto_rawDesc), len(file_plugkit_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   49,
+			NumMessages:   51,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -534,16 +534,17 @@ var Plugin_ServiceDesc = grpc.ServiceDesc{
 }
 
 const (
-	Host_RegisterTool_FullMethodName = "/plugkit.v1.Host/RegisterTool"
-	Host_AddGuard_FullMethodName     = "/plugkit.v1.Host/AddGuard"
-	Host_Listen_FullMethodName       = "/plugkit.v1.Host/Listen"
-	Host_SetApprover_FullMethodName  = "/plugkit.v1.Host/SetApprover"
-	Host_Provide_FullMethodName      = "/plugkit.v1.Host/Provide"
-	Host_CallService_FullMethodName  = "/plugkit.v1.Host/CallService"
-	Host_ExecuteTool_FullMethodName  = "/plugkit.v1.Host/ExecuteTool"
-	Host_Contribute_FullMethodName   = "/plugkit.v1.Host/Contribute"
-	Host_Dispose_FullMethodName      = "/plugkit.v1.Host/Dispose"
-	Host_Next_FullMethodName         = "/plugkit.v1.Host/Next"
+	Host_RegisterTool_FullMethodName  = "/plugkit.v1.Host/RegisterTool"
+	Host_AddGuard_FullMethodName      = "/plugkit.v1.Host/AddGuard"
+	Host_Listen_FullMethodName        = "/plugkit.v1.Host/Listen"
+	Host_SetApprover_FullMethodName   = "/plugkit.v1.Host/SetApprover"
+	Host_Provide_FullMethodName       = "/plugkit.v1.Host/Provide"
+	Host_CallService_FullMethodName   = "/plugkit.v1.Host/CallService"
+	Host_ExecuteTool_FullMethodName   = "/plugkit.v1.Host/ExecuteTool"
+	Host_Contribute_FullMethodName    = "/plugkit.v1.Host/Contribute"
+	Host_Dispose_FullMethodName       = "/plugkit.v1.Host/Dispose"
+	Host_Next_FullMethodName          = "/plugkit.v1.Host/Next"
+	Host_ReportProblem_FullMethodName = "/plugkit.v1.Host/ReportProblem"
 )
 
 // HostClient is the client API for Host service.
@@ -564,6 +565,11 @@ type HostClient interface {
 	Dispose(ctx context.Context, in *DisposeRequest, opts ...grpc.CallOption) (*DisposeResponse, error)
 	// Runs the rest of a waterfall chain for a WRAP listener.
 	Next(ctx context.Context, in *NextRequest, opts ...grpc.CallOption) (*NextResponse, error)
+	// Says what keeps the plugin from doing its job while it keeps running
+	// (an audit log that cannot be written), or that nothing does any more.
+	// The host shows it in its status; it lasts until the next report or the
+	// end of the process.
+	ReportProblem(ctx context.Context, in *ReportProblemRequest, opts ...grpc.CallOption) (*ReportProblemResponse, error)
 }
 
 type hostClient struct {
@@ -674,6 +680,16 @@ func (c *hostClient) Next(ctx context.Context, in *NextRequest, opts ...grpc.Cal
 	return out, nil
 }
 
+func (c *hostClient) ReportProblem(ctx context.Context, in *ReportProblemRequest, opts ...grpc.CallOption) (*ReportProblemResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReportProblemResponse)
+	err := c.cc.Invoke(ctx, Host_ReportProblem_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // HostServer is the server API for Host service.
 // All implementations must embed UnimplementedHostServer
 // for forward compatibility.
@@ -692,6 +708,11 @@ type HostServer interface {
 	Dispose(context.Context, *DisposeRequest) (*DisposeResponse, error)
 	// Runs the rest of a waterfall chain for a WRAP listener.
 	Next(context.Context, *NextRequest) (*NextResponse, error)
+	// Says what keeps the plugin from doing its job while it keeps running
+	// (an audit log that cannot be written), or that nothing does any more.
+	// The host shows it in its status; it lasts until the next report or the
+	// end of the process.
+	ReportProblem(context.Context, *ReportProblemRequest) (*ReportProblemResponse, error)
 	mustEmbedUnimplementedHostServer()
 }
 
@@ -731,6 +752,9 @@ func (UnimplementedHostServer) Dispose(context.Context, *DisposeRequest) (*Dispo
 }
 func (UnimplementedHostServer) Next(context.Context, *NextRequest) (*NextResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Next not implemented")
+}
+func (UnimplementedHostServer) ReportProblem(context.Context, *ReportProblemRequest) (*ReportProblemResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ReportProblem not implemented")
 }
 func (UnimplementedHostServer) mustEmbedUnimplementedHostServer() {}
 func (UnimplementedHostServer) testEmbeddedByValue()              {}
@@ -933,6 +957,24 @@ func _Host_Next_Handler(srv interface{}, ctx context.Context, dec func(interface
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Host_ReportProblem_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReportProblemRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HostServer).ReportProblem(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Host_ReportProblem_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HostServer).ReportProblem(ctx, req.(*ReportProblemRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Host_ServiceDesc is the grpc.ServiceDesc for Host service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -979,6 +1021,10 @@ var Host_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Next",
 			Handler:    _Host_Next_Handler,
+		},
+		{
+			MethodName: "ReportProblem",
+			Handler:    _Host_ReportProblem_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -259,3 +259,18 @@ func register[T any](ctx context.Context, s *server, t *table[T], kind, what str
 	}
 	return newHandle(s, regID, func() { t.remove(id) }), nil
 }
+
+// ReportProblem tells the host what keeps the plugin from doing its job
+// while it keeps running (an audit log that cannot be written), for the
+// host's status and log; an empty problem says it works again. A problem
+// lasts until the next report or the end of the process.
+func (p *Context) ReportProblem(ctx context.Context, problem string) error {
+	host, err := p.srv.hostClient()
+	if err != nil {
+		return err
+	}
+	if _, err := host.ReportProblem(ctx, &pb.ReportProblemRequest{Problem: problem}); err != nil {
+		return fmt.Errorf("report problem: %w", hostError(ctx, err))
+	}
+	return nil
+}
