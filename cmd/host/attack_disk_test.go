@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -146,6 +147,14 @@ plugin "audit" {
 	if st := statusOf(t, config)["audit"]; st.Problem != "" || st.PID != auditPID {
 		t.Errorf("status of audit after recovery: %+v", st)
 	}
+	r, _ := callJSON(t, config, "audit_head", `{}`)
+	var head struct {
+		Seq  int
+		Hash string
+	}
+	if !r.OK || json.Unmarshal(r.Value, &head) != nil || head.Seq < denied+2 {
+		t.Fatalf("audit_head: %+v %s", r, r.Value)
+	}
 	if _, stderr, code := cli(t, "stop", "-c", config); code != 0 {
 		t.Fatalf("stop: exit %d %s", code, stderr)
 	}
@@ -155,9 +164,9 @@ plugin "audit" {
 		t.Fatal("host run did not stop")
 	}
 
-	verify := exec.Command(pluginPath("audit"), "verify", logPath)
+	verify := exec.Command(pluginPath("audit"), "verify", "--expect-head", head.Hash, logPath)
 	vout, err := verify.CombinedOutput()
-	if err != nil {
+	if err != nil || !strings.Contains(string(vout), fmt.Sprintf("expected head found at line %d", head.Seq)) {
 		t.Fatalf("audit verify: %v\n%s", err, vout)
 	}
 	log, _ := os.ReadFile(logPath)

@@ -689,3 +689,23 @@ func TestWriteFailureHoldsTheResultAndDenies(t *testing.T) {
 		})
 	}
 }
+
+// audit_head answers the seq and hash of the log's last line.
+func TestHead(t *testing.T) {
+	h := newHarness()
+	s := logSettings(t)
+	if _, err := h.head(); err == nil {
+		t.Error("a head before the log is open")
+	}
+	h.mustStart(t, s)
+	observeN(h, 0, 3)
+	head, err := h.head()
+	h.mustStop(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := readLines(t, s.path)
+	if last := lines[len(lines)-1]; head.Seq != 3 || head.Hash != last.Hash || head.Path != s.path {
+		t.Errorf("head %+v, want seq 3 and hash %s", head, last.Hash)
+	}
+}

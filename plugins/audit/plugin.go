@@ -47,6 +47,9 @@ func newPlugin() sdk.Plugin[Config] {
 				// to close.
 				return errors.Join(err, a.stop())
 			}
+			if _, err := p.RegisterTool(ctx, headTool(a)); err != nil {
+				return errors.Join(err, a.stop())
+			}
 			return nil
 		},
 		Stop: func(context.Context) error { return a.stop() },

@@ -72,6 +72,11 @@ func (r *idRing) list() []string {
 }
 
 func readTip(r io.Reader, ids *idRing) (Tip, error) {
+	return readTipFunc(r, func(l Line) { ids.add(l.ID) })
+}
+
+// readTipFunc verifies the log r and calls each for every intact line.
+func readTipFunc(r io.Reader, each func(Line)) (Tip, error) {
 	br := bufio.NewReader(r)
 	tip := Genesis
 	for n := 1; ; n++ {
@@ -84,10 +89,11 @@ func readTip(r io.Reader, ids *idRing) (Tip, error) {
 		if len(text) == 0 {
 			return tip, nil // the end, right after a newline (or an empty log)
 		}
-		terminated := text[len(text)-1] == '\n'
-		if terminated {
-			text = text[:len(text)-1]
+		if text[len(text)-1] != '\n' {
+			// Whatever it holds, it was never a whole line of the chain.
+			return tip, &PartialLineError{Line: n, Bytes: len(text)}
 		}
+		text = text[:len(text)-1]
 		l, perr := ParseLine(text)
 		if perr != nil {
 			return tip, &TamperError{Line: n, Reason: perr.Error()}
@@ -95,13 +101,8 @@ func readTip(r io.Reader, ids *idRing) (Tip, error) {
 		if reason := follows(l, tip); reason != "" {
 			return tip, &TamperError{Line: n, Reason: reason}
 		}
-		if !terminated {
-			// Intact but cut before its newline: a write cut short, or a
-			// newline removed. Appending would glue the next line onto it.
-			return tip, &TamperError{Line: n, Reason: "no newline at the end of the line (a write cut short?)"}
-		}
 		tip = Tip{Seq: l.Seq, Hash: l.Hash}
-		ids.add(l.ID)
+		each(l)
 	}
 }
 
@@ -125,3 +126,32 @@ func follows(l Line, tip Tip) string {
 }
 
 var _ error = (*TamperError)(nil)
+
+// PartialLineError says a log ends in part of a line: what a write cut
+// short by a full disk or a crash leaves. It is not a line of the chain,
+// and the lines before it are intact; the audit plugin removes it when it
+// next opens the log.
+type PartialLineError struct {
+	// Line is the 1-based line number the part would have been.
+	Line int
+	// Bytes is the part's length.
+	Bytes int
+}
+
+func (e *PartialLineError) Error() string {
+	return fmt.Sprintf("line %d: part of a line (%d bytes, no newline), left by a write cut short", e.Line, e.Bytes)
+}
+
+// VerifyAnchor verifies a whole log as Verify does and also reports at
+// which line (its seq) the line whose hash is anchor stands, 0 when no line
+// has it. An anchor is a head published earlier and kept elsewhere: a log
+// that lost it was cut short before it, or rewritten up to it, which the
+// chain alone cannot show.
+func VerifyAnchor(r io.Reader, anchor string) (lines int, at int, err error) {
+	tip, err := readTipFunc(r, func(l Line) {
+		if at == 0 && l.Hash == anchor {
+			at = int(l.Seq)
+		}
+	})
+	return int(tip.Seq), at, err
+}
