@@ -1,7 +1,6 @@
 # plugkit-go. `make run` starts the sample deployment; `make test` is what CI runs.
 GO      ?= go
 BIN     := bin
-PLUGINS := index search files safety audit mcp
 BENCH   ?= .
 COUNT   ?= 1
 
@@ -12,11 +11,15 @@ all: build
 build: plugins
 	$(GO) build -o $(BIN)/host ./cmd/host
 
+# Every main package directly under plugins/ is a plugin, built as
+# bin/plugins/NAME: a new plugins/hello needs no edit here.
 plugins:
 	@mkdir -p $(BIN)/plugins
-	@for p in $(PLUGINS); do \
+	@for d in plugins/*/; do \
+		p=$$(basename "$$d"); \
+		[ "$$($(GO) list -f '{{.Name}}' "./plugins/$$p" 2>/dev/null)" = main ] || continue; \
 		echo "$(GO) build -o $(BIN)/plugins/$$p ./plugins/$$p"; \
-		$(GO) build -o $(BIN)/plugins/$$p ./plugins/$$p || exit 1; \
+		$(GO) build -o "$(BIN)/plugins/$$p" "./plugins/$$p" || exit 1; \
 	done
 
 # Builds everything and runs config.hcl in the foreground; use the other
