@@ -100,7 +100,7 @@ func (m *Manager) launch(ctx context.Context, spec Spec) (*instance, error) {
 		Cmd:              cmd,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		AutoMTLS:         !m.opts.DisableMTLS,
-		Logger:           log,
+		Logger:           wire.QuietYamux(log),
 		// go-plugin relays each stderr line to Logger and copies it here.
 		Stderr:          stderr,
 		GRPCDialOptions: wire.DialOptions(m.opts.MaxMessageBytes),

@@ -69,7 +69,7 @@ func serve(d *definition) error {
 			MaxMessageBytes: maxBytes,
 		}},
 		GRPCServer: wire.NewGRPCServer(maxBytes, recoverInterceptors(log)...),
-		Logger:     log,
+		Logger:     wire.QuietYamux(log),
 	})
 	return nil
 }

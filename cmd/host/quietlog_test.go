@@ -1,0 +1,68 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestHealthyRunLogsNoError: starting a deployment, reloading it whole and
+// one plugin at a time, and stopping it logs no ERROR line: an error in a
+// healthy run teaches operators to ignore errors. (The connection errors
+// yamux logs as processes end are DEBUG: see wire.QuietYamux.)
+func TestHealthyRunLogsNoError(t *testing.T) {
+	needBinaries(t)
+	dir := t.TempDir()
+	config := filepath.Join(dir, "config.hcl")
+	src := fmt.Sprintf(`host {
+  admin_socket = "host.sock"
+}
+plugin "files" {
+  path = %q
+  config {
+    root = %q
+  }
+}
+plugin "safety" {
+  path     = %q
+  critical = true
+}
+plugin "audit" {
+  path     = %q
+  critical = true
+  config {
+    path = "audit.log"
+  }
+}
+`, pluginPath("files"), dir, pluginPath("safety"), pluginPath("audit"))
+	if err := os.WriteFile(config, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for round := range 3 {
+		h := startHost(t, config, 3)
+		for _, args := range [][]string{{"reload"}, {"reload", "files"}, {"reload", "safety"}, {"reload", "audit"}} {
+			if _, stderr, code := cli(t, append(args, "-c", config)...); code != 0 {
+				t.Fatalf("%s: exit %d %s", args, code, stderr)
+			}
+		}
+		if r, code := callJSON(t, config, "list_dir", `{"path":"."}`); code != 0 || !r.OK {
+			t.Fatalf("list_dir: exit %d %+v", code, r)
+		}
+		if _, stderr, code := cli(t, "stop", "-c", config); code != 0 {
+			t.Fatalf("stop: exit %d %s", code, stderr)
+		}
+		select {
+		case <-h.done:
+		case <-time.After(30 * time.Second):
+			t.Fatal("host run did not stop")
+		}
+		for _, line := range strings.Split(h.stderr.String(), "\n") {
+			if strings.Contains(line, "[ERROR]") {
+				t.Errorf("round %d: an error in a healthy run: %s", round+1, line)
+			}
+		}
+	}
+}
