@@ -58,8 +58,11 @@ type bridge struct {
 	gone    error
 	closing bool
 	calls   sync.WaitGroup
-	// dead is closed when the session ended, whatever the reason.
-	dead chan struct{}
+	// dead is closed when the session ended, whatever the reason;
+	// deadCtx is cancelled then too, to end the calls still waiting.
+	dead     chan struct{}
+	deadCtx  context.Context
+	markDead context.CancelFunc
 }
 
 // bridged is one registered tool.
@@ -70,7 +73,9 @@ type bridged struct {
 
 func newBridge(set *settings, log hclog.Logger, register registerFunc, onGone func(error)) *bridge {
 	base, cancel := context.WithCancel(context.Background())
+	deadCtx, markDead := context.WithCancel(context.Background())
 	return &bridge{
+		deadCtx: deadCtx, markDead: markDead,
 		set: set, log: log, register: register, onGone: onGone,
 		transport: func() (mcp.Transport, *stderrRelay, error) { return transport(set, log) },
 		base:      base, cancel: cancel,
@@ -267,7 +272,12 @@ func (b *bridge) call(ctx context.Context, name string, args json.RawMessage) (a
 	if len(args) == 0 {
 		args = json.RawMessage(`{}`)
 	}
-	res, err := b.cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	// A call waiting for its answer when the session ends must end too:
+	// the SDK does not always fail it when the connection closes under it.
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(b.deadCtx, cancel)()
+	res, err := b.cs.CallTool(cctx, &mcp.CallToolParams{Name: name, Arguments: args})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -325,6 +335,7 @@ func (b *bridge) watch() {
 		}
 	}
 	close(b.dead)
+	b.markDead()
 	b.mu.Unlock()
 	if closing {
 		return
