@@ -7,8 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
+	"syscall"
 
 	"github.com/plugkit-go/plugkit/host"
 )
@@ -47,7 +49,20 @@ type ConnectError struct {
 }
 
 func (e *ConnectError) Error() string {
-	return fmt.Sprintf("cannot reach the host at %s (is `host run` running?): %v", e.Socket, e.Err)
+	if errors.Is(e.Err, fs.ErrNotExist) || errors.Is(e.Err, syscall.ECONNREFUSED) {
+		return fmt.Sprintf("no host is running at %s (start one with `host run`)", e.Socket)
+	}
+	// The innermost error says what failed; the layers above it repeat the
+	// request and the socket.
+	err := e.Err
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			break
+		}
+		err = next
+	}
+	return fmt.Sprintf("cannot reach the host at %s: %v", e.Socket, err)
 }
 
 func (e *ConnectError) Unwrap() error { return e.Err }

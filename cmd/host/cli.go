@@ -65,7 +65,7 @@ var commands = []command{
 		long: "Start every plugin of the deployment file and serve its tools over the Model\nContext Protocol on stdin and stdout, for MCP clients that launch their tool\nservers. Every call passes the pipeline as caller mcp#N; a policy's question is\nput to the client's user (elicitation). Logs go to stderr. No admin socket is\nserved; for a host shared with the other commands, set mcp = \"127.0.0.1:PORT\"\nin the host block and use `host run`."},
 	{use: "status", short: "Show each plugin of the running host", args: cobra.NoArgs, run: status},
 	{use: "tools", short: "List the tools of the running host", args: cobra.NoArgs, run: tools},
-	{use: "call TOOL [JSON]", short: "Call a tool through the pipeline", args: cobra.RangeArgs(1, 2), run: call,
+	{use: "call TOOL [JSON]", short: "Call a tool through the pipeline", args: callArgs, run: call,
 		long: "Call TOOL with JSON arguments (default {}) through the whole pipeline and print\nthe result. When a policy asks for approval and the terminal can answer, you are\nasked yes/no; otherwise the call is denied.\nExit 0 when the result is ok, 1 when it is not, 2 on usage or connection errors."},
 	{use: "reload [PLUGIN]", short: "Restart one plugin, or reload the deployment file", args: cobra.MaximumNArgs(1), run: reload},
 	{use: "stop", short: "Stop the running host", args: cobra.NoArgs, run: stopHost},
@@ -103,22 +103,51 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err == nil {
 		return exitOK
 	}
+	code, msg, hint := exitUsage, err.Error(), ""
 	var ee *exitError
-	if errors.As(err, &ee) {
-		if ee.err.Error() != "" {
-			fmt.Fprintln(stderr, "host:", ee.err)
-		}
-		return ee.code
-	}
 	var ce *admin.ConnectError
 	var pe *admin.PeerError
-	if errors.As(err, &ce) || errors.As(err, &pe) {
-		fmt.Fprintln(stderr, "host:", err)
-		return exitUsage
+	switch {
+	case errors.As(err, &ee):
+		code, msg = ee.code, ee.err.Error()
+	case errors.As(err, &ce) || errors.As(err, &pe):
+	default:
+		// Cobra's own errors (unknown command or flag, wrong number of
+		// arguments).
+		hint = "Run 'host --help' for usage."
 	}
-	// Cobra's own errors (unknown command or flag, wrong number of arguments).
-	fmt.Fprintf(stderr, "host: %v\nRun 'host --help' for usage.\n", err)
-	return exitUsage
+	if msg == "" {
+		// The command printed its answer already (a call that is not ok).
+		return code
+	}
+	fmt.Fprintln(stderr, "host:", msg)
+	if hint != "" {
+		fmt.Fprintln(stderr, hint)
+	}
+	if e.json {
+		// One JSON document on stdout, failure or not.
+		_ = printJSON(stdout, jsonFailure{OK: false, Error: msg, ExitCode: code})
+	}
+	return code
+}
+
+// jsonFailure is what a --json command prints when it fails before it has
+// an answer of its own to print.
+type jsonFailure struct {
+	OK       bool   `json:"ok"`
+	Error    string `json:"error"`
+	ExitCode int    `json:"exit_code"`
+}
+
+// callArgs wants TOOL, and at most one JSON argument, saying so.
+func callArgs(cmd *cobra.Command, args []string) error {
+	switch {
+	case len(args) == 0:
+		return fail(exitUsage, "call: which tool? usage: host call TOOL [JSON] (`host tools` lists them)")
+	case len(args) > 2:
+		return fail(exitUsage, "call: %d arguments after the tool; the arguments are one JSON object, quoted: host call %s '{\"key\":\"value\"}'", len(args)-1, args[0])
+	}
+	return nil
 }
 
 // socketPath is --socket, or the admin socket the deployment file names.
