@@ -141,3 +141,93 @@ func list(names []string) string {
 	}
 	return strings.Join(names, ", ")
 }
+
+// ReloadPlugin is `host reload NAME`: it re-reads the deployment file, as
+// ReloadFile does, and reloads the one plugin. An invalid file is refused
+// with its diagnostics and nothing changes. When NAME's block changed, the
+// new block replaces the running one (the old version serves until the
+// new one takes over, and stays if it fails); otherwise its process is
+// restarted with the same block. Changes to other blocks are not applied,
+// and the answer says which: `host reload` applies them.
+func (h *Host) ReloadPlugin(ctx context.Context, name string) (string, hcl.Diagnostics) {
+	h.reloading.Lock()
+	defer h.reloading.Unlock()
+	cur := h.deployment()
+	var prev *deployment.Plugin
+	for i := range cur.Plugins {
+		if cur.Plugins[i].Name == name {
+			prev = &cur.Plugins[i]
+		}
+	}
+	if prev == nil {
+		return "", hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "No such plugin",
+			Detail: fmt.Sprintf("No plugin named %q runs in this deployment.", name)}}
+	}
+	next, diags := Load(ctx, cur.File, h.log)
+	if diags.HasErrors() {
+		return "", diags
+	}
+	var p *deployment.Plugin
+	for i := range next.Plugins {
+		if next.Plugins[i].Name == name {
+			p = &next.Plugins[i]
+		}
+	}
+	if p == nil {
+		return "", hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Plugin removed from the file",
+			Detail: fmt.Sprintf("%s has no plugin %q any more: `host reload` stops it.", cur.File, name)}}
+	}
+	var summary string
+	if reflect.DeepEqual(prev.Spec(), p.Spec()) {
+		if err := h.mgr.Reload(ctx, name); err != nil {
+			return "", hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Reload failed", Detail: err.Error()}}
+		}
+		summary = fmt.Sprintf("reloaded %s (its block in %s is unchanged)", name, cur.File)
+	} else {
+		if err := h.mgr.Replace(ctx, p.Spec()); err != nil {
+			return "", hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Reload failed",
+				Detail: err.Error() + "; the running version stays"}}
+		}
+		h.mu.Lock()
+		d := *h.Deployment
+		d.Plugins = slices.Clone(d.Plugins)
+		for i := range d.Plugins {
+			if d.Plugins[i].Name == name {
+				d.Plugins[i] = *p
+			}
+		}
+		h.Deployment = &d
+		h.mu.Unlock()
+		summary = fmt.Sprintf("reloaded %s with its new block from %s", name, cur.File)
+	}
+	if others := otherChanges(cur, next, name); len(others) > 0 {
+		summary += fmt.Sprintf("; not applied: changes to %s (`host reload` applies the whole file)", list(others))
+	}
+	return summary, diags
+}
+
+// otherChanges lists the plugins, other than name, that the file adds,
+// removes or changes compared with the running deployment.
+func otherChanges(cur, next *deployment.Deployment, name string) []string {
+	var out []string
+	old := map[string]deployment.Plugin{}
+	for _, p := range cur.Plugins {
+		old[p.Name] = p
+	}
+	for _, p := range next.Plugins {
+		if p.Name == name {
+			continue
+		}
+		if prev, ok := old[p.Name]; !ok || !reflect.DeepEqual(prev.Spec(), p.Spec()) {
+			out = append(out, p.Name)
+		}
+		delete(old, p.Name)
+	}
+	for n := range old {
+		if n != name {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out
+}

@@ -91,10 +91,14 @@ func runHost(ctx context.Context, e *env, _ []string) error {
 			if plugin == "" {
 				return reloadFile(ctx, h, log)
 			}
-			if err := h.Reload(ctx, plugin); err != nil {
-				return "", err
+			summary, diags := h.ReloadPlugin(ctx, plugin)
+			if diags.HasErrors() {
+				msg := strings.TrimSpace(deployment.Format(diags))
+				log.Error("reload refused; the running deployment is unchanged", "plugin", plugin, "problems", msg)
+				return "", errors.New(msg)
 			}
-			return "reloaded " + plugin, nil
+			log.Info(summary)
+			return summary, nil
 		},
 	}, log.Named("admin"))
 	serveErr := make(chan error, 1)
