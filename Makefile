@@ -8,8 +8,15 @@ COUNT   ?= 1
 
 all: build
 
-build: plugins
+build: plugins run/sandbox
 	$(GO) build -o $(BIN)/host ./cmd/host
+
+# The sample's working folder, copied from the tracked template when it is
+# missing: the walkthrough writes and deletes files there, never in tracked
+# ones. Delete run/sandbox to start over.
+run/sandbox:
+	@mkdir -p run
+	cp -R sandbox.example run/sandbox
 
 # Every main package directly under plugins/ is a plugin, built as
 # bin/plugins/NAME: a new plugins/hello needs no edit here.

@@ -41,15 +41,16 @@ plugin "search" {
   inject = ["tools", "index"]
 }
 
-# File tools confined to the sandbox folder.
+# File tools confined to run/sandbox, a working copy `make build` makes of
+# the tracked sandbox.example/ when it is missing (delete it to start over).
 plugin "files" {
   path = "bin/plugins/files"
   config {
-    root = "sandbox"
+    root = "run/sandbox"
   }
   sandbox {
-    read  = ["sandbox"]
-    write = ["sandbox"]
+    read  = ["run/sandbox"]
+    write = ["run/sandbox"]
   }
 }
 

@@ -20,11 +20,11 @@ host {
 }
 
 # The filesystem server, started by the bridge and confined by itself to
-# ../sandbox. Its tools are registered as fs_read_text_file, fs_write_file, …
+# ../run/sandbox (made by `make build`). Its tools are registered as fs_read_text_file, fs_write_file, …
 plugin "fs" {
   path = "../bin/plugins/mcp"
   config {
-    command = ["npx", "-y", "@modelcontextprotocol/server-filesystem@2026.8.31", "../sandbox"]
+    command = ["npx", "-y", "@modelcontextprotocol/server-filesystem@2026.8.31", "../run/sandbox"]
     prefix  = "fs"
     timeout = "30s"
     tools {
