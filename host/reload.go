@@ -160,7 +160,7 @@ func (h *Host) ReloadPlugin(ctx context.Context, name string) (string, hcl.Diagn
 		}
 	}
 	if prev == nil {
-		return "", hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "No such plugin",
+		return name + " is not running", hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "No such plugin",
 			Detail: fmt.Sprintf("No plugin named %q runs in this deployment.", name)}}
 	}
 	next, diags := Load(ctx, cur.File, h.log)
@@ -174,19 +174,22 @@ func (h *Host) ReloadPlugin(ctx context.Context, name string) (string, hcl.Diagn
 		}
 	}
 	if p == nil {
-		return "", hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Plugin removed from the file",
+		return name + " kept the running version", hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Plugin removed from the file",
 			Detail: fmt.Sprintf("%s has no plugin %q any more: `host reload` stops it.", cur.File, name)}}
 	}
 	var summary string
+	failed := func(err error) (string, hcl.Diagnostics) {
+		return name + " kept the running version", append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError, Summary: "Reload failed", Detail: err.Error()})
+	}
 	if reflect.DeepEqual(prev.Spec(), p.Spec()) {
 		if err := h.mgr.Reload(ctx, name); err != nil {
-			return "", hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Reload failed", Detail: err.Error()}}
+			return failed(err)
 		}
 		summary = fmt.Sprintf("reloaded %s (its block in %s is unchanged)", name, cur.File)
 	} else {
 		if err := h.mgr.Replace(ctx, p.Spec()); err != nil {
-			return "", hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Reload failed",
-				Detail: err.Error() + "; the running version stays"}}
+			return failed(err)
 		}
 		h.mu.Lock()
 		d := *h.Deployment

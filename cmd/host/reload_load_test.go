@@ -580,11 +580,12 @@ func TestReloadToCrashingBinaryUnderLoad(t *testing.T) {
 	h.checkPIDs(t, e.what, pids, h.status(t))
 
 	// 4. files' binary replaced by one that exits at start, then `host
-	// reload files`: refused, the running files keeps serving.
+	// reload files`: the file is read again and refused when files is
+	// checked, and the running files keeps serving.
 	time.Sleep(reloadGap)
 	installBinary(t, crasher, filesBin)
 	e = r.cli(t, "files")
-	e.expectRefused(t, "reload plugin files", "keeps serving", crasherStderr)
+	e.expectRefused(t, `Plugin "files"`, crasherStderr, "nothing changed")
 	h.checkPIDs(t, e.what, pids, h.status(t))
 
 	// 5. The binary restored: files and safety reload.

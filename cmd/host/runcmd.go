@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/hcl/v2"
 
 	"github.com/plugkit-go/plugkit/admin"
 	"github.com/plugkit-go/plugkit/deployment"
@@ -92,13 +93,7 @@ func runHost(ctx context.Context, e *env, _ []string) error {
 				return reloadFile(ctx, h, log)
 			}
 			summary, diags := h.ReloadPlugin(ctx, plugin)
-			if diags.HasErrors() {
-				msg := strings.TrimSpace(deployment.Format(diags))
-				log.Error("reload refused; the running deployment is unchanged", "plugin", plugin, "problems", msg)
-				return "", errors.New(msg)
-			}
-			log.Info(summary)
-			return summary, nil
+			return reported(log, summary, diags)
 		},
 	}, log.Named("admin"))
 	serveErr := make(chan error, 1)
@@ -143,6 +138,13 @@ loop:
 // file is refused with its diagnostics and the running deployment stays.
 func reloadFile(ctx context.Context, h *host.Host, log hclog.Logger) (string, error) {
 	summary, diags := h.ReloadFile(ctx)
+	return reported(log, summary, diags)
+}
+
+// reported logs a reload's outcome and makes it the admin API's answer: an
+// error when it had errors (with summary, what it did anyway; without, the
+// file was refused), else summary.
+func reported(log hclog.Logger, summary string, diags hcl.Diagnostics) (string, error) {
 	if diags.HasErrors() {
 		msg := strings.TrimSpace(deployment.Format(diags))
 		log.Error("reload refused; the running deployment is unchanged", "problems", msg)
