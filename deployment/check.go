@@ -54,24 +54,7 @@ type Declaration struct {
 // describe is called once per plugin, concurrently, and should honour ctx.
 func Check(ctx context.Context, d *Deployment, describe func(ctx context.Context, p Plugin) (Declaration, error)) hcl.Diagnostics {
 	n := len(d.Plugins)
-	decls := make([]Declaration, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range d.Plugins {
-		wg.Go(func() { decls[i], errs[i] = describe(ctx, d.Plugins[i]) })
-	}
-	wg.Wait()
-
-	var diags hcl.Diagnostics
-	described := true
-	for i, p := range d.Plugins {
-		if errs[i] != nil {
-			described = false
-			diags = append(diags, errorAt(p.Range, "Cannot describe plugin", "Plugin %q could not be asked for its declaration: %v.", p.Name, errs[i]))
-			continue
-		}
-		diags = append(diags, checkConfig(p, decls[i].ConfigSchema)...)
-	}
+	decls, diags, described := describeAll(ctx, d.Plugins, describe)
 	if !described {
 		return sortDiags(diags)
 	}
@@ -90,6 +73,47 @@ func Check(ctx context.Context, d *Deployment, describe func(ctx context.Context
 	}
 	d.Plugins = ordered
 	return sortDiags(diags)
+}
+
+// describeAll asks each plugin for its declaration, concurrently, and
+// checks its config; described is false when one could not be asked.
+func describeAll(ctx context.Context, plugins []Plugin, describe func(ctx context.Context, p Plugin) (Declaration, error)) (decls []Declaration, diags hcl.Diagnostics, described bool) {
+	decls = make([]Declaration, len(plugins))
+	errs := make([]error, len(plugins))
+	var wg sync.WaitGroup
+	for i := range plugins {
+		wg.Go(func() { decls[i], errs[i] = describe(ctx, plugins[i]) })
+	}
+	wg.Wait()
+	described = true
+	for i, p := range plugins {
+		if errs[i] != nil {
+			described = false
+			diags = append(diags, errorAt(p.Range, "Cannot describe plugin", "Plugin %q could not be asked for its declaration: %v.", p.Name, errs[i]))
+			continue
+		}
+		diags = append(diags, checkConfig(p, decls[i].ConfigSchema)...)
+	}
+	return decls, diags, described
+}
+
+// CheckConfigs is what Check can still do for a file Parse found errors
+// in, so that one mistake does not hide another: it asks each plugin whose
+// binary and config block Parse found nothing wrong with for its
+// declaration, and checks its config against the schema it declares. The
+// dependencies between plugins are not checked (a plugin with errors may
+// be the provider another one needs).
+//
+// It returns found with what it adds, sorted by position.
+func CheckConfigs(ctx context.Context, d *Deployment, found hcl.Diagnostics, describe func(ctx context.Context, p Plugin) (Declaration, error)) hcl.Diagnostics {
+	var ok []Plugin
+	for _, p := range d.Plugins {
+		if p.binaryOK && p.configOK {
+			ok = append(ok, p)
+		}
+	}
+	_, diags, _ := describeAll(ctx, ok, describe)
+	return sortDiags(append(found, diags...))
 }
 
 // source returns where p's values were written, which a Plugin built in
@@ -402,7 +426,8 @@ func checkConfig(p Plugin, schema json.RawMessage) hcl.Diagnostics {
 			for _, prop := range k.Properties {
 				loc := append(slices.Clone(e.InstanceLocation), prop)
 				diags = append(diags, errorAt(locate(src, loc, p.ConfigRange), "Invalid plugin config",
-					"Plugin %q: %s is not allowed by the plugin's config schema.", p.Name, describePointer(loc)))
+					"Plugin %q: %s is not allowed by the plugin's config schema.%s", p.Name, describePointer(loc),
+					didYouMean(prop, schemaProperties(doc, e.InstanceLocation))))
 			}
 			return
 		}
@@ -461,4 +486,37 @@ type noLoader struct{}
 
 func (noLoader) Load(u string) (any, error) {
 	return nil, fmt.Errorf("%s: a plugin's config schema cannot refer to other documents", u)
+}
+
+// schemaProperties lists the properties the JSON Schema doc declares for
+// the object at loc (an instance location), following "properties",
+// "items" and "additionalProperties"; nil where it cannot tell.
+func schemaProperties(doc any, loc []string) []string {
+	node, _ := doc.(map[string]any)
+	for _, seg := range loc {
+		if node == nil {
+			return nil
+		}
+		props, _ := node["properties"].(map[string]any)
+		switch next := props[seg].(type) {
+		case map[string]any:
+			node = next
+			continue
+		}
+		if items, ok := node["items"].(map[string]any); ok {
+			node = items
+			continue
+		}
+		node, _ = node["additionalProperties"].(map[string]any)
+	}
+	if node == nil {
+		return nil
+	}
+	props, _ := node["properties"].(map[string]any)
+	names := make([]string, 0, len(props))
+	for name := range props {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
 }

@@ -101,6 +101,11 @@ type Plugin struct {
 	// src keeps where things were written, for Check's diagnostics; nil for
 	// a Plugin built in code, whose diagnostics then point at Range.
 	src *pluginSource
+	// binaryOK and configOK say that Parse found nothing wrong with the
+	// plugin's binary (path, sha256) and with its config block: then it can
+	// be asked for its declaration and its config checked, even when
+	// something else in the file is wrong (CheckConfigs).
+	binaryOK, configOK bool
 }
 
 // pluginSource is where a plugin's values were written.

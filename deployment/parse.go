@@ -273,12 +273,14 @@ func (p *parser) plugin(ps *pluginSyntax) Plugin {
 		Config:      json.RawMessage("{}"),
 		Range:       ps.DefRange,
 		ConfigRange: ps.DefRange,
+		configOK:    true,
 		src:         &pluginSource{body: sb, config: map[string]hcl.Range{"": ps.DefRange}},
 	}
 	if !pluginName.MatchString(ps.Name) {
 		p.errorf(ps.NameRange, "Invalid plugin name", "Plugin name %q must start with a letter or digit and hold only letters, digits, '_', '.' and '-'.", ps.Name)
 	}
 
+	binaryErrs := p.diags.Errs()
 	var sum string
 	if ps.SHA256 != nil {
 		if hexDigest.MatchString(*ps.SHA256) {
@@ -295,6 +297,7 @@ func (p *parser) plugin(ps *pluginSyntax) Plugin {
 	case attribute(ps.Body, "path") == nil || p.decoded(ps.Body, "path"): // not written, or null
 		p.errorf(ps.DefRange, "Missing path", "Plugin %q has no path; path names the plugin's binary, relative to this file.", ps.Name)
 	}
+	pl.binaryOK = pl.Path != "" && len(p.diags.Errs()) == len(binaryErrs)
 
 	if ps.Inject != nil && p.decoded(ps.Body, "inject") {
 		pl.Inject = p.nameList(ps.Body, "inject", *ps.Inject, ps.DefRange, "service")
@@ -332,6 +335,7 @@ func (p *parser) plugin(ps *pluginSyntax) Plugin {
 	if cs := ps.Config; cs != nil {
 		raw, src, diags := configJSON(cs.Body, cs.DefRange)
 		p.diags = append(p.diags, diags...)
+		pl.configOK = !diags.HasErrors()
 		pl.Config, pl.src.config, pl.ConfigRange = raw, src, cs.DefRange
 	}
 	return pl

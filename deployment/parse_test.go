@@ -43,6 +43,7 @@ func withoutSource(ps []Plugin) []Plugin {
 	out := make([]Plugin, len(ps))
 	for i, p := range ps {
 		p.src, p.Range, p.ConfigRange = nil, hcl.Range{}, hcl.Range{}
+		p.binaryOK, p.configOK = false, false
 		out[i] = p
 	}
 	return out

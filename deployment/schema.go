@@ -152,7 +152,7 @@ func checkNames(body hcl.Body, schemaOf any, where string, valueNames map[int]st
 			diags = append(diags, &hcl.Diagnostic{
 				Severity: hcl.DiagError,
 				Summary:  "Unsupported argument",
-				Detail:   fmt.Sprintf("An argument named %q is not allowed in %s. %s", a.Name, where, accepts),
+				Detail:   fmt.Sprintf("An argument named %q is not allowed in %s.%s %s", a.Name, where, didYouMean(a.Name, attrs), accepts),
 				Subject:  a.NameRange.Ptr(),
 			})
 		}
@@ -171,7 +171,7 @@ func checkNames(body hcl.Body, schemaOf any, where string, valueNames map[int]st
 			diags = append(diags, &hcl.Diagnostic{
 				Severity: hcl.DiagError,
 				Summary:  "Unsupported block type",
-				Detail:   fmt.Sprintf("A block of type %q is not allowed in %s. %s", b.Type, where, accepts),
+				Detail:   fmt.Sprintf("A block of type %q is not allowed in %s.%s %s", b.Type, where, didYouMean(b.Type, blocks), accepts),
 				Subject:  b.TypeRange.Ptr(),
 			})
 		}
@@ -268,4 +268,42 @@ func retype(diags hcl.Diagnostics, valueNames map[int]string) hcl.Diagnostics {
 		diags[i] = &c
 	}
 	return diags
+}
+
+// didYouMean is ` Did you mean "NAME"?` for the candidate closest to
+// name, when one is close enough to be a typo of it, else "".
+func didYouMean(name string, candidates []string) string {
+	best, bestDist := "", 0
+	for _, c := range candidates {
+		d := editDistance(strings.ToLower(name), strings.ToLower(c))
+		if best == "" || d < bestDist {
+			best, bestDist = c, d
+		}
+	}
+	// A typo: a few edits, and fewer than a third of the name's letters.
+	if best == "" || bestDist > 2 || bestDist*3 > len(name) {
+		return ""
+	}
+	return fmt.Sprintf(" Did you mean %q?", best)
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }

@@ -52,20 +52,58 @@ func (h *Host) deployment() *deployment.Deployment {
 func Load(ctx context.Context, path string, log hclog.Logger) (*deployment.Deployment, hcl.Diagnostics) {
 	d, diags := deployment.Parse(path)
 	if diags.HasErrors() {
+		// Every problem at once: the plugins whose binary and config
+		// could be read still have their config checked.
+		if len(d.Plugins) > 0 {
+			more, ok := sandboxChecks(d)
+			diags = append(diags, more...)
+			if !ok {
+				return nil, diags
+			}
+			_ = probe(ctx, d, log, func(describe describeFunc) {
+				diags = deployment.CheckConfigs(ctx, d, diags, describe)
+			})
+		}
 		return nil, diags
 	}
 	// Before any plugin is started to be asked what it is: a sandbox that
 	// is required but cannot be enforced must not run it at all.
-	if sandboxed(d) {
-		sup, err := SandboxSupport()
-		if err != nil {
-			return nil, append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot sandbox plugins", Detail: err.Error()})
-		}
-		diags = append(diags, deployment.CheckSandboxes(d, sup, os.Geteuid())...)
-		if diags.HasErrors() {
-			return nil, diags
-		}
+	more, ok := sandboxChecks(d)
+	diags = append(diags, more...)
+	if !ok {
+		return nil, diags
 	}
+	if err := probe(ctx, d, log, func(describe describeFunc) {
+		diags = append(diags, deployment.Check(ctx, d, describe)...)
+	}); err != nil {
+		return nil, append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot start plugins", Detail: err.Error()})
+	}
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	return d, diags
+}
+
+// sandboxChecks checks that this machine can enforce the sandboxes d
+// requires; ok is false when it cannot, and then no plugin may be started,
+// not even to be asked what it is.
+func sandboxChecks(d *deployment.Deployment) (diags hcl.Diagnostics, ok bool) {
+	if !sandboxed(d) {
+		return nil, true
+	}
+	sup, err := SandboxSupport()
+	if err != nil {
+		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Cannot sandbox plugins", Detail: err.Error()}}, false
+	}
+	diags = deployment.CheckSandboxes(d, sup, os.Geteuid())
+	return diags, !diags.HasErrors()
+}
+
+type describeFunc = func(ctx context.Context, p deployment.Plugin) (deployment.Declaration, error)
+
+// probe runs check with a describe function that starts a plugin's binary
+// only to ask for its declaration, under d's host settings.
+func probe(ctx context.Context, d *deployment.Deployment, log hclog.Logger, check func(describeFunc)) error {
 	k := kernel.New(log)
 	tools := pipeline.New(k, pipeline.Options{})
 	defer tools.Close()
@@ -73,20 +111,17 @@ func Load(ctx context.Context, path string, log hclog.Logger) (*deployment.Deplo
 	opts.Logger = log
 	mgr, err := remote.NewManager(k, tools, opts)
 	if err != nil {
-		return nil, append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot start plugins", Detail: err.Error()})
+		return err
 	}
 	defer mgr.Close(ctx)
-	diags = append(diags, deployment.Check(ctx, d, func(ctx context.Context, p deployment.Plugin) (deployment.Declaration, error) {
+	check(func(ctx context.Context, p deployment.Plugin) (deployment.Declaration, error) {
 		desc, err := mgr.Probe(ctx, p.Spec())
 		if err != nil {
 			return deployment.Declaration{}, err
 		}
 		return deployment.Declaration{ConfigSchema: desc.GetConfigSchemaJson(), Inject: desc.GetInject(), Provides: desc.GetProvides()}, nil
-	})...)
-	if diags.HasErrors() {
-		return nil, diags
-	}
-	return d, diags
+	})
+	return nil
 }
 
 // sandboxed reports whether any plugin of d runs in a sandbox.

@@ -142,3 +142,53 @@ plugin "b" {
 		}
 	})
 }
+
+// TestValidateReportsEveryProblem: an error in a plugin block (or the host
+// block) does not hide the errors in that plugin's config, nor in another
+// plugin's; a typo close to a known name gets a "did you mean".
+func TestValidateReportsEveryProblem(t *testing.T) {
+	needBinaries(t)
+	dir := t.TempDir()
+	config := filepath.Join(dir, "config.hcl")
+	src := fmt.Sprintf(`host {
+  admin_socket = "host.sock"
+  log_levl     = "info"
+}
+plugin "files" {
+  path    = %q
+  critcal = true
+  config {
+    rooot = "."
+  }
+}
+plugin "safety" {
+  path = %q
+  config {
+    deny "x" {
+      pattern = ["("]
+    }
+  }
+}
+plugin "missing" {
+  path = "bin/nope"
+}
+`, pluginPath("files"), pluginPath("safety"))
+	if err := os.WriteFile(config, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := cli(t, "validate", "-c", config)
+	if code != 1 {
+		t.Fatalf("validate: exit %d\n%s", code, stderr)
+	}
+	for _, want := range []string{
+		`config.hcl:3:3: Unsupported argument: An argument named "log_levl" is not allowed in the host block. Did you mean "log_level"?`,
+		`config.hcl:7:3: Unsupported argument: An argument named "critcal" is not allowed in the plugin block. Did you mean "critical"?`,
+		`config.hcl:9:5: Invalid plugin config: Plugin "files": config at /rooot is not allowed by the plugin's config schema. Did you mean "root"?`,
+		`config.hcl:16:18: Invalid plugin config: Plugin "safety"`,
+		`config.hcl:21:10: Plugin binary not found`,
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("validate does not report\n  %s\nin:\n%s", want, stderr)
+		}
+	}
+}
