@@ -42,12 +42,17 @@ func (h *Host) ReloadFile(ctx context.Context) (string, hcl.Diagnostics) {
 			removed = append(removed, name)
 		}
 	}
+	var pinned []string
 	for _, p := range next.Plugins {
 		prev, ok := oldSpecs[p.Name]
 		switch {
 		case !ok:
 			added = append(added, p.Name)
-		case !reflect.DeepEqual(prev.Spec(), p.Spec()):
+		case reflect.DeepEqual(prev.Spec(), p.Spec()):
+		case onlyPinChanged(prev, p) && h.mgr.Pin(p.Name, p.SHA256):
+			// `host lock` pinned the binary that runs: not a new version.
+			pinned = append(pinned, p.Name)
+		default:
 			changed = append(changed, p.Name)
 		}
 	}
@@ -110,6 +115,9 @@ func (h *Host) ReloadFile(ctx context.Context) (string, hcl.Diagnostics) {
 	}
 	summary := fmt.Sprintf("reloaded %s: %s added, %s removed, %s reloaded, %d unchanged",
 		old.File, list(added), list(removed), list(reloaded), len(next.Plugins)-len(added)-len(changed))
+	if len(pinned) > 0 {
+		summary += fmt.Sprintf("; %s pinned to the binary that runs (no restart)", list(pinned))
+	}
 	if len(failed) > 0 {
 		summary += fmt.Sprintf("; %s kept the running version", list(failed))
 	}
@@ -121,6 +129,14 @@ func (h *Host) ReloadFile(ctx context.Context) (string, hcl.Diagnostics) {
 		})
 	}
 	return summary, diags
+}
+
+// onlyPinChanged reports whether a plugin's block changed in its sha256
+// alone.
+func onlyPinChanged(prev, next deployment.Plugin) bool {
+	a, b := prev.Spec(), next.Spec()
+	a.SHA256, b.SHA256 = "", ""
+	return prev.SHA256 != next.SHA256 && reflect.DeepEqual(a, b)
 }
 
 // watched lists "name=path" for each plugin with watch = true.

@@ -48,6 +48,10 @@ type instance struct {
 	// own socket folder); it runs once the process has ended.
 	cleanup func()
 
+	// binary is the binary's file as the process was started from it.
+	binary   binaryID
+	binaryOK bool
+
 	// problem is what the process last reported keeps it from doing its
 	// job (Host.ReportProblem); "" when nothing does.
 	problemMu sync.Mutex
@@ -127,6 +131,8 @@ func (m *Manager) launch(ctx context.Context, spec Spec) (*instance, error) {
 			cfg.SecureConfig = nil
 		}
 	}
+	// Before the start: a change after it reads as a change (see Pin).
+	binary, binaryOK := statBinary(spec.Path)
 	gp := plugin.NewClient(cfg)
 	fail := func(what string, err error) (*instance, error) {
 		gp.Kill()
@@ -158,6 +164,8 @@ func (m *Manager) launch(ctx context.Context, spec Spec) (*instance, error) {
 		drainTimeout:    m.opts.DrainTimeout,
 		stopping:        make(chan struct{}),
 		cleanup:         cleanup,
+		binary:          binary,
+		binaryOK:        binaryOK,
 	}
 	if rc := gp.ReattachConfig(); rc != nil {
 		in.pid = rc.Pid

@@ -104,6 +104,19 @@ type plan struct {
 
 	mu    sync.Mutex
 	first *instance
+	pin   *string // set by Manager.Pin: the sha256 a restart checks
+}
+
+// launchSpec is the spec a restart launches: the plan's, with the pin
+// Manager.Pin may have set since.
+func (p *plan) launchSpec() Spec {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	spec := p.spec
+	if p.pin != nil {
+		spec.SHA256 = *p.pin
+	}
+	return spec
 }
 
 // takeFirst returns the process launched with the plan, once.

@@ -52,7 +52,7 @@ func (p *plan) apply(ctx context.Context, s *kernel.Scope) error {
 	in := p.takeFirst()
 	if in == nil {
 		var err error
-		if in, err = mp.relaunch(ctx, p.spec); err != nil {
+		if in, err = mp.relaunch(ctx, p.launchSpec()); err != nil {
 			return err
 		}
 	} else if err := mp.budgetSpent(); err != nil {

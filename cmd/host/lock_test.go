@@ -56,3 +56,51 @@ func copyFilesPlugin(t *testing.T, dir string) (string, []byte) {
 	}
 	return bin, src
 }
+
+// TestLockWhileRunning: `host lock` under a running host, then `host
+// reload`: pinning the binaries that run is not a change, so no plugin is
+// restarted, and the pin applies from then on (a restart checks it). A
+// binary replaced after it started is a new version: pinning it reloads.
+func TestLockWhileRunning(t *testing.T) {
+	needBinaries(t)
+	dir := t.TempDir()
+	bin, src := copyFilesPlugin(t, dir)
+	config := filepath.Join(dir, "config.hcl")
+	hcl := fmt.Sprintf("host {\n  admin_socket = \"host.sock\"\n}\nplugin \"files\" {\n  path = \"files\"\n  config {\n    root = \"root\"\n  }\n}\nplugin \"safety\" {\n  path = %q\n}\n", pluginPath("safety"))
+	if err := os.WriteFile(config, []byte(hcl), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	startHost(t, config, 2)
+	before := statusOf(t, config)
+
+	if out, stderr, code := cli(t, "lock", "-c", config); code != 0 {
+		t.Fatalf("lock: exit %d\n%s%s", code, out, stderr)
+	}
+	out, stderr, code := cli(t, "reload", "-c", config)
+	if code != 0 || !strings.Contains(out, "none reloaded") || !strings.Contains(out, "files, safety pinned to the binary that runs (no restart)") {
+		t.Fatalf("reload after lock: exit %d\n%s%s", code, out, stderr)
+	}
+	for name, st := range statusOf(t, config) {
+		if st.PID != before[name].PID {
+			t.Errorf("%s was restarted by pinning it: pid %d → %d", name, before[name].PID, st.PID)
+		}
+	}
+
+	// A new binary in place of files' (same content, a new file), and the
+	// pin removed: the binary that runs is not the file any more, so the
+	// change of pin reloads files.
+	if err := os.Remove(bin); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFileAtomic(t, config, strings.Replace(readFile(t, config), "sha256", "# sha256", 1))
+	out, stderr, code = cli(t, "reload", "-c", config)
+	if code != 0 || !strings.Contains(out, "files reloaded") {
+		t.Fatalf("reload after a new binary: exit %d\n%s%s", code, out, stderr)
+	}
+	if st := statusOf(t, config)["files"]; st.PID == before["files"].PID || st.State != "ACTIVE" {
+		t.Errorf("files after its binary changed: %+v", st)
+	}
+}
