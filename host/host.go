@@ -263,10 +263,8 @@ func (h *Host) Started() time.Time { return h.started }
 // one step (see remote.Manager.Reload). If the new one fails, the old one
 // keeps serving and the error says why.
 func (h *Host) Reload(ctx context.Context, name string) error {
-	for _, p := range h.deployment().Plugins {
-		if p.Name == name {
-			return h.mgr.Reload(ctx, name)
-		}
+	if findPlugin(h.deployment(), name) == nil {
+		return fmt.Errorf("reload: no plugin named %q in the deployment", name)
 	}
-	return fmt.Errorf("reload: no plugin named %q in the deployment", name)
+	return h.mgr.Reload(ctx, name)
 }

@@ -169,12 +169,7 @@ func (h *Host) ReloadPlugin(ctx context.Context, name string) (string, hcl.Diagn
 	h.reloading.Lock()
 	defer h.reloading.Unlock()
 	cur := h.deployment()
-	var prev *deployment.Plugin
-	for i := range cur.Plugins {
-		if cur.Plugins[i].Name == name {
-			prev = &cur.Plugins[i]
-		}
-	}
+	prev := findPlugin(cur, name)
 	if prev == nil {
 		return name + " is not running", hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "No such plugin",
 			Detail: fmt.Sprintf("No plugin named %q runs in this deployment.", name)}}
@@ -183,12 +178,7 @@ func (h *Host) ReloadPlugin(ctx context.Context, name string) (string, hcl.Diagn
 	if diags.HasErrors() {
 		return "", diags
 	}
-	var p *deployment.Plugin
-	for i := range next.Plugins {
-		if next.Plugins[i].Name == name {
-			p = &next.Plugins[i]
-		}
-	}
+	p := findPlugin(next, name)
 	if p == nil {
 		return name + " kept the running version", hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Plugin removed from the file",
 			Detail: fmt.Sprintf("%s has no plugin %q any more: `host reload` stops it.", cur.File, name)}}
@@ -223,6 +213,16 @@ func (h *Host) ReloadPlugin(ctx context.Context, name string) (string, hcl.Diagn
 		summary += fmt.Sprintf("; not applied: changes to %s (`host reload` applies the whole file)", list(others))
 	}
 	return summary, diags
+}
+
+// findPlugin returns d's plugin named name, nil when it has none.
+func findPlugin(d *deployment.Deployment, name string) *deployment.Plugin {
+	for i := range d.Plugins {
+		if d.Plugins[i].Name == name {
+			return &d.Plugins[i]
+		}
+	}
+	return nil
 }
 
 // otherChanges lists the plugins, other than name, that the file adds,
