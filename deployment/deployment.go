@@ -37,6 +37,9 @@ type Host struct {
 	DrainTimeout    time.Duration
 	// MCP is the loopback host:port to serve MCP on; empty: not served.
 	MCP string
+	// Metrics is the loopback host:port to serve Prometheus metrics on
+	// (/metrics); empty: not served.
+	Metrics string
 	// MCPMaxSessions caps the MCP HTTP sessions (one more closes the one
 	// idle longest); MCPIdleTimeout ends a session that sends no request
 	// for that long.

@@ -34,6 +34,7 @@
 //	  mcp               = "127.0.0.1:8765"  # optional; a loopback host:port
 //	  mcp_max_sessions  = 64                # MCP HTTP sessions kept at once (default 64)
 //	  mcp_idle_timeout  = "5m"              # an MCP session with no request this long ends (default 5m)
+//	  metrics           = "127.0.0.1:9464"  # optional: serve Prometheus metrics at /metrics (loopback only)
 //	  policy {
 //	    timeout     = true                  # the timeout policy (default true)
 //	    concurrency = 16                    # global limit; 0 = none (default)

@@ -155,10 +155,17 @@ func (p *parser) host(hs *hostSyntax) Host {
 	h.StartTimeout = p.duration(body, "start_timeout", hs.StartTimeout, h.StartTimeout)
 	h.DrainTimeout = p.duration(body, "drain_timeout", hs.DrainTimeout, h.DrainTimeout)
 	if hs.MCP != nil {
-		if err := checkLoopback(*hs.MCP); err != nil {
+		if err := checkLoopback(*hs.MCP, "MCP"); err != nil {
 			p.errorf(valueRange(body, "mcp", def), "Invalid mcp address", "mcp %q %v.", *hs.MCP, err)
 		} else {
 			h.MCP = *hs.MCP
+		}
+	}
+	if hs.Metrics != nil {
+		if err := checkLoopback(*hs.Metrics, "/metrics"); err != nil {
+			p.errorf(valueRange(body, "metrics", def), "Invalid metrics address", "metrics %q %v.", *hs.Metrics, err)
+		} else {
+			h.Metrics = *hs.Metrics
 		}
 	}
 	h.MCPMaxSessions = p.count(body, "mcp_max_sessions", hs.MCPMaxSessions, 1, h.MCPMaxSessions)
@@ -184,8 +191,9 @@ func (p *parser) host(hs *hostSyntax) Host {
 }
 
 // checkLoopback accepts host:port where host is "localhost" or a loopback
-// IP and port is 1..65535; the error completes "mcp "x" …".
-func checkLoopback(addr string) error {
+// IP and port is 1..65535; the error completes "mcp "x" …". what names
+// the unauthenticated service served there.
+func checkLoopback(addr, what string) error {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return errors.New("is not a host:port address such as \"127.0.0.1:8765\"")
@@ -197,7 +205,7 @@ func checkLoopback(addr string) error {
 		return nil
 	}
 	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
-		return fmt.Errorf("is not on a loopback address (127.0.0.1, ::1 or localhost): MCP has no authentication, so it must not be reachable from other machines")
+		return fmt.Errorf("is not on a loopback address (127.0.0.1, ::1 or localhost): %s has no authentication, so it must not be reachable from other machines", what)
 	}
 	return nil
 }

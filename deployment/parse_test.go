@@ -259,3 +259,16 @@ func TestParseUnreadable(t *testing.T) {
 		t.Errorf("Parse of a missing file = %v, %s", d, Format(diags))
 	}
 }
+
+// The metrics address is checked as the MCP one is: loopback only.
+func TestParseMetricsAddress(t *testing.T) {
+	t.Parallel()
+	d := parseClean(t, "host {\n  metrics = \"127.0.0.1:9464\"\n}\n")
+	if d.Host.Metrics != "127.0.0.1:9464" {
+		t.Errorf("metrics = %q", d.Host.Metrics)
+	}
+	_, diags := Parse(writeDeployment(t, "host {\n  metrics = \"0.0.0.0:9464\"\n}\n"))
+	if out := Format(diags); !strings.Contains(out, "deploy.hcl:2:13: Invalid metrics address") || !strings.Contains(out, "/metrics has no authentication") {
+		t.Errorf("diagnostics:\n%s", out)
+	}
+}

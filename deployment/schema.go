@@ -42,6 +42,7 @@ type hostSyntax struct {
 	StartTimeout    *string        `hcl:"start_timeout,optional"`
 	DrainTimeout    *string        `hcl:"drain_timeout,optional"`
 	MCP             *string        `hcl:"mcp,optional"`
+	Metrics         *string        `hcl:"metrics,optional"`
 	MCPMaxSessions  *int           `hcl:"mcp_max_sessions,optional"`
 	MCPIdleTimeout  *string        `hcl:"mcp_idle_timeout,optional"`
 	Policy          *policySyntax  `hcl:"policy,block"`

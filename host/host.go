@@ -14,16 +14,21 @@ import (
 	"github.com/plugkit-go/plugkit/confine"
 	"github.com/plugkit-go/plugkit/deployment"
 	"github.com/plugkit-go/plugkit/kernel"
+	"github.com/plugkit-go/plugkit/metrics"
 	"github.com/plugkit-go/plugkit/pipeline"
 	"github.com/plugkit-go/plugkit/pipeline/policy"
 	"github.com/plugkit-go/plugkit/remote"
 )
 
+// Version is the host's version.
+const Version = "0.1.0"
+
 // Host is a running deployment.
 type Host struct {
 	Deployment *deployment.Deployment
 	Approvals  *Approvals
-	Metrics    *policy.Metrics
+	// Metrics is what the host serves to Prometheus (host block metrics).
+	Metrics *metrics.Metrics
 
 	log     hclog.Logger
 	k       *kernel.Kernel
@@ -150,9 +155,16 @@ func New(d *deployment.Deployment, log hclog.Logger) (*Host, error) {
 	k := kernel.New(log)
 	tools := pipeline.New(k, pipeline.Options{ApprovalTimeout: d.Host.ApprovalTimeout, Logger: log.Named("tools")})
 	h := &Host{
-		Deployment: d, Approvals: NewApprovals(), Metrics: policy.NewMetrics(),
+		Deployment: d, Approvals: NewApprovals(),
 		log: log, k: k, tools: tools, started: time.Now(),
 	}
+	// Read at each scrape, by when the manager exists.
+	h.Metrics = metrics.New(Version, func() []remote.Status {
+		if h.mgr == nil {
+			return nil
+		}
+		return h.Status()
+	}, tools.InFlight)
 	builtins := []kernel.Plugin{tools.Plugin(), h.Approvals.Plugin(), h.Metrics.Plugin()}
 	pol := d.Host.Policy
 	if pol.Concurrency > 0 || pol.PerTool > 0 {
@@ -266,5 +278,7 @@ func (h *Host) Reload(ctx context.Context, name string) error {
 	if findPlugin(h.deployment(), name) == nil {
 		return fmt.Errorf("reload: no plugin named %q in the deployment", name)
 	}
-	return h.mgr.Reload(ctx, name)
+	err := h.mgr.Reload(ctx, name)
+	h.Metrics.Reloaded(err == nil)
+	return err
 }

@@ -21,6 +21,12 @@ import (
 // Changes to the host block take effect at the next start; they are
 // reported as a warning.
 func (h *Host) ReloadFile(ctx context.Context) (string, hcl.Diagnostics) {
+	summary, diags := h.reloadFile(ctx)
+	h.Metrics.Reloaded(!diags.HasErrors())
+	return summary, diags
+}
+
+func (h *Host) reloadFile(ctx context.Context) (string, hcl.Diagnostics) {
 	h.reloading.Lock()
 	defer h.reloading.Unlock()
 	old := h.deployment()
@@ -166,6 +172,12 @@ func list(names []string) string {
 // restarted with the same block. Changes to other blocks are not applied,
 // and the answer says which: `host reload` applies them.
 func (h *Host) ReloadPlugin(ctx context.Context, name string) (string, hcl.Diagnostics) {
+	summary, diags := h.reloadPlugin(ctx, name)
+	h.Metrics.Reloaded(!diags.HasErrors())
+	return summary, diags
+}
+
+func (h *Host) reloadPlugin(ctx context.Context, name string) (string, hcl.Diagnostics) {
 	h.reloading.Lock()
 	defer h.reloading.Unlock()
 	cur := h.deployment()

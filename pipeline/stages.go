@@ -12,6 +12,8 @@ import (
 // never panics: every outcome is a Result, and stage 5 sees each one once.
 func (t *Tools) Execute(ctx context.Context, name string, args json.RawMessage, caller string) Result {
 	start := time.Now()
+	t.inflight.Add(1)
+	defer t.inflight.Add(-1)
 	s := t.acquire()
 	defer s.inflight.Add(-1)
 	e := &Execution{id: t.nextID(), name: name, caller: caller}

@@ -57,7 +57,11 @@ type Tools struct {
 	unwatch  []func()
 	idPrefix string
 	seq      atomic.Uint64
+	inflight atomic.Int64 // calls in Execute now, whatever their snapshot
 }
+
+// InFlight is how many calls are running now, stages 0 to 5.
+func (t *Tools) InFlight() int64 { return t.inflight.Load() }
 
 // New returns the tools service over k's points.
 func New(k *kernel.Kernel, opts Options) *Tools {

@@ -13,11 +13,12 @@ import (
 
 	"github.com/plugkit-go/plugkit/admin"
 	"github.com/plugkit-go/plugkit/deployment"
+	"github.com/plugkit-go/plugkit/host"
 	"github.com/plugkit-go/plugkit/shared/wire"
 )
 
 // Version is the host's version.
-const Version = "0.1.0"
+const Version = host.Version
 
 // Exit codes: 0 success, 1 a failure the command reports (a call that is not
 // ok, an invalid file), 2 a usage or connection error.

@@ -76,6 +76,13 @@ func runHost(ctx context.Context, e *env, _ []string) error {
 		h.Stop(ctx)
 		return fail(exitFailed, "%v", err)
 	}
+	stopMetrics, err := startMetrics(d, h, log)
+	if err != nil {
+		ln.Close()
+		stopMCP(ctx)
+		h.Stop(ctx)
+		return fail(exitFailed, "%v", err)
+	}
 	h.Start(ctx)
 	stopped := make(chan struct{}, 1)
 	srv := admin.NewServer(admin.Controls{
@@ -125,6 +132,7 @@ loop:
 	defer cancel()
 	_ = srv.Shutdown(sctx)
 	stopMCP(sctx)
+	stopMetrics(sctx)
 	h.Stop(sctx)
 	os.Remove(d.Host.AdminSocket)
 	log.Info("host stopped")

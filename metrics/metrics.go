@@ -1,0 +1,140 @@
+// Package metrics exposes a running deployment to Prometheus: every call
+// the pipeline ends (by tool, code and who decided it), its latency, the
+// calls in flight, reloads, and each plugin's state and process (restarts,
+// resident memory, CPU time, a reported problem), in one registry served
+// as /metrics.
+//
+// Labels are tool and plugin names, outcome codes and states only, never
+// arguments or a caller's free text, so the number of series is bounded by
+// the deployment.
+//
+// A host makes one Metrics, loads its Plugin (an in-host stage-5 observer)
+// into the kernel, and serves Handler:
+//
+//	m := metrics.New(version, mgr.Status, tools.InFlight)
+//	k.Load(m.Plugin())
+//	http.Handle("/metrics", m.Handler())
+package metrics
+
+import (
+	"context"
+	"net/http"
+	"runtime"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/plugkit-go/plugkit/kernel"
+	"github.com/plugkit-go/plugkit/pipeline"
+	"github.com/plugkit-go/plugkit/remote"
+)
+
+// Path is where Handler is served.
+const Path = "/metrics"
+
+// UnknownTool is the tool label of every call of a tool that does not
+// exist, whatever name the caller gave.
+const UnknownTool = "(unknown)"
+
+// Metrics is the host's registry and what feeds it.
+type Metrics struct {
+	reg      *prometheus.Registry
+	calls    *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+	reloads  *prometheus.CounterVec
+}
+
+// latencyBuckets span a check in-host (tens of µs) to a slow tool (tens of
+// seconds), in seconds.
+var latencyBuckets = []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}
+
+// New makes the registry. status lists the plugins (remote.Manager.Status)
+// and inflight counts the calls running (pipeline.Tools.InFlight); both are
+// read at each scrape.
+func New(version string, status func() []remote.Status, inflight func() int64) *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "plugkit", Name: "calls_total",
+			Help: "Calls the pipeline ended, by tool, outcome code (\"ok\" for a success) and the plugin that decided a denial or a block.",
+		}, []string{"tool", "code", "decided_by"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "plugkit", Name: "call_duration_seconds",
+			Help:    "Time from a call's start to its result, stages 0 to 4, by tool.",
+			Buckets: latencyBuckets,
+		}, []string{"tool"}),
+		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "plugkit", Name: "reloads_total",
+			Help: "Reloads of the deployment file or of one plugin, by result (ok or failed).",
+		}, []string{"result"}),
+	}
+	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "plugkit", Name: "build_info",
+		Help: "The host's version and the Go version it was built with; always 1.",
+	}, []string{"version", "goversion"})
+	build.WithLabelValues(version, runtime.Version()).Set(1)
+	m.reg.MustRegister(m.calls, m.duration, m.reloads, build,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: "plugkit", Name: "calls_in_flight",
+			Help: "Calls running in the pipeline now.",
+		}, func() float64 { return float64(inflight()) }),
+		newPluginCollector(status),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{Namespace: "plugkit_host"}),
+		collectors.NewGoCollector(),
+	)
+	// Every reload result is there from the start, at zero, so that a rate
+	// over it exists before the first reload.
+	m.reloads.WithLabelValues("ok")
+	m.reloads.WithLabelValues("failed")
+	return m
+}
+
+// Handler serves the registry in the Prometheus exposition format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// Registry is the registry, for tests and for collectors of a host's own.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// Reloaded counts a reload's result.
+func (m *Metrics) Reloaded(ok bool) {
+	if ok {
+		m.reloads.WithLabelValues("ok").Inc()
+	} else {
+		m.reloads.WithLabelValues("failed").Inc()
+	}
+}
+
+// Plugin is the in-host plugin that counts every call's result: a stage-5
+// observer, so that a call denied before any tool ran is counted too.
+func (m *Metrics) Plugin() kernel.Plugin {
+	return kernel.Plugin{
+		Name:   "metrics",
+		Inject: []string{pipeline.ServiceName},
+		Apply: func(ctx context.Context, s *kernel.Scope) error {
+			svc, err := s.Service(pipeline.ServiceName)
+			if err != nil {
+				return err
+			}
+			_, err = svc.(*pipeline.Registrar).OnResult(m.observe)
+			return err
+		},
+	}
+}
+
+func (m *Metrics) observe(_ context.Context, e *pipeline.Execution, r pipeline.Result) error {
+	code, tool := string(r.Code()), e.Name()
+	if r.OK {
+		code = "ok"
+	}
+	if r.Code() == pipeline.CodeUnknownTool {
+		// The name is the caller's, not the deployment's: one series for
+		// them all keeps the series bounded.
+		tool = UnknownTool
+	}
+	m.calls.WithLabelValues(tool, code, r.DecidedBy).Inc()
+	m.duration.WithLabelValues(tool).Observe(r.Duration.Seconds())
+	return nil
+}

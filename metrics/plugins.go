@@ -1,0 +1,72 @@
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/procfs"
+
+	"github.com/plugkit-go/plugkit/kernel"
+	"github.com/plugkit-go/plugkit/remote"
+)
+
+// pluginCollector reads each plugin's status, and its process's /proc
+// entries, at scrape time.
+type pluginCollector struct {
+	status func() []remote.Status
+
+	state, restarts, rss, cpu, problem, started *prometheus.Desc
+}
+
+// states are the kernel states a plugin can be in, each a series of
+// plugkit_plugin_state, so that a plugin's state is one series at 1.
+var states = []kernel.State{kernel.Pending, kernel.Loading, kernel.Active, kernel.Unloading, kernel.Failed, kernel.Disposed}
+
+func newPluginCollector(status func() []remote.Status) *pluginCollector {
+	d := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc("plugkit_plugin_"+name, help, append([]string{"plugin"}, labels...), nil)
+	}
+	return &pluginCollector{
+		status:   status,
+		state:    d("state", "The plugin's state: 1 for the state it is in, 0 for the others.", "state"),
+		restarts: d("restarts_total", "Times the plugin's process was started again after it died."),
+		rss:      d("resident_memory_bytes", "Resident memory of the plugin's current process."),
+		cpu:      d("cpu_seconds_total", "CPU time (user and system) of the plugin's current process."),
+		problem:  d("problem", "1 while the plugin's process reports a problem that keeps it from doing its job (see host status), else 0."),
+		started:  d("start_time_seconds", "When the plugin's current process started, in seconds since the Unix epoch."),
+	}
+}
+
+func (c *pluginCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.state, c.restarts, c.rss, c.cpu, c.problem, c.started} {
+		ch <- d
+	}
+}
+
+func (c *pluginCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, st := range c.status() {
+		for _, s := range states {
+			v := 0.0
+			if st.State == s {
+				v = 1
+			}
+			ch <- prometheus.MustNewConstMetric(c.state, prometheus.GaugeValue, v, st.Name, s.String())
+		}
+		ch <- prometheus.MustNewConstMetric(c.restarts, prometheus.CounterValue, float64(st.Restarts), st.Name)
+		problem := 0.0
+		if st.Problem != "" {
+			problem = 1
+		}
+		ch <- prometheus.MustNewConstMetric(c.problem, prometheus.GaugeValue, problem, st.Name)
+		if st.PID == 0 {
+			continue
+		}
+		ch <- prometheus.MustNewConstMetric(c.started, prometheus.GaugeValue, float64(st.Started.UnixNano())/1e9, st.Name)
+		p, err := procfs.NewProc(st.PID)
+		if err != nil {
+			continue // it ended since the status was read
+		}
+		if stat, err := p.Stat(); err == nil {
+			ch <- prometheus.MustNewConstMetric(c.rss, prometheus.GaugeValue, float64(stat.ResidentMemory()), st.Name)
+			ch <- prometheus.MustNewConstMetric(c.cpu, prometheus.CounterValue, stat.CPUTime(), st.Name)
+		}
+	}
+}
