@@ -20,6 +20,7 @@ import (
 	"context"
 	"net/http"
 	"runtime"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -43,6 +44,9 @@ type Metrics struct {
 	calls    *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	reloads  *prometheus.CounterVec
+
+	counters  sync.Map // callKey → prometheus.Counter
+	observers sync.Map // tool → prometheus.Observer
 }
 
 // latencyBuckets span a check in-host (tens of µs) to a slow tool (tens of
@@ -134,7 +138,28 @@ func (m *Metrics) observe(_ context.Context, e *pipeline.Execution, r pipeline.R
 		// them all keeps the series bounded.
 		tool = UnknownTool
 	}
-	m.calls.WithLabelValues(tool, code, r.DecidedBy).Inc()
-	m.duration.WithLabelValues(tool).Observe(r.Duration.Seconds())
+	m.counter(callKey{tool, code, r.DecidedBy}).Inc()
+	m.observer(tool).Observe(r.Duration.Seconds())
 	return nil
+}
+
+// callKey is one series of plugkit_calls_total.
+type callKey struct{ tool, code, decidedBy string }
+
+// counter and observer keep each series' child once made: a lookup by
+// label values hashes them on every call, a map lookup by key less so.
+func (m *Metrics) counter(k callKey) prometheus.Counter {
+	if c, ok := m.counters.Load(k); ok {
+		return c.(prometheus.Counter)
+	}
+	c, _ := m.counters.LoadOrStore(k, m.calls.WithLabelValues(k.tool, k.code, k.decidedBy))
+	return c.(prometheus.Counter)
+}
+
+func (m *Metrics) observer(tool string) prometheus.Observer {
+	if o, ok := m.observers.Load(tool); ok {
+		return o.(prometheus.Observer)
+	}
+	o, _ := m.observers.LoadOrStore(tool, m.duration.WithLabelValues(tool))
+	return o.(prometheus.Observer)
 }

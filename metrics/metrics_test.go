@@ -1,0 +1,97 @@
+package metrics_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/plugkit-go/plugkit/kernel"
+	"github.com/plugkit-go/plugkit/metrics"
+	"github.com/plugkit-go/plugkit/pipeline"
+	"github.com/plugkit-go/plugkit/remote"
+)
+
+// host is a kernel with the tools service, an add tool and, when m is not
+// nil, its observer.
+func host(t testing.TB, m *metrics.Metrics) *pipeline.Tools {
+	k := kernel.New(hclog.NewNullLogger())
+	tools := pipeline.New(k, pipeline.Options{})
+	t.Cleanup(func() { k.Close(); tools.Close() })
+	add := kernel.Plugin{Name: "P", Inject: []string{pipeline.ServiceName}, Apply: func(ctx context.Context, s *kernel.Scope) error {
+		svc, err := s.Service(pipeline.ServiceName)
+		if err != nil {
+			return err
+		}
+		_, err = svc.(*pipeline.Registrar).Register(pipeline.Tool{Name: "add", Description: "Adds.",
+			Execute: func(context.Context, *pipeline.Execution) (any, error) { return 5.0, nil }})
+		return err
+	}}
+	plugins := []kernel.Plugin{tools.Plugin(), add}
+	if m != nil {
+		plugins = append(plugins, m.Plugin())
+	}
+	for _, p := range plugins {
+		if _, err := k.Load(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return tools
+}
+
+func newMetrics(tools func() *pipeline.Tools) *metrics.Metrics {
+	return metrics.New("test", func() []remote.Status { return nil }, func() int64 {
+		if t := tools(); t != nil {
+			return t.InFlight()
+		}
+		return 0
+	})
+}
+
+// TestCallsByToolAndCode: each result is counted once under its tool and
+// code; every call of a tool that does not exist under one label.
+func TestCallsByToolAndCode(t *testing.T) {
+	var tools *pipeline.Tools
+	m := newMetrics(func() *pipeline.Tools { return tools })
+	tools = host(t, m)
+	ctx := context.Background()
+	for range 3 {
+		tools.Execute(ctx, "add", json.RawMessage(`{}`), "c")
+	}
+	for _, name := range []string{"x", "y", "rm -rf /"} {
+		tools.Execute(ctx, name, json.RawMessage(`{}`), "c")
+	}
+	want := `
+# HELP plugkit_calls_total Calls the pipeline ended, by tool, outcome code ("ok" for a success) and the plugin that decided a denial or a block.
+# TYPE plugkit_calls_total counter
+plugkit_calls_total{code="UNKNOWN_TOOL",decided_by="",tool="(unknown)"} 3
+plugkit_calls_total{code="ok",decided_by="",tool="add"} 3
+`
+	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want), "plugkit_calls_total"); err != nil {
+		t.Error(err)
+	}
+}
+
+// BenchmarkPipelineMetrics is a call through the pipeline with the metrics
+// observer; BenchmarkPipelineNoMetrics is its baseline.
+func BenchmarkPipelineMetrics(b *testing.B) {
+	var tools *pipeline.Tools
+	m := newMetrics(func() *pipeline.Tools { return tools })
+	tools = host(b, m)
+	benchCalls(b, tools)
+}
+
+func BenchmarkPipelineNoMetrics(b *testing.B) { benchCalls(b, host(b, nil)) }
+
+func benchCalls(b *testing.B, tools *pipeline.Tools) {
+	ctx, args := context.Background(), json.RawMessage(`{}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if r := tools.Execute(ctx, "add", args, "c"); !r.OK {
+			b.Fatal(r.Error)
+		}
+	}
+}
