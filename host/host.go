@@ -153,18 +153,16 @@ func SandboxSupport() (confine.Support, error) {
 // the host's approver. Plugins start with Start.
 func New(d *deployment.Deployment, log hclog.Logger) (*Host, error) {
 	k := kernel.New(log)
-	tools := pipeline.New(k, pipeline.Options{ApprovalTimeout: d.Host.ApprovalTimeout, Logger: log.Named("tools")})
-	h := &Host{
-		Deployment: d, Approvals: NewApprovals(),
-		log: log, k: k, tools: tools, started: time.Now(),
-	}
-	// Read at each scrape, by when the manager exists.
+	h := &Host{Deployment: d, Approvals: NewApprovals(), log: log, k: k, started: time.Now()}
+	// Read at each scrape, by when the manager and the tools exist.
 	h.Metrics = metrics.New(Version, func() []remote.Status {
 		if h.mgr == nil {
 			return nil
 		}
 		return h.Status()
-	}, tools.InFlight)
+	}, func() int64 { return h.tools.InFlight() })
+	tools := pipeline.New(k, pipeline.Options{ApprovalTimeout: d.Host.ApprovalTimeout, Logger: log.Named("tools"), OnApproval: h.Metrics.Approval})
+	h.tools = tools
 	builtins := []kernel.Plugin{tools.Plugin(), h.Approvals.Plugin(), h.Metrics.Plugin()}
 	pol := d.Host.Policy
 	if pol.Concurrency > 0 || pol.PerTool > 0 {

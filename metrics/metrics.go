@@ -44,6 +44,7 @@ type Metrics struct {
 	calls    *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	reloads  *prometheus.CounterVec
+	asks     *prometheus.CounterVec
 
 	counters  sync.Map // callKey → prometheus.Counter
 	observers sync.Map // tool → prometheus.Observer
@@ -72,13 +73,17 @@ func New(version string, status func() []remote.Status, inflight func() int64) *
 			Namespace: "plugkit", Name: "reloads_total",
 			Help: "Reloads of the deployment file or of one plugin, by result (ok or failed).",
 		}, []string{"result"}),
+		asks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "plugkit", Name: "approvals_total",
+			Help: "Questions put to the approver, by tool and how they ended: approved, refused, timed_out, failed, no_approver, cancelled.",
+		}, []string{"tool", "outcome"}),
 	}
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: "plugkit", Name: "build_info",
 		Help: "The host's version and the Go version it was built with; always 1.",
 	}, []string{"version", "goversion"})
 	build.WithLabelValues(version, runtime.Version()).Set(1)
-	m.reg.MustRegister(m.calls, m.duration, m.reloads, build,
+	m.reg.MustRegister(m.calls, m.duration, m.reloads, m.asks, build,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: "plugkit", Name: "calls_in_flight",
 			Help: "Calls running in the pipeline now.",
@@ -109,6 +114,11 @@ func (m *Metrics) Reloaded(ok bool) {
 	} else {
 		m.reloads.WithLabelValues("failed").Inc()
 	}
+}
+
+// Approval counts how an Ask ended; it is pipeline.Options.OnApproval.
+func (m *Metrics) Approval(tool string, outcome pipeline.Approval) {
+	m.asks.WithLabelValues(tool, string(outcome)).Inc()
 }
 
 // Plugin is the in-host plugin that counts every call's result: a stage-5

@@ -128,9 +128,14 @@ func callPre(ctx context.Context, fn PreExecuteFunc, e *Execution, next DecideNe
 
 // ask puts an Ask to the current approver. Only an explicit approval within
 // the approval timeout proceeds; everything else is a denial saying why.
-func (t *Tools) ask(ctx context.Context, s *snapshot, e *Execution, d Decision) (Result, bool) {
+func (t *Tools) ask(ctx context.Context, s *snapshot, e *Execution, d Decision) (r Result, ok bool) {
+	outcome := Approved
+	if t.opts.OnApproval != nil {
+		defer func() { t.opts.OnApproval(e.name, outcome) }()
+	}
 	a := s.approver
 	if a == nil {
+		outcome = NoApprover
 		return denied("approval needed but no approver is registered: "+d.Reason, d.DecidedBy), false
 	}
 	actx, cancel := context.WithTimeout(ctx, t.opts.ApprovalTimeout)
@@ -148,15 +153,19 @@ func (t *Tools) ask(ctx context.Context, s *snapshot, e *Execution, d Decision) 
 	case ans := <-ch:
 		switch {
 		case ans.err != nil:
+			outcome = ApprovalFailed
 			return denied("approver "+a.owner+" failed: "+errText(ans.err)+" (asked: "+d.Reason+")", a.owner), false
 		case !ans.ok:
+			outcome = Refused
 			return denied("approver "+a.owner+" refused: "+d.Reason, a.owner), false
 		}
 		return Result{}, true
 	case <-actx.Done():
 		if ctx.Err() != nil {
+			outcome = AskCancelled
 			return Fail(CodeAborted, "call cancelled while waiting for approval: "+d.Reason), false
 		}
+		outcome = ApprovalTimedOut
 		return denied(fmt.Sprintf("approval timed out after %s: %s", t.opts.ApprovalTimeout, d.Reason), a.owner), false
 	}
 }

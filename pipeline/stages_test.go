@@ -335,3 +335,56 @@ func TestCancelledCallIsAbortedNotDenied(t *testing.T) {
 		}
 	})
 }
+
+// Options.OnApproval hears how each Ask ended.
+func TestOnApproval(t *testing.T) {
+	asker := fakePlugin{name: "asker", pre: func(context.Context, *pipeline.Execution, pipeline.DecideNext) (pipeline.Decision, error) {
+		return pipeline.Ask("sure?"), nil
+	}}
+	approver := func(ok bool, err error, wait bool) pipeline.ApproverFunc {
+		return func(ctx context.Context, e *pipeline.Execution, q string) (bool, error) {
+			if wait {
+				<-ctx.Done()
+			}
+			return ok, err
+		}
+	}
+	for _, c := range []struct {
+		name     string
+		approver pipeline.ApproverFunc
+		cancel   bool
+		want     pipeline.Approval
+	}{
+		{"approved", approver(true, nil, false), false, pipeline.Approved},
+		{"refused", approver(false, nil, false), false, pipeline.Refused},
+		{"failed", approver(false, errors.New("no terminal"), false), false, pipeline.ApprovalFailed},
+		{"timed out", approver(true, nil, true), false, pipeline.ApprovalTimedOut},
+		{"no approver", nil, false, pipeline.NoApprover},
+		{"cancelled", approver(true, nil, true), true, pipeline.AskCancelled},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var heard []string
+			k, tools := newTools(t, pipeline.Options{ApprovalTimeout: 50 * time.Millisecond, OnApproval: func(tool string, o pipeline.Approval) {
+				mu.Lock()
+				heard = append(heard, tool+" "+string(o))
+				mu.Unlock()
+			}})
+			load(t, k, fakePlugin{name: "P", tools: []pipeline.Tool{tool("t", okBody(1))}}.plugin(), asker.plugin())
+			if c.approver != nil {
+				load(t, k, fakePlugin{name: "A", approver: c.approver}.plugin())
+			}
+			ctx, cancel := context.WithCancel(testCtx(t))
+			defer cancel()
+			if c.cancel {
+				time.AfterFunc(10*time.Millisecond, cancel)
+			}
+			tools.Execute(ctx, "t", nil, "client")
+			mu.Lock()
+			defer mu.Unlock()
+			if !slices.Equal(heard, []string{"t " + string(c.want)}) {
+				t.Errorf("heard %q, want [t %s]", heard, c.want)
+			}
+		})
+	}
+}

@@ -42,7 +42,23 @@ type Options struct {
 	ApprovalTimeout time.Duration
 	// Logger receives contained failures (observers, undo). Nil discards.
 	Logger hclog.Logger
+	// OnApproval, when set, is told how each Ask ended (for metrics): one
+	// of the Approval outcomes. It must not block.
+	OnApproval func(tool string, outcome Approval)
 }
+
+// Approval is how an Ask ended.
+type Approval string
+
+// The outcomes of an Ask.
+const (
+	Approved         Approval = "approved"
+	Refused          Approval = "refused"
+	ApprovalFailed   Approval = "failed"      // the approver failed
+	ApprovalTimedOut Approval = "timed_out"   // no answer within the approval timeout
+	NoApprover       Approval = "no_approver" // nobody to ask
+	AskCancelled     Approval = "cancelled"   // the caller gave up while it waited
+)
 
 // Tools is the tool registry and pipeline. Use New, then load Plugin() into
 // the kernel so that plugins can inject it.

@@ -86,6 +86,8 @@ func TestMetricsScrape(t *testing.T) {
 		{"read_file", `{"path":"../outside.txt"}`},
 		{"no_such_tool", `{}`},
 		{"another_made_up_name", `{}`},
+		// Destructive: asked, and the CLI without a terminal cannot answer.
+		{"delete_file", `{"path":"todo.md"}`},
 	} {
 		callJSON(t, h.config, c.tool, c.args)
 	}
@@ -108,6 +110,7 @@ func TestMetricsScrape(t *testing.T) {
 		{"plugkit_calls_total", map[string]string{"tool": "read_file", "code": "DENIED", "decided_by": "safety"}, 1},
 		{"plugkit_calls_total", map[string]string{"tool": "(unknown)", "code": "UNKNOWN_TOOL"}, 2},
 		{"plugkit_call_duration_seconds", map[string]string{"tool": "read_file"}, 3},
+		{"plugkit_approvals_total", map[string]string{"tool": "delete_file", "outcome": "failed"}, 1},
 		{"plugkit_reloads_total", map[string]string{"result": "ok"}, 1},
 		{"plugkit_reloads_total", map[string]string{"result": "failed"}, 0},
 		{"plugkit_plugin_state", map[string]string{"plugin": "files", "state": "ACTIVE"}, 1},
