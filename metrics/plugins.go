@@ -14,6 +14,7 @@ type pluginCollector struct {
 	status func() []remote.Status
 
 	state, restarts, rss, cpu, problem, started *prometheus.Desc
+	queued, resent, dropped                     *prometheus.Desc
 }
 
 // states are the kernel states a plugin can be in, each a series of
@@ -32,11 +33,14 @@ func newPluginCollector(status func() []remote.Status) *pluginCollector {
 		cpu:      d("cpu_seconds_total", "CPU time (user and system) of the plugin's current process."),
 		problem:  d("problem", "1 while the plugin's process reports a problem that keeps it from doing its job (see host status), else 0."),
 		started:  d("start_time_seconds", "When the plugin's current process started, in seconds since the Unix epoch."),
+		queued:   d("results_queued", "A critical plugin's results waiting for a process to acknowledge them."),
+		resent:   d("results_resent_total", "A critical plugin's results sent again because a delivery was not acknowledged."),
+		dropped:  d("results_dropped_total", "A critical plugin's results dropped because its queue was full."),
 	}
 }
 
 func (c *pluginCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.state, c.restarts, c.rss, c.cpu, c.problem, c.started} {
+	for _, d := range []*prometheus.Desc{c.state, c.restarts, c.rss, c.cpu, c.problem, c.started, c.queued, c.resent, c.dropped} {
 		ch <- d
 	}
 }
@@ -56,6 +60,11 @@ func (c *pluginCollector) Collect(ch chan<- prometheus.Metric) {
 			problem = 1
 		}
 		ch <- prometheus.MustNewConstMetric(c.problem, prometheus.GaugeValue, problem, st.Name)
+		if st.Critical {
+			ch <- prometheus.MustNewConstMetric(c.queued, prometheus.GaugeValue, float64(st.Queued), st.Name)
+			ch <- prometheus.MustNewConstMetric(c.resent, prometheus.CounterValue, float64(st.Resent), st.Name)
+			ch <- prometheus.MustNewConstMetric(c.dropped, prometheus.CounterValue, float64(st.Dropped), st.Name)
+		}
 		if st.PID == 0 {
 			continue
 		}

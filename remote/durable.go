@@ -40,6 +40,7 @@ type durableResults struct {
 	targets []*target // processes that registered listeners, oldest first
 	queue   []queuedResult
 	dropped int // results dropped because the queue was full
+	resent  int // results of batches sent again after a delivery failed
 	wake    chan struct{}
 	stop    chan struct{}
 	done    chan struct{}
@@ -206,6 +207,14 @@ func (d *durableResults) run() {
 	}
 }
 
+// counts are the queue's length now, and how many results were sent again
+// and dropped so far.
+func (d *durableResults) counts() (queued, resent, dropped int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.queue), d.resent, d.dropped
+}
+
 // sendBatch delivers the head of the queue to t. It says whether a batch
 // was acknowledged and whether results remain.
 func (d *durableResults) sendBatch(ctx context.Context, t *target) (sent, more bool) {
@@ -236,6 +245,9 @@ func (d *durableResults) sendBatch(ctx context.Context, t *target) (sent, more b
 	}
 	if err := deliver(ctx, in, reqs); err != nil {
 		in.log.Debug("durable results: delivery not acknowledged; it will be sent again", "results", len(reqs), "error", err)
+		d.mu.Lock()
+		d.resent += len(reqs)
+		d.mu.Unlock()
 		return false, true
 	}
 	d.mu.Lock()

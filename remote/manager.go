@@ -371,6 +371,10 @@ type Status struct {
 	// Problem is what the running process reports keeps it from doing its
 	// job (an audit log that cannot be written); "" when nothing does.
 	Problem string
+	// For a critical plugin's result listeners: the results waiting for a
+	// process to acknowledge them, and how many were sent again (a delivery
+	// not acknowledged) or dropped (the queue full) so far.
+	Queued, Resent, Dropped int
 }
 
 // Status describes every managed plugin in load order.
@@ -395,7 +399,11 @@ func (m *Manager) Status() []Status {
 		}
 		st.Restarts = mp.restarts
 		st.LastExit, st.Stderr = mp.lastExit, slices.Clone(mp.lastStderr)
+		durable := mp.durable
 		mp.mu.Unlock()
+		if durable != nil {
+			st.Queued, st.Resent, st.Dropped = durable.counts()
+		}
 		st.Sandbox = m.sandbox(spec)
 		if e, ok := failedExit(cur, info.State); ok {
 			// FAILED because a process died while starting or applying.

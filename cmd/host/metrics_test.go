@@ -79,7 +79,12 @@ next:
 func TestMetricsScrape(t *testing.T) {
 	needShippedDeployment(t)
 	addr := freePort(t)
-	h := startFaultHost(t, deploymentTweaks{host: fmt.Sprintf("  metrics = %q\n", addr)})
+	h := startFaultHost(t, deploymentTweaks{host: fmt.Sprintf("  metrics = %q\n", addr), plugin: func(name string) string {
+		if name == "audit" {
+			return "  critical = true\n"
+		}
+		return ""
+	}})
 	for _, c := range []struct{ tool, args string }{
 		{"read_file", `{"path":"notes.md"}`},
 		{"read_file", `{"path":"todo.md"}`},
@@ -118,6 +123,8 @@ func TestMetricsScrape(t *testing.T) {
 		{"plugkit_plugin_problem", map[string]string{"plugin": "audit"}, 0},
 		{"plugkit_plugin_restarts_total", map[string]string{"plugin": "safety"}, 0},
 		{"plugkit_calls_in_flight", nil, 0},
+		{"plugkit_plugin_results_resent_total", map[string]string{"plugin": "audit"}, 0},
+		{"plugkit_plugin_results_dropped_total", map[string]string{"plugin": "audit"}, 0},
 		{"plugkit_build_info", map[string]string{"version": Version}, 1},
 	} {
 		got, ok := value(families, c.name, c.labels)
@@ -132,6 +139,12 @@ func TestMetricsScrape(t *testing.T) {
 		if _, ok := value(families, "plugkit_plugin_cpu_seconds_total", map[string]string{"plugin": plugin}); !ok {
 			t.Errorf("no CPU time for %s", plugin)
 		}
+	}
+	if q, ok := value(families, "plugkit_plugin_results_queued", map[string]string{"plugin": "audit"}); !ok || q < 0 {
+		t.Errorf("audit's results queued = %v (found %v)", q, ok)
+	}
+	if _, ok := value(families, "plugkit_plugin_results_queued", map[string]string{"plugin": "files"}); ok {
+		t.Error("a queue for files, which is not critical")
 	}
 	if strings.Contains(text, "no_such_tool") || strings.Contains(text, "notes.md") {
 		t.Error("a caller's free text (a made-up tool name, an argument) is a label")
