@@ -184,6 +184,7 @@ func New(d *deployment.Deployment, log hclog.Logger) (*Host, error) {
 	}
 	opts := d.Host.Options()
 	opts.Logger = log
+	opts.OnRPC = h.Metrics.RPC
 	mgr, err := remote.NewManager(k, tools, opts)
 	if err != nil {
 		k.Close()

@@ -21,6 +21,7 @@ import (
 	"net/http"
 	"runtime"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -45,6 +46,7 @@ type Metrics struct {
 	duration *prometheus.HistogramVec
 	reloads  *prometheus.CounterVec
 	asks     *prometheus.CounterVec
+	rpcs     *prometheus.HistogramVec
 
 	counters  sync.Map // callKey → prometheus.Counter
 	observers sync.Map // tool → prometheus.Observer
@@ -73,6 +75,12 @@ func New(version string, status func() []remote.Status, inflight func() int64) *
 			Namespace: "plugkit", Name: "reloads_total",
 			Help: "Reloads of the deployment file or of one plugin, by result (ok or failed).",
 		}, []string{"result"}),
+		rpcs: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "plugkit", Name: "plugin_rpc_duration_seconds",
+			Help: "Calls into a plugin process's handlers, by plugin and kind (tool, pre_execute, guard, execute, post_execute, approver); " +
+				"a wrapper's includes the rest of the chain it ran through next.",
+			Buckets: latencyBuckets,
+		}, []string{"plugin", "kind"}),
 		asks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "plugkit", Name: "approvals_total",
 			Help: "Questions put to the approver, by tool and how they ended: approved, refused, timed_out, failed, no_approver, cancelled.",
@@ -83,7 +91,7 @@ func New(version string, status func() []remote.Status, inflight func() int64) *
 		Help: "The host's version and the Go version it was built with; always 1.",
 	}, []string{"version", "goversion"})
 	build.WithLabelValues(version, runtime.Version()).Set(1)
-	m.reg.MustRegister(m.calls, m.duration, m.reloads, m.asks, build,
+	m.reg.MustRegister(m.calls, m.duration, m.reloads, m.asks, m.rpcs, build,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: "plugkit", Name: "calls_in_flight",
 			Help: "Calls running in the pipeline now.",
@@ -114,6 +122,12 @@ func (m *Metrics) Reloaded(ok bool) {
 	} else {
 		m.reloads.WithLabelValues("failed").Inc()
 	}
+}
+
+// RPC records how long a call into a plugin's handler took; it is
+// remote.Options.OnRPC.
+func (m *Metrics) RPC(plugin, kind string, d time.Duration) {
+	m.rpcs.WithLabelValues(plugin, kind).Observe(d.Seconds())
 }
 
 // Approval counts how an Ask ended; it is pipeline.Options.OnApproval.

@@ -36,6 +36,7 @@ type instance struct {
 	maxMessage      int
 	listenerTimeout time.Duration
 	drainTimeout    time.Duration
+	onRPC           func(plugin, kind string, d time.Duration) // Options.OnRPC
 	obs             *observers
 	// scope is the version of the plugin this process serves (set by apply).
 	scope *kernel.Scope
@@ -161,6 +162,7 @@ func (m *Manager) launch(ctx context.Context, spec Spec) (*instance, error) {
 		started:         time.Now(),
 		maxMessage:      m.opts.MaxMessageBytes,
 		listenerTimeout: m.opts.ListenerTimeout,
+		onRPC:           m.opts.OnRPC,
 		drainTimeout:    m.opts.DrainTimeout,
 		stopping:        make(chan struct{}),
 		cleanup:         cleanup,

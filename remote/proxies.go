@@ -88,6 +88,14 @@ func settle(ctx context.Context) error {
 	}
 }
 
+// timed reports, when the host asked (Options.OnRPC), how long a call into
+// the plugin took: defer in.timed(kind, time.Now()).
+func (in *instance) timed(kind string, start time.Time) {
+	if in.onRPC != nil {
+		in.onRPC(in.name, kind, time.Since(start))
+	}
+}
+
 // filterCtx bounds a filter's RPC by the listener timeout. The deadline
 // crosses the boundary, so the plugin's handler sees it too. (A wrapper's
 // bound is a budget instead: see budget.go.)
@@ -100,7 +108,9 @@ func (in *instance) filterCtx(ctx context.Context) (context.Context, context.Can
 
 func (in *instance) toolProxy(handler, name string) pipeline.ToolFunc {
 	return func(ctx context.Context, e *pipeline.Execution) (any, error) {
+		start := time.Now()
 		resp, err := in.client.ExecuteTool(ctx, &pb.ExecuteToolRequest{HandlerId: handler, Execution: toExecution(e)})
+		in.timed("tool", start)
 		if err != nil {
 			if cerr := settle(ctx); cerr != nil {
 				return nil, cerr
@@ -121,7 +131,9 @@ func (in *instance) guardProxy(handler string) pipeline.GuardFunc {
 	return func(ctx context.Context, e *pipeline.Execution) (string, error) {
 		ctx, cancel := in.filterCtx(ctx)
 		defer cancel()
+		start := time.Now()
 		resp, err := in.client.Guard(ctx, &pb.GuardRequest{HandlerId: handler, Execution: toExecution(e)})
+		in.timed("guard", start)
 		if err != nil {
 			_ = settle(ctx)
 			return "", in.callErr("guard", err)
@@ -136,7 +148,9 @@ func (in *instance) guardProxy(handler string) pipeline.GuardFunc {
 
 func (in *instance) approverProxy(handler string) pipeline.ApproverFunc {
 	return func(ctx context.Context, e *pipeline.Execution, question string) (bool, error) {
+		start := time.Now()
 		resp, err := in.client.Approve(ctx, &pb.ApproveRequest{HandlerId: handler, Execution: toExecution(e), Question: question})
+		in.timed("approver", start)
 		if err != nil {
 			_ = settle(ctx)
 			return false, in.callErr("approver", err)
@@ -172,7 +186,9 @@ func (in *instance) preProxy(h *hostService, handler string, wrap bool) pipeline
 			rctx, cancel = in.filterCtx(ctx)
 			defer cancel()
 		}
+		start := time.Now()
 		resp, err := in.client.PreExecute(rctx, req)
+		in.timed("pre_execute", start)
 		expired := b.stop()
 		if err != nil {
 			if expired && ctx.Err() == nil {
@@ -228,7 +244,9 @@ func (in *instance) execProxy(h *hostService, handler string, wrap bool) pipelin
 			})
 			defer h.tokens.remove(req.CallToken)
 		}
+		start := time.Now()
 		resp, err := in.client.WrapExecute(rctx, req)
+		in.timed("execute", start)
 		expired := b.stop()
 		switch {
 		case err != nil:
@@ -274,7 +292,9 @@ func (in *instance) postProxy(h *hostService, handler string, wrap bool) pipelin
 			rctx, cancel = in.filterCtx(ctx)
 			defer cancel()
 		}
+		start := time.Now()
 		resp, err := in.client.PostExecute(rctx, req)
+		in.timed("post_execute", start)
 		expired := b.stop()
 		if err != nil {
 			if expired && ctx.Err() == nil {

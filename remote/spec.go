@@ -101,4 +101,8 @@ type Options struct {
 	// hidden subcommand. The default is the running executable.
 	Launcher string
 	Logger   hclog.Logger
+	// OnRPC, when set, is told how long each call into a plugin's handler
+	// took, by plugin and kind (tool, pre_execute, guard, execute,
+	// post_execute, approver), for metrics. It must not block.
+	OnRPC func(plugin, kind string, d time.Duration)
 }

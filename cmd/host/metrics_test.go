@@ -116,6 +116,7 @@ func TestMetricsScrape(t *testing.T) {
 		{"plugkit_calls_total", map[string]string{"tool": "(unknown)", "code": "UNKNOWN_TOOL"}, 2},
 		{"plugkit_call_duration_seconds", map[string]string{"tool": "read_file"}, 3},
 		{"plugkit_approvals_total", map[string]string{"tool": "delete_file", "outcome": "failed"}, 1},
+		{"plugkit_plugin_rpc_duration_seconds", map[string]string{"plugin": "files", "kind": "tool"}, 2},
 		{"plugkit_reloads_total", map[string]string{"result": "ok"}, 1},
 		{"plugkit_reloads_total", map[string]string{"result": "failed"}, 0},
 		{"plugkit_plugin_state", map[string]string{"plugin": "files", "state": "ACTIVE"}, 1},
