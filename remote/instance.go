@@ -49,6 +49,9 @@ type instance struct {
 	// own socket folder); it runs once the process has ended.
 	cleanup func()
 
+	// startTook is how long the process took from spawn to a connected
+	// client (the handshake, AutoMTLS included).
+	startTook time.Duration
 	// binary is the binary's file as the process was started from it.
 	binary   binaryID
 	binaryOK bool
@@ -134,6 +137,7 @@ func (m *Manager) launch(ctx context.Context, spec Spec) (*instance, error) {
 	}
 	// Before the start: a change after it reads as a change (see Pin).
 	binary, binaryOK := statBinary(spec.Path)
+	began := time.Now()
 	gp := plugin.NewClient(cfg)
 	fail := func(what string, err error) (*instance, error) {
 		gp.Kill()
@@ -160,6 +164,7 @@ func (m *Manager) launch(ctx context.Context, spec Spec) (*instance, error) {
 		cmd:             cmd,
 		stderr:          stderr,
 		started:         time.Now(),
+		startTook:       time.Since(began),
 		maxMessage:      m.opts.MaxMessageBytes,
 		listenerTimeout: m.opts.ListenerTimeout,
 		onRPC:           m.opts.OnRPC,

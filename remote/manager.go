@@ -375,6 +375,9 @@ type Status struct {
 	// process to acknowledge them, and how many were sent again (a delivery
 	// not acknowledged) or dropped (the queue full) so far.
 	Queued, Resent, Dropped int
+	// StartTook is how long the running process took from spawn to a
+	// connected client (its apply step not included).
+	StartTook time.Duration
 }
 
 // Status describes every managed plugin in load order.
@@ -396,6 +399,7 @@ func (m *Manager) Status() []Status {
 		if in := mp.procs[cur]; in != nil && !in.exited() {
 			st.PID, st.Started = in.pid, in.started
 			st.Problem = in.currentProblem()
+			st.StartTook = in.startTook
 		}
 		st.Restarts = mp.restarts
 		st.LastExit, st.Stderr = mp.lastExit, slices.Clone(mp.lastStderr)

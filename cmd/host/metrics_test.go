@@ -137,6 +137,9 @@ func TestMetricsScrape(t *testing.T) {
 		if rss, ok := value(families, "plugkit_plugin_resident_memory_bytes", map[string]string{"plugin": plugin}); !ok || rss < 1<<20 {
 			t.Errorf("%s's resident memory = %v (found %v)", plugin, rss, ok)
 		}
+		if took, ok := value(families, "plugkit_plugin_start_duration_seconds", map[string]string{"plugin": plugin}); !ok || took <= 0 {
+			t.Errorf("%s's start duration = %v (found %v)", plugin, took, ok)
+		}
 		if _, ok := value(families, "plugkit_plugin_cpu_seconds_total", map[string]string{"plugin": plugin}); !ok {
 			t.Errorf("no CPU time for %s", plugin)
 		}
