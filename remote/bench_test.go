@@ -3,6 +3,7 @@ package remote_test
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"os/exec"
 	"runtime"
 	"strconv"
@@ -178,7 +179,12 @@ func benchHostIn(b *testing.B, sandboxed bool, listeners ...conformance.PluginSp
 	if sandboxed {
 		h.sandbox = testSandbox(h.dir)
 	}
-	mustLoad(b, h, conformance.PluginSpec{Name: "P", Tools: []conformance.ToolSpec{addTool("")}}, pluginConfig{})
+	var env []string
+	if path := os.Getenv("PLUGKIT_BENCH_PLUGIN_CPUPROFILE"); path != "" {
+		// The plugin's side of the calls: see docs/remote-call-profile.md.
+		env = append(env, "TESTPLUGIN_CPUPROFILE="+path)
+	}
+	mustLoad(b, h, conformance.PluginSpec{Name: "P", Tools: []conformance.ToolSpec{addTool("")}}, pluginConfig{}, env...)
 	for _, l := range listeners {
 		mustLoad(b, h, l, pluginConfig{})
 	}

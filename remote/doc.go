@@ -24,4 +24,7 @@
 //
 // A critical plugin's result listeners are durable (durable.go): results
 // wait in the host until a process acknowledges them, across crashes.
+//
+// Where a call into a plugin spends its time, measured on both sides of the
+// boundary, and how to measure it again: docs/remote-call-profile.md.
 package remote

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"sync"
 	"time"
@@ -62,6 +63,7 @@ func main() {
 		Provides:     providesFromEnv(),
 		ConfigSchema: `{"type":"object"}`,
 		Apply:        apply,
+		Stop:         profileFromEnv(),
 	})
 }
 
@@ -290,4 +292,29 @@ func outcome(ok bool, code string) string {
 		return "ok"
 	}
 	return code
+}
+
+// profileFromEnv writes a CPU profile of the process to the file
+// TESTPLUGIN_CPUPROFILE names, from its start to its stop hook, so that a
+// benchmark can profile the plugin's side of a call (see remote's
+// bench_test.go). It returns the stop hook.
+func profileFromEnv() func(context.Context) error {
+	path := os.Getenv("TESTPLUGIN_CPUPROFILE")
+	if path == "" {
+		return nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "testplugin: cpu profile:", err)
+		return nil
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		fmt.Fprintln(os.Stderr, "testplugin: cpu profile:", err)
+		f.Close()
+		return nil
+	}
+	return func(context.Context) error {
+		pprof.StopCPUProfile()
+		return f.Close()
+	}
 }
