@@ -68,7 +68,10 @@ func startRaw(b *testing.B) (*wire.PluginClient, *pb.ExecuteToolRequest) {
 	b.Helper()
 	limit := wire.DefaultMaxMessageBytes
 	cmd := exec.Command(testPlugin)
-	cmd.Env = []string{wire.MaxMessageEnv(limit)}
+	// Its socket in the benchmark's folder, removed with it: a killed
+	// plugin leaves its socket behind.
+	socketDir := b.TempDir()
+	cmd.Env = []string{wire.MaxMessageEnv(limit), "PLUGIN_UNIX_SOCKET_DIR=" + socketDir}
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:     wire.Handshake,
 		Plugins:             wire.ClientPlugins(limit),
@@ -79,6 +82,7 @@ func startRaw(b *testing.B) (*wire.PluginClient, *pb.ExecuteToolRequest) {
 		GRPCDialOptions:     wire.DialOptions(limit),
 		SkipHostEnv:         true,
 		GRPCBrokerMultiplex: true,
+		UnixSocketConfig:    &plugin.UnixSocketConfig{TempDir: socketDir},
 	})
 	b.Cleanup(client.Kill)
 	rpc, err := client.Client()

@@ -1,6 +1,7 @@
 package sdk
 
 import (
+	"fmt"
 	"os"
 	"testing"
 
@@ -27,5 +28,30 @@ func TestMain(m *testing.M) {
 		runTestHost()
 		os.Exit(0)
 	}
-	goleak.VerifyTestMain(m)
+	os.Exit(runTests(m))
+}
+
+// runTests runs the tests with TMPDIR set to a folder of their own, removed
+// at the end: the plugin processes they start (and the orphan test's host,
+// killed with SIGKILL) make go-plugin's sockets there, which a killed
+// process cannot remove.
+func runTests(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "plugkit-sdk-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	if err := os.Setenv("TMPDIR", dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if code := m.Run(); code != 0 {
+		return code
+	}
+	if err := goleak.Find(); err != nil {
+		fmt.Fprintln(os.Stderr, "goleak:", err)
+		return 1
+	}
+	return 0
 }
