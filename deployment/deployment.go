@@ -48,6 +48,22 @@ type Host struct {
 	Policy         Policy
 	// Sandbox is the default sandbox of every plugin; nil without one.
 	Sandbox *Sandbox
+	// Tracing is where to send OpenTelemetry traces; nil: no tracing.
+	Tracing *Tracing
+}
+
+// Tracing sends a span per call, per stage and per plugin RPC, and the
+// plugins' own spans, to an OTLP/HTTP collector.
+type Tracing struct {
+	// Endpoint is the collector's OTLP/HTTP traces URL
+	// ("http://127.0.0.1:4318/v1/traces"; a URL with no path gets
+	// /v1/traces).
+	Endpoint string
+	// Sample is the share of calls traced, 0 to 1 (default 1). A call
+	// whose client sent a trace context follows the client's decision.
+	Sample float64
+	// Headers are sent with every export (a collector's API key).
+	Headers map[string]string
 }
 
 // Policy selects the built-in call policies.

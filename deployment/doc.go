@@ -35,6 +35,11 @@
 //	  mcp_max_sessions  = 64                # MCP HTTP sessions kept at once (default 64)
 //	  mcp_idle_timeout  = "5m"              # an MCP session with no request this long ends (default 5m)
 //	  metrics           = "127.0.0.1:9464"  # optional: serve Prometheus metrics at /metrics (loopback only)
+//	  tracing {                             # optional: OpenTelemetry traces over OTLP/HTTP
+//	    endpoint = "http://127.0.0.1:4318"  # required; with no path, /v1/traces
+//	    sample   = 1.0                      # share of calls traced, 0 to 1 (default 1)
+//	    headers  = { "api-key" = "…" }      # optional
+//	  }
 //	  policy {
 //	    timeout     = true                  # the timeout policy (default true)
 //	    concurrency = 16                    # global limit; 0 = none (default)

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -168,6 +170,7 @@ func (p *parser) host(hs *hostSyntax) Host {
 			h.Metrics = *hs.Metrics
 		}
 	}
+	h.Tracing = p.tracing(hs.Tracing)
 	h.MCPMaxSessions = p.count(body, "mcp_max_sessions", hs.MCPMaxSessions, 1, h.MCPMaxSessions)
 	h.MCPIdleTimeout = p.duration(body, "mcp_idle_timeout", hs.MCPIdleTimeout, h.MCPIdleTimeout)
 	if ps := hs.Policy; ps != nil {
@@ -188,6 +191,38 @@ func (p *parser) host(hs *hostSyntax) Host {
 		}
 	}
 	return h
+}
+
+// tracing checks the host's tracing block: an http(s) endpoint, a sample
+// share from 0 to 1.
+func (p *parser) tracing(ts *tracingSyntax) *Tracing {
+	if ts == nil {
+		return nil
+	}
+	p.names(ts.Body, ts, "the tracing block")
+	t := &Tracing{Sample: 1, Headers: ts.Headers}
+	switch {
+	case ts.Endpoint == nil:
+		p.errorf(ts.DefRange, "Missing tracing endpoint", `The tracing block needs endpoint, the collector's OTLP/HTTP URL, such as "http://127.0.0.1:4318".`)
+	default:
+		u, err := url.Parse(*ts.Endpoint)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			p.errorf(valueRange(ts.Body, "endpoint", ts.DefRange), "Invalid tracing endpoint", `endpoint %q is not an http or https URL such as "http://127.0.0.1:4318".`, *ts.Endpoint)
+			break
+		}
+		if u.Path == "" || u.Path == "/" {
+			u.Path = "/v1/traces"
+		}
+		t.Endpoint = u.String()
+	}
+	if ts.Sample != nil {
+		if s := *ts.Sample; s < 0 || s > 1 || math.IsNaN(s) {
+			p.errorf(valueRange(ts.Body, "sample", ts.DefRange), "Invalid tracing sample", "sample %v is not a share from 0 to 1.", s)
+		} else {
+			t.Sample = s
+		}
+	}
+	return t
 }
 
 // checkLoopback accepts host:port where host is "localhost" or a loopback

@@ -272,3 +272,28 @@ func TestParseMetricsAddress(t *testing.T) {
 		t.Errorf("diagnostics:\n%s", out)
 	}
 }
+
+// The tracing block: an endpoint without a path gets OTLP's traces path;
+// every mistake is reported at its place.
+func TestParseTracing(t *testing.T) {
+	t.Parallel()
+	d := parseClean(t, "host {\n  tracing {\n    endpoint = \"http://127.0.0.1:4318\"\n    headers = { api-key = \"k\" }\n  }\n}\n")
+	tr := d.Host.Tracing
+	if tr == nil || tr.Endpoint != "http://127.0.0.1:4318/v1/traces" || tr.Sample != 1 || tr.Headers["api-key"] != "k" {
+		t.Errorf("tracing = %+v", tr)
+	}
+	if d := parseClean(t, "host {}\n"); d.Host.Tracing != nil {
+		t.Errorf("tracing without a block = %+v", d.Host.Tracing)
+	}
+	for _, c := range []struct{ body, want string }{
+		{"tracing {\n  sample = 0.5\n}", "deploy.hcl:2:1: Missing tracing endpoint"},
+		{"tracing {\n  endpoint = \"127.0.0.1:4318\"\n}", `deploy.hcl:3:14: Invalid tracing endpoint: endpoint "127.0.0.1:4318" is not an http or https URL`},
+		{"tracing {\n  endpoint = \"http://c:4318\"\n  sample = 1.5\n}", "deploy.hcl:4:12: Invalid tracing sample: sample 1.5 is not a share from 0 to 1."},
+		{"tracing {\n  endpoint = \"http://c:4318\"\n  sampel = 1\n}", `deploy.hcl:4:3: Unsupported argument: An argument named "sampel" is not allowed in the tracing block. Did you mean "sample"?`},
+	} {
+		_, diags := Parse(writeDeployment(t, "host {\n"+c.body+"\n}\n"))
+		if out := Format(diags); !strings.Contains(out, c.want) {
+			t.Errorf("%s:\ndiagnostics:\n%s\nwant %q", c.body, out, c.want)
+		}
+	}
+}

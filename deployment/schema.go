@@ -47,6 +47,17 @@ type hostSyntax struct {
 	MCPIdleTimeout  *string        `hcl:"mcp_idle_timeout,optional"`
 	Policy          *policySyntax  `hcl:"policy,block"`
 	Sandbox         *sandboxSyntax `hcl:"sandbox,block"`
+	Tracing         *tracingSyntax `hcl:"tracing,block"`
+
+	Body     hcl.Body  `hcl:",body"`
+	Unknown  hcl.Body  `hcl:",remain"`
+	DefRange hcl.Range `hcl:",def_range"`
+}
+
+type tracingSyntax struct {
+	Endpoint *string           `hcl:"endpoint,optional"`
+	Sample   *float64          `hcl:"sample,optional"`
+	Headers  map[string]string `hcl:"headers,optional"`
 
 	Body     hcl.Body  `hcl:",body"`
 	Unknown  hcl.Body  `hcl:",remain"`

@@ -18,6 +18,7 @@ import (
 	"github.com/plugkit-go/plugkit/pipeline"
 	"github.com/plugkit-go/plugkit/pipeline/policy"
 	"github.com/plugkit-go/plugkit/remote"
+	"github.com/plugkit-go/plugkit/tracing"
 )
 
 // Version is the host's version.
@@ -29,6 +30,8 @@ type Host struct {
 	Approvals  *Approvals
 	// Metrics is what the host serves to Prometheus (host block metrics).
 	Metrics *metrics.Metrics
+	// tracing sends traces to the host block's collector; nil without one.
+	tracing *tracing.Tracing
 
 	log     hclog.Logger
 	k       *kernel.Kernel
@@ -161,9 +164,23 @@ func New(d *deployment.Deployment, log hclog.Logger) (*Host, error) {
 		}
 		return h.Status()
 	}, func() int64 { return h.tools.InFlight() })
-	tools := pipeline.New(k, pipeline.Options{ApprovalTimeout: d.Host.ApprovalTimeout, Logger: log.Named("tools"), OnApproval: h.Metrics.Approval})
+	popts := pipeline.Options{ApprovalTimeout: d.Host.ApprovalTimeout, Logger: log.Named("tools"), OnApproval: h.Metrics.Approval, OnCall: h.Metrics.Call}
+	opts := d.Host.Options()
+	opts.Logger = log
+	opts.OnRPC = h.Metrics.RPC
+	if tc := d.Host.Tracing; tc != nil {
+		t, err := tracing.New(context.Background(), tracing.Config{Endpoint: tc.Endpoint, Sample: tc.Sample, Headers: tc.Headers}, Version)
+		if err != nil {
+			k.Close()
+			return nil, err
+		}
+		h.tracing = t
+		popts.Tracer = t.Tracer()
+		opts.TracerProvider, opts.ExportSpans = t.Provider(), t.Export
+	}
+	tools := pipeline.New(k, popts)
 	h.tools = tools
-	builtins := []kernel.Plugin{tools.Plugin(), h.Approvals.Plugin(), h.Metrics.Plugin()}
+	builtins := []kernel.Plugin{tools.Plugin(), h.Approvals.Plugin()}
 	pol := d.Host.Policy
 	if pol.Concurrency > 0 || pol.PerTool > 0 {
 		builtins = append(builtins, policy.Concurrency(policy.ConcurrencyConfig{Global: pol.Concurrency, PerTool: pol.PerTool}))
@@ -177,18 +194,13 @@ func New(d *deployment.Deployment, log hclog.Logger) (*Host, error) {
 	}
 	for _, p := range builtins {
 		if _, err := k.Load(p); err != nil {
-			k.Close()
-			tools.Close()
+			h.closeBuiltins(context.Background())
 			return nil, fmt.Errorf("start built-in %s: %w", p.Name, err)
 		}
 	}
-	opts := d.Host.Options()
-	opts.Logger = log
-	opts.OnRPC = h.Metrics.RPC
 	mgr, err := remote.NewManager(k, tools, opts)
 	if err != nil {
-		k.Close()
-		tools.Close()
+		h.closeBuiltins(context.Background())
 		return nil, err
 	}
 	h.mgr = mgr
@@ -247,9 +259,21 @@ func (h *Host) Stop(ctx context.Context) {
 		h.watchMu.Unlock()
 		h.endWatch()
 		h.mgr.Close(ctx)
-		h.k.Close()
-		h.tools.Close()
+		h.closeBuiltins(ctx)
 	})
+}
+
+// closeBuiltins ends what New made before the plugins: the kernel, the
+// tools service and the tracing (once the plugins, which hand their last
+// spans to the host as they stop, are gone).
+func (h *Host) closeBuiltins(ctx context.Context) {
+	h.k.Close()
+	h.tools.Close()
+	if h.tracing != nil {
+		if err := h.tracing.Shutdown(ctx); err != nil {
+			h.log.Warn("traces not sent", "error", err)
+		}
+	}
 }
 
 // Call runs one call through the pipeline.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/plugkit-go/plugkit/admin"
 	"github.com/plugkit-go/plugkit/host"
@@ -174,7 +175,7 @@ func (s *Server) start(sess *session, req *mcp.CallToolRequest) (*call, error) {
 		answers:   make(chan answer, 1),
 		done:      make(chan struct{}),
 	}
-	ctx = context.WithValue(ctx, callKey{}, c)
+	ctx = context.WithValue(withClientTrace(ctx, req.Params.Meta), callKey{}, c)
 	args := req.Params.Arguments
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage("{}")
@@ -187,6 +188,21 @@ func (s *Server) start(sess *session, req *mcp.CallToolRequest) (*call, error) {
 		close(c.done)
 	}()
 	return c, nil
+}
+
+// withClientTrace puts the W3C trace context a client sent in the call's
+// _meta (traceparent, tracestate) in ctx, so that the call's span, when the
+// host traces, joins the client's trace and follows its sampling decision.
+func withClientTrace(ctx context.Context, meta mcp.Meta) context.Context {
+	parent, ok := meta["traceparent"].(string)
+	if !ok {
+		return ctx
+	}
+	carrier := propagation.MapCarrier{"traceparent": parent}
+	if state, ok := meta["tracestate"].(string); ok {
+		carrier["tracestate"] = state
+	}
+	return propagation.TraceContext{}.Extract(ctx, carrier)
 }
 
 // answer hands the client's answer to the approver; one that already gave

@@ -8,16 +8,16 @@
 // arguments or a caller's free text, so the number of series is bounded by
 // the deployment.
 //
-// A host makes one Metrics, loads its Plugin (an in-host stage-5 observer)
-// into the kernel, and serves Handler:
+// A host makes one Metrics, gives the pipeline its Call (told of every call
+// once stage 5 is over, so that a call denied before any tool ran is
+// counted too), and serves Handler:
 //
 //	m := metrics.New(version, mgr.Status, tools.InFlight)
-//	k.Load(m.Plugin())
+//	tools := pipeline.New(k, pipeline.Options{OnCall: m.Call, OnApproval: m.Approval})
 //	http.Handle("/metrics", m.Handler())
 package metrics
 
 import (
-	"context"
 	"net/http"
 	"runtime"
 	"sync"
@@ -27,7 +27,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/pipeline"
 	"github.com/plugkit-go/plugkit/remote"
 )
@@ -47,6 +46,7 @@ type Metrics struct {
 	reloads  *prometheus.CounterVec
 	asks     *prometheus.CounterVec
 	rpcs     *prometheus.HistogramVec
+	stages   [pipeline.NumStages]prometheus.Observer
 
 	counters  sync.Map // callKey → prometheus.Counter
 	observers sync.Map // tool → prometheus.Observer
@@ -86,12 +86,21 @@ func New(version string, status func() []remote.Status, inflight func() int64) *
 			Help: "Questions put to the approver, by tool and how they ended: approved, refused, timed_out, failed, no_approver, cancelled.",
 		}, []string{"tool", "outcome"}),
 	}
+	stages := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: "plugkit", Name: "stage_duration_seconds",
+		Help: "Time each call spent in each stage of the pipeline, by stage (lookup, pre-execute, guards, execute, post-execute, result); " +
+			"a stage a call did not reach is not counted.",
+		Buckets: latencyBuckets,
+	}, []string{"stage"})
+	for s := range pipeline.NumStages {
+		m.stages[s] = stages.WithLabelValues(s.String())
+	}
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: "plugkit", Name: "build_info",
 		Help: "The host's version and the Go version it was built with; always 1.",
 	}, []string{"version", "goversion"})
 	build.WithLabelValues(version, runtime.Version()).Set(1)
-	m.reg.MustRegister(m.calls, m.duration, m.reloads, m.asks, m.rpcs, build,
+	m.reg.MustRegister(m.calls, m.duration, stages, m.reloads, m.asks, m.rpcs, build,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: "plugkit", Name: "calls_in_flight",
 			Help: "Calls running in the pipeline now.",
@@ -135,24 +144,9 @@ func (m *Metrics) Approval(tool string, outcome pipeline.Approval) {
 	m.asks.WithLabelValues(tool, string(outcome)).Inc()
 }
 
-// Plugin is the in-host plugin that counts every call's result: a stage-5
-// observer, so that a call denied before any tool ran is counted too.
-func (m *Metrics) Plugin() kernel.Plugin {
-	return kernel.Plugin{
-		Name:   "metrics",
-		Inject: []string{pipeline.ServiceName},
-		Apply: func(ctx context.Context, s *kernel.Scope) error {
-			svc, err := s.Service(pipeline.ServiceName)
-			if err != nil {
-				return err
-			}
-			_, err = svc.(*pipeline.Registrar).OnResult(m.observe)
-			return err
-		},
-	}
-}
-
-func (m *Metrics) observe(_ context.Context, e *pipeline.Execution, r pipeline.Result) error {
+// Call counts a call's result, its latency and each stage's; it is
+// pipeline.Options.OnCall.
+func (m *Metrics) Call(e *pipeline.Execution, r pipeline.Result, times pipeline.StageTimes) {
 	code, tool := string(r.Code()), e.Name()
 	if r.OK {
 		code = "ok"
@@ -164,7 +158,11 @@ func (m *Metrics) observe(_ context.Context, e *pipeline.Execution, r pipeline.R
 	}
 	m.counter(callKey{tool, code, r.DecidedBy}).Inc()
 	m.observer(tool).Observe(r.Duration.Seconds())
-	return nil
+	for s, d := range times {
+		if d >= 0 {
+			m.stages[s].Observe(d.Seconds())
+		}
+	}
 }
 
 // callKey is one series of plugkit_calls_total.

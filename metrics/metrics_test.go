@@ -3,6 +3,7 @@ package metrics_test
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"strings"
 	"testing"
 
@@ -15,11 +16,15 @@ import (
 	"github.com/plugkit-go/plugkit/remote"
 )
 
-// host is a kernel with the tools service, an add tool and, when m is not
-// nil, its observer.
+// host is a kernel with the tools service and an add tool, whose calls m
+// counts when it is not nil.
 func host(t testing.TB, m *metrics.Metrics) *pipeline.Tools {
 	k := kernel.New(hclog.NewNullLogger())
-	tools := pipeline.New(k, pipeline.Options{})
+	var opts pipeline.Options
+	if m != nil {
+		opts.OnCall = m.Call
+	}
+	tools := pipeline.New(k, opts)
 	t.Cleanup(func() { k.Close(); tools.Close() })
 	add := kernel.Plugin{Name: "P", Inject: []string{pipeline.ServiceName}, Apply: func(ctx context.Context, s *kernel.Scope) error {
 		svc, err := s.Service(pipeline.ServiceName)
@@ -30,11 +35,7 @@ func host(t testing.TB, m *metrics.Metrics) *pipeline.Tools {
 			Execute: func(context.Context, *pipeline.Execution) (any, error) { return 5.0, nil }})
 		return err
 	}}
-	plugins := []kernel.Plugin{tools.Plugin(), add}
-	if m != nil {
-		plugins = append(plugins, m.Plugin())
-	}
-	for _, p := range plugins {
+	for _, p := range []kernel.Plugin{tools.Plugin(), add} {
 		if _, err := k.Load(p); err != nil {
 			t.Fatal(err)
 		}
@@ -93,5 +94,35 @@ func benchCalls(b *testing.B, tools *pipeline.Tools) {
 		if r := tools.Execute(ctx, "add", args, "c"); !r.OK {
 			b.Fatal(r.Error)
 		}
+	}
+}
+
+// TestStageDurations: each stage a call reaches is timed once; a call that
+// ends at stage 0 (an unknown tool) is timed in lookup and result only.
+func TestStageDurations(t *testing.T) {
+	var tools *pipeline.Tools
+	m := newMetrics(func() *pipeline.Tools { return tools })
+	tools = host(t, m)
+	ctx := context.Background()
+	for range 3 {
+		tools.Execute(ctx, "add", json.RawMessage(`{}`), "c")
+	}
+	tools.Execute(ctx, "nope", json.RawMessage(`{}`), "c")
+	families, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]uint64{}
+	for _, f := range families {
+		if f.GetName() != "plugkit_stage_duration_seconds" {
+			continue
+		}
+		for _, s := range f.GetMetric() {
+			got[s.GetLabel()[0].GetValue()] = s.GetHistogram().GetSampleCount()
+		}
+	}
+	want := map[string]uint64{"lookup": 4, "pre-execute": 3, "guards": 3, "execute": 3, "post-execute": 3, "result": 4}
+	if !maps.Equal(got, want) {
+		t.Errorf("samples by stage = %v, want %v", got, want)
 	}
 }

@@ -6,6 +6,9 @@ import (
 	"sync/atomic"
 	"testing"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
 	"github.com/plugkit-go/plugkit/pipeline"
 )
 
@@ -29,9 +32,20 @@ func BenchmarkDirectCall(b *testing.B) {
 
 // BenchmarkPipelineInHost is the same body through Tools.Execute with one
 // in-host listener on each of stages 1 to 5 and one guard, all passing.
-func BenchmarkPipelineInHost(b *testing.B) {
+func BenchmarkPipelineInHost(b *testing.B) { benchInHost(b, pipeline.Options{}) }
+
+// BenchmarkPipelineInHostTraced is PipelineInHost with every call traced:
+// a span for the call and one per stage, batched to an exporter that drops
+// them.
+func BenchmarkPipelineInHostTraced(b *testing.B) {
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()), sdktrace.WithSampler(sdktrace.AlwaysSample()))
+	b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	benchInHost(b, pipeline.Options{Tracer: tp.Tracer("bench")})
+}
+
+func benchInHost(b *testing.B, opts pipeline.Options) {
 	ctx := context.Background()
-	k, tools := newTools(b, pipeline.Options{})
+	k, tools := newTools(b, opts)
 	var observed atomic.Int64
 	load(b, k,
 		fakePlugin{name: "P", tools: []pipeline.Tool{addTool()}}.plugin(),

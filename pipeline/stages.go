@@ -17,14 +17,18 @@ func (t *Tools) Execute(ctx context.Context, name string, args json.RawMessage, 
 	s := t.acquire()
 	defer s.inflight.Add(-1)
 	e := &Execution{id: t.nextID(), name: name, caller: caller}
-	r := t.run(ctx, s, e, args)
+	var c clock
+	ctx = c.begin(ctx, &t.opts, start, e)
+	r := t.run(ctx, s, e, args, &c, start)
 	r.ID = e.id
-	r.Duration = time.Since(start)
-	t.observe(ctx, s, e, r)
+	end := time.Now()
+	r.Duration = end.Sub(start)
+	t.observe(c.enter(ctx, StageResult, end), s, e, r)
+	c.end(&t.opts, e, &r)
 	return r
 }
 
-func (t *Tools) run(ctx context.Context, s *snapshot, e *Execution, args json.RawMessage) (r Result) {
+func (t *Tools) run(ctx context.Context, s *snapshot, e *Execution, args json.RawMessage, c *clock, start time.Time) (r Result) {
 	defer func() {
 		// Every listener is contained on its own; this is the last line
 		// against a host bug, and it fails closed.
@@ -33,6 +37,8 @@ func (t *Tools) run(ctx context.Context, s *snapshot, e *Execution, args json.Ra
 			r = Fail(CodeToolError, fmt.Sprintf("host error: %v", p))
 		}
 	}()
+	base := ctx
+	ctx = c.enter(base, StageLookup, start)
 	if len(s.holds) > 0 {
 		h := s.holds[0]
 		return denied(h.reason, h.who)
@@ -58,6 +64,7 @@ func (t *Tools) run(ctx context.Context, s *snapshot, e *Execution, args json.Ra
 	e.args = canon
 
 	// Stage 1: pre-execute.
+	ctx = c.enter(base, StagePreExecute, time.Time{})
 	switch d := t.decide(ctx, s, e, 0); d.Verdict {
 	case VerdictAllow:
 	case VerdictAsk:
@@ -72,6 +79,7 @@ func (t *Tools) run(ctx context.Context, s *snapshot, e *Execution, args json.Ra
 	}
 
 	// Stage 2: guards.
+	ctx = c.enter(base, StageGuards, time.Time{})
 	if reason, who := guard(ctx, s, e); who != "" {
 		if err := ctx.Err(); err != nil {
 			return aborted("before it ran", err, reason)
@@ -83,11 +91,12 @@ func (t *Tools) run(ctx context.Context, s *snapshot, e *Execution, args json.Ra
 	}
 
 	// Stage 3: execute; stage 4: post-execute, after every stage-3 outcome.
+	ctx = c.enter(base, StageExecute, time.Time{})
 	r = t.executeChain(ctx, s, e, reg, 0)
 	if err := ctx.Err(); err != nil && r.Error != nil && r.Error.Code != CodeAborted {
 		r = aborted("during execute", err, string(r.Error.Code)+": "+r.Error.Message)
 	}
-	return review(ctx, s, e, r)
+	return review(c.enter(base, StagePostExecute, time.Time{}), s, e, r)
 }
 
 // aborted is the outcome of a call whose caller gave up while stage when

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/plugkit-go/plugkit/kernel"
 )
 
@@ -45,6 +47,13 @@ type Options struct {
 	// OnApproval, when set, is told how each Ask ended (for metrics): one
 	// of the Approval outcomes. It must not block.
 	OnApproval func(tool string, outcome Approval)
+	// OnCall, when set, is given every call once stage 5 is over: its
+	// result and how long each stage took (for metrics). It must not block.
+	OnCall func(e *Execution, r Result, times StageTimes)
+	// Tracer, when set, gives every call a span with a child per stage it
+	// reaches; what a stage calls (a plugin's RPC) is that stage's child.
+	// Nil: no spans, and nothing spent on them.
+	Tracer trace.Tracer
 }
 
 // Approval is how an Ask ended.

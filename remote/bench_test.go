@@ -8,17 +8,23 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/plugkit-go/plugkit/confine"
 	"github.com/plugkit-go/plugkit/internal/conformance"
+	"github.com/plugkit-go/plugkit/metrics"
+	"github.com/plugkit-go/plugkit/pipeline"
 	"github.com/plugkit-go/plugkit/remote"
 	"github.com/plugkit-go/plugkit/shared/pb"
 	"github.com/plugkit-go/plugkit/shared/wire"
+	"github.com/plugkit-go/plugkit/tracing"
 )
 
 // The benchmarks run side by side so that their ratios mean something:
@@ -35,6 +41,8 @@ import (
 //     RawGoPluginRPC4Processes is its floor: four bare calls, one to each
 //     of four processes;
 //   - RemoteGuards4 has four guards in four processes, which run at once;
+//   - RemoteToolObserved is RemoteTool with metrics and tracing on (every
+//     call traced, host and plugin): what observing a deployment costs;
 //   - the Parallel variants run 64 concurrent callers;
 //   - PluginStart is spawn to ACTIVE.
 
@@ -219,6 +227,55 @@ func BenchmarkRemoteTool(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		hostCall(b, ctx, h, args)
+	}
+}
+
+// BenchmarkRemoteToolObserved is RemoteTool with the host's metrics, then
+// with tracing too at sample 1.0 and at 0.01: a span per call, per stage
+// and per RPC in the host, the plugin's server span handed back over
+// Host.ExportSpans, all batched to an exporter that drops them (what a
+// collector does with them is not the host's cost).
+func BenchmarkRemoteToolObserved(b *testing.B) {
+	b.Run("metrics", func(b *testing.B) { benchObserved(b, -1) })
+	b.Run("metrics+traces/sample=1", func(b *testing.B) { benchObserved(b, 1) })
+	b.Run("metrics+traces/sample=0.01", func(b *testing.B) { benchObserved(b, 0.01) })
+}
+
+// benchObserved runs RemoteTool with metrics, and tracing at sample unless
+// it is negative.
+func benchObserved(b *testing.B, sample float64) {
+	m := metrics.New("bench", func() []remote.Status { return nil }, func() int64 { return 0 })
+	popts := pipeline.Options{OnCall: m.Call, OnApproval: m.Approval}
+	opts := remote.Options{OnRPC: m.RPC}
+	var exported atomic.Int64
+	if sample >= 0 {
+		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()), sdktrace.WithSampler(tracing.Sampler(sample)))
+		b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+		popts.Tracer = tp.Tracer("bench")
+		opts.TracerProvider = tp
+		opts.ExportSpans = func(context.Context, string, []byte) error {
+			exported.Add(1)
+			return nil
+		}
+	}
+	h := newBareHostWith(b, conformance.Config{}, popts, opts)
+	mustLoad(b, h, conformance.PluginSpec{Name: "P", Tools: []conformance.ToolSpec{addTool("")}}, pluginConfig{})
+	ctx, args := context.Background(), json.RawMessage(benchArgs)
+	b.ReportAllocs()
+	for b.Loop() {
+		hostCall(b, ctx, h, args)
+	}
+	if sample != 1 {
+		return
+	}
+	b.StopTimer()
+	// The plugin's spans did come back (its batches go every 200 ms).
+	deadline := time.Now().Add(5 * time.Second)
+	for exported.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if exported.Load() == 0 {
+		b.Fatal("the plugin handed back no spans")
 	}
 }
 

@@ -101,12 +101,20 @@ func newHost(t testing.TB, cfg conformance.Config, opts remote.Options) *process
 // newBareHost is newHost without the audit observer: no listener at all.
 func newBareHost(t testing.TB, cfg conformance.Config, opts remote.Options) *processHost {
 	t.Helper()
+	return newBareHostWith(t, cfg, pipeline.Options{}, opts)
+}
+
+// newBareHostWith is newBareHost with the pipeline's options (its approval
+// timeout is cfg's).
+func newBareHostWith(t testing.TB, cfg conformance.Config, popts pipeline.Options, opts remote.Options) *processHost {
+	t.Helper()
 	if cfg.ApprovalTimeout <= 0 {
 		cfg.ApprovalTimeout = defaultApprovalTimeout
 	}
 	log := testLogger(t)
 	k := kernel.New(log)
-	tools := pipeline.New(k, pipeline.Options{ApprovalTimeout: cfg.ApprovalTimeout})
+	popts.ApprovalTimeout = cfg.ApprovalTimeout
+	tools := pipeline.New(k, popts)
 	opts.Logger = log
 	if cfg.ListenerTimeout > 0 {
 		opts.ListenerTimeout = cfg.ListenerTimeout

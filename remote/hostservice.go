@@ -196,6 +196,19 @@ func (h *hostService) ReportProblem(ctx context.Context, req *pb.ReportProblemRe
 	return &pb.ReportProblemResponse{}, nil
 }
 
+// ExportSpans sends the plugin's spans on to the host's collector, named
+// for the plugin whatever they say.
+func (h *hostService) ExportSpans(ctx context.Context, req *pb.ExportSpansRequest) (*pb.ExportSpansResponse, error) {
+	export := h.inst.exportSpans
+	if export == nil {
+		return nil, status.Error(codes.FailedPrecondition, "the host does not trace calls")
+	}
+	if err := export(ctx, h.inst.name, req.GetOtlp()); err != nil {
+		return nil, status.Error(codes.Unavailable, err.Error())
+	}
+	return &pb.ExportSpansResponse{}, nil
+}
+
 // remoteService is a service provided by a plugin process.
 type remoteService struct {
 	inst    *instance

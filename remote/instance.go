@@ -16,6 +16,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
 
 	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/shared/pb"
@@ -36,7 +37,9 @@ type instance struct {
 	maxMessage      int
 	listenerTimeout time.Duration
 	drainTimeout    time.Duration
-	onRPC           func(plugin, kind string, d time.Duration) // Options.OnRPC
+	onRPC           func(plugin, kind string, d time.Duration)  // Options.OnRPC
+	exportSpans     func(context.Context, string, []byte) error // Options.ExportSpans
+	serveHost       []grpc.ServerOption                         // options of the Host service's server
 	obs             *observers
 	// scope is the version of the plugin this process serves (set by apply).
 	scope *kernel.Scope
@@ -101,6 +104,15 @@ func (m *Manager) launch(ctx context.Context, spec Spec) (*instance, error) {
 		"PLUGIN_UNIX_SOCKET_DIR=" + socketDir,
 		"TMPDIR=" + socketDir,
 	}, slices.Concat(spec.Env, sandboxEnv(spec.Sandbox))...)
+	dial := wire.DialOptions(m.opts.MaxMessageBytes)
+	var serveHost []grpc.ServerOption
+	if tp := m.opts.TracerProvider; tp != nil {
+		// Both ways: the host's RPCs into the plugin, and the plugin's
+		// back into the host (a service call, a tool call, next).
+		cmd.Env = append(cmd.Env, wire.EnvTrace+"=1")
+		dial = append(dial, wire.TraceDialOption(tp))
+		serveHost = append(serveHost, wire.TraceServerOption(tp))
+	}
 	stderr := &stderrTail{}
 	cfg := &plugin.ClientConfig{
 		HandshakeConfig:  wire.Handshake,
@@ -111,7 +123,7 @@ func (m *Manager) launch(ctx context.Context, spec Spec) (*instance, error) {
 		Logger:           wire.QuietYamux(log),
 		// go-plugin relays each stderr line to Logger and copies it here.
 		Stderr:          stderr,
-		GRPCDialOptions: wire.DialOptions(m.opts.MaxMessageBytes),
+		GRPCDialOptions: dial,
 		SkipHostEnv:     true,
 		// The host callback rides the plugin's own connection: no second
 		// socket, no second TLS handshake.
@@ -168,6 +180,8 @@ func (m *Manager) launch(ctx context.Context, spec Spec) (*instance, error) {
 		maxMessage:      m.opts.MaxMessageBytes,
 		listenerTimeout: m.opts.ListenerTimeout,
 		onRPC:           m.opts.OnRPC,
+		exportSpans:     m.opts.ExportSpans,
+		serveHost:       serveHost,
 		drainTimeout:    m.opts.DrainTimeout,
 		stopping:        make(chan struct{}),
 		cleanup:         cleanup,

@@ -1,11 +1,13 @@
 package remote
 
 import (
+	"context"
 	"encoding/json"
 	"slices"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/plugkit-go/plugkit/confine"
 )
@@ -105,4 +107,13 @@ type Options struct {
 	// took, by plugin and kind (tool, pre_execute, guard, execute,
 	// post_execute, approver), for metrics. It must not block.
 	OnRPC func(plugin, kind string, d time.Duration)
+	// TracerProvider, when set, traces each call into a plugin process: a
+	// client span per RPC (the child of whatever span the call's context
+	// holds), whose W3C trace context goes to the plugin in the RPC's
+	// metadata. The plugin is started with PLUGKIT_TRACE=1 and hands the
+	// spans it makes to ExportSpans, which must then be set too.
+	TracerProvider trace.TracerProvider
+	// ExportSpans sends on the spans a plugin handed to the host: otlp is an
+	// OTLP ExportTraceServiceRequest.
+	ExportSpans func(ctx context.Context, plugin string, otlp []byte) error
 }

@@ -16,6 +16,9 @@ import (
 	"github.com/blevesearch/bleve/v2/mapping"
 	htmlhl "github.com/blevesearch/bleve/v2/search/highlight/highlighter/html"
 	"github.com/hashicorp/go-hclog"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 )
 
 // The fields of an indexed file.
@@ -249,10 +252,17 @@ func (x *index) search(ctx context.Context, q string, limit int) (SearchResult, 
 	req.Highlight = bleve.NewHighlightWithStyle(htmlhl.Name)
 	req.Highlight.AddField(fieldBody)
 	req.Highlight.AddField(fieldPath)
+	// A span of its own inside the call's trace, when the host traces:
+	// the query's time apart from the RPC around it. Not the query itself,
+	// which is the caller's argument.
+	ctx, span := otel.Tracer("plugkit/index").Start(ctx, "bleve search")
+	defer span.End()
 	res, err := x.bleve.SearchInContext(ctx, req)
 	if err != nil {
+		span.SetStatus(codes.Error, "search failed")
 		return SearchResult{}, fmt.Errorf("search %q: %w", q, err)
 	}
+	span.SetAttributes(attribute.Int("index.hits", len(res.Hits)), attribute.Int64("index.total", int64(res.Total)))
 	out := SearchResult{Hits: make([]Hit, 0, len(res.Hits)), Total: res.Total}
 	for _, h := range res.Hits {
 		out.Hits = append(out.Hits, Hit{Path: h.ID, Score: h.Score, Snippet: snippet(h.Fragments)})

@@ -12,6 +12,11 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/plugkit-go/plugkit/shared/sdk"
 )
@@ -277,8 +282,24 @@ func (b *bridge) call(ctx context.Context, name string, args json.RawMessage) (a
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(b.deadCtx, cancel)()
-	res, err := b.cs.CallTool(cctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	// A span for the server's part of the call, whose trace context goes
+	// to the server in _meta (traceparent, tracestate), so that a server
+	// that traces joins the call's trace.
+	cctx, span := otel.Tracer("plugkit/mcp").Start(cctx, "mcp tools/call", trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(attribute.String("mcp.tool", name)))
+	defer span.End()
+	params := &mcp.CallToolParams{Name: name, Arguments: args}
+	if span.SpanContext().IsValid() {
+		carrier := propagation.MapCarrier{}
+		propagation.TraceContext{}.Inject(cctx, carrier)
+		params.Meta = mcp.Meta{}
+		for k, v := range carrier {
+			params.Meta[k] = v
+		}
+	}
+	res, err := b.cs.CallTool(cctx, params)
 	if err != nil {
+		span.SetStatus(codes.Error, "tools/call failed")
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
@@ -302,6 +323,7 @@ func (b *bridge) call(ctx context.Context, name string, args json.RawMessage) (a
 		return nil, fmt.Errorf("tools/call %s on the MCP server %s: %w", name, b.set.describe(), err)
 	}
 	if res.IsError {
+		span.SetStatus(codes.Error, "isError")
 		return nil, errors.New(errorText(res))
 	}
 	return resultValue(res)

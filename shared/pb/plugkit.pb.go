@@ -3051,6 +3051,88 @@ func (*ReportProblemResponse) Descriptor() ([]byte, []int) {
 	return file_plugkit_proto_rawDescGZIP(), []int{48}
 }
 
+type ExportSpansRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// An OTLP ExportTraceServiceRequest
+	// (opentelemetry.proto.collector.trace.v1), serialized.
+	Otlp          []byte `protobuf:"bytes,1,opt,name=otlp,proto3" json:"otlp,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExportSpansRequest) Reset() {
+	*x = ExportSpansRequest{}
+	mi := &file_plugkit_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExportSpansRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExportSpansRequest) ProtoMessage() {}
+
+func (x *ExportSpansRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugkit_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExportSpansRequest.ProtoReflect.Descriptor instead.
+func (*ExportSpansRequest) Descriptor() ([]byte, []int) {
+	return file_plugkit_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *ExportSpansRequest) GetOtlp() []byte {
+	if x != nil {
+		return x.Otlp
+	}
+	return nil
+}
+
+type ExportSpansResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExportSpansResponse) Reset() {
+	*x = ExportSpansResponse{}
+	mi := &file_plugkit_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExportSpansResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExportSpansResponse) ProtoMessage() {}
+
+func (x *ExportSpansResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_plugkit_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExportSpansResponse.ProtoReflect.Descriptor instead.
+func (*ExportSpansResponse) Descriptor() ([]byte, []int) {
+	return file_plugkit_proto_rawDescGZIP(), []int{50}
+}
+
 type NextRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The call_token of the WRAP request being handled.
@@ -3061,7 +3143,7 @@ type NextRequest struct {
 
 func (x *NextRequest) Reset() {
 	*x = NextRequest{}
-	mi := &file_plugkit_proto_msgTypes[49]
+	mi := &file_plugkit_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3073,7 +3155,7 @@ func (x *NextRequest) String() string {
 func (*NextRequest) ProtoMessage() {}
 
 func (x *NextRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[49]
+	mi := &file_plugkit_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3086,7 +3168,7 @@ func (x *NextRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NextRequest.ProtoReflect.Descriptor instead.
 func (*NextRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{49}
+	return file_plugkit_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *NextRequest) GetCallToken() string {
@@ -3112,7 +3194,7 @@ type NextResponse struct {
 
 func (x *NextResponse) Reset() {
 	*x = NextResponse{}
-	mi := &file_plugkit_proto_msgTypes[50]
+	mi := &file_plugkit_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3124,7 +3206,7 @@ func (x *NextResponse) String() string {
 func (*NextResponse) ProtoMessage() {}
 
 func (x *NextResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[50]
+	mi := &file_plugkit_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3137,7 +3219,7 @@ func (x *NextResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NextResponse.ProtoReflect.Descriptor instead.
 func (*NextResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{50}
+	return file_plugkit_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *NextResponse) GetAnswer() isNextResponse_Answer {
@@ -3397,7 +3479,10 @@ const file_plugkit_proto_rawDesc = "" +
 	"\x0fDisposeResponse\"0\n" +
 	"\x14ReportProblemRequest\x12\x18\n" +
 	"\aproblem\x18\x01 \x01(\tR\aproblem\"\x17\n" +
-	"\x15ReportProblemResponse\",\n" +
+	"\x15ReportProblemResponse\"(\n" +
+	"\x12ExportSpansRequest\x12\x12\n" +
+	"\x04otlp\x18\x01 \x01(\fR\x04otlp\"\x15\n" +
+	"\x13ExportSpansResponse\",\n" +
 	"\vNextRequest\x12\x1d\n" +
 	"\n" +
 	"call_token\x18\x01 \x01(\tR\tcallToken\"\xbb\x01\n" +
@@ -3442,7 +3527,7 @@ const file_plugkit_proto_rawDesc = "" +
 	"\aApprove\x12\x1a.plugkit.v1.ApproveRequest\x1a\x1b.plugkit.v1.ApproveResponse\x12N\n" +
 	"\vCallService\x12\x1e.plugkit.v1.CallServiceRequest\x1a\x1f.plugkit.v1.CallServiceResponse\x12D\n" +
 	"\aObserve\x12\x1a.plugkit.v1.ObserveRequest\x1a\x1b.plugkit.v1.ObserveResponse(\x01\x12E\n" +
-	"\bShutdown\x12\x1b.plugkit.v1.ShutdownRequest\x1a\x1c.plugkit.v1.ShutdownResponse2\xc7\x06\n" +
+	"\bShutdown\x12\x1b.plugkit.v1.ShutdownRequest\x1a\x1c.plugkit.v1.ShutdownResponse2\x97\a\n" +
 	"\x04Host\x12Q\n" +
 	"\fRegisterTool\x12\x1f.plugkit.v1.RegisterToolRequest\x1a .plugkit.v1.RegisterToolResponse\x12E\n" +
 	"\bAddGuard\x12\x1b.plugkit.v1.AddGuardRequest\x1a\x1c.plugkit.v1.AddGuardResponse\x12?\n" +
@@ -3455,7 +3540,8 @@ const file_plugkit_proto_rawDesc = "" +
 	"Contribute\x12\x1d.plugkit.v1.ContributeRequest\x1a\x1e.plugkit.v1.ContributeResponse\x12B\n" +
 	"\aDispose\x12\x1a.plugkit.v1.DisposeRequest\x1a\x1b.plugkit.v1.DisposeResponse\x129\n" +
 	"\x04Next\x12\x17.plugkit.v1.NextRequest\x1a\x18.plugkit.v1.NextResponse\x12T\n" +
-	"\rReportProblem\x12 .plugkit.v1.ReportProblemRequest\x1a!.plugkit.v1.ReportProblemResponseB)Z'github.com/plugkit-go/plugkit/shared/pbb\x06proto3"
+	"\rReportProblem\x12 .plugkit.v1.ReportProblemRequest\x1a!.plugkit.v1.ReportProblemResponse\x12N\n" +
+	"\vExportSpans\x12\x1e.plugkit.v1.ExportSpansRequest\x1a\x1f.plugkit.v1.ExportSpansResponseB)Z'github.com/plugkit-go/plugkit/shared/pbb\x06proto3"
 
 var (
 	file_plugkit_proto_rawDescOnce sync.Once
@@ -3470,7 +3556,7 @@ func file_plugkit_proto_rawDescGZIP() []byte {
 }
 
 var file_plugkit_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_plugkit_proto_msgTypes = make([]protoimpl.MessageInfo, 51)
+var file_plugkit_proto_msgTypes = make([]protoimpl.MessageInfo, 53)
 var file_plugkit_proto_goTypes = []any{
 	(Verdict)(0),                    // 0: plugkit.v1.Verdict
 	(ReviewVerdict)(0),              // 1: plugkit.v1.ReviewVerdict
@@ -3525,8 +3611,10 @@ var file_plugkit_proto_goTypes = []any{
 	(*DisposeResponse)(nil),         // 50: plugkit.v1.DisposeResponse
 	(*ReportProblemRequest)(nil),    // 51: plugkit.v1.ReportProblemRequest
 	(*ReportProblemResponse)(nil),   // 52: plugkit.v1.ReportProblemResponse
-	(*NextRequest)(nil),             // 53: plugkit.v1.NextRequest
-	(*NextResponse)(nil),            // 54: plugkit.v1.NextResponse
+	(*ExportSpansRequest)(nil),      // 53: plugkit.v1.ExportSpansRequest
+	(*ExportSpansResponse)(nil),     // 54: plugkit.v1.ExportSpansResponse
+	(*NextRequest)(nil),             // 55: plugkit.v1.NextRequest
+	(*NextResponse)(nil),            // 56: plugkit.v1.NextResponse
 }
 var file_plugkit_proto_depIdxs = []int32{
 	4,  // 0: plugkit.v1.Execution.tool:type_name -> plugkit.v1.ToolDescriptor
@@ -3573,32 +3661,34 @@ var file_plugkit_proto_depIdxs = []int32{
 	45, // 41: plugkit.v1.Host.ExecuteTool:input_type -> plugkit.v1.HostExecuteToolRequest
 	47, // 42: plugkit.v1.Host.Contribute:input_type -> plugkit.v1.ContributeRequest
 	49, // 43: plugkit.v1.Host.Dispose:input_type -> plugkit.v1.DisposeRequest
-	53, // 44: plugkit.v1.Host.Next:input_type -> plugkit.v1.NextRequest
+	55, // 44: plugkit.v1.Host.Next:input_type -> plugkit.v1.NextRequest
 	51, // 45: plugkit.v1.Host.ReportProblem:input_type -> plugkit.v1.ReportProblemRequest
-	12, // 46: plugkit.v1.Plugin.Describe:output_type -> plugkit.v1.DescribeResponse
-	14, // 47: plugkit.v1.Plugin.Apply:output_type -> plugkit.v1.ApplyResponse
-	16, // 48: plugkit.v1.Plugin.ExecuteTool:output_type -> plugkit.v1.ExecuteToolResponse
-	18, // 49: plugkit.v1.Plugin.PreExecute:output_type -> plugkit.v1.PreExecuteResponse
-	20, // 50: plugkit.v1.Plugin.Guard:output_type -> plugkit.v1.GuardResponse
-	22, // 51: plugkit.v1.Plugin.WrapExecute:output_type -> plugkit.v1.WrapExecuteResponse
-	24, // 52: plugkit.v1.Plugin.PostExecute:output_type -> plugkit.v1.PostExecuteResponse
-	26, // 53: plugkit.v1.Plugin.Approve:output_type -> plugkit.v1.ApproveResponse
-	28, // 54: plugkit.v1.Plugin.CallService:output_type -> plugkit.v1.CallServiceResponse
-	30, // 55: plugkit.v1.Plugin.Observe:output_type -> plugkit.v1.ObserveResponse
-	32, // 56: plugkit.v1.Plugin.Shutdown:output_type -> plugkit.v1.ShutdownResponse
-	34, // 57: plugkit.v1.Host.RegisterTool:output_type -> plugkit.v1.RegisterToolResponse
-	36, // 58: plugkit.v1.Host.AddGuard:output_type -> plugkit.v1.AddGuardResponse
-	38, // 59: plugkit.v1.Host.Listen:output_type -> plugkit.v1.ListenResponse
-	40, // 60: plugkit.v1.Host.SetApprover:output_type -> plugkit.v1.SetApproverResponse
-	42, // 61: plugkit.v1.Host.Provide:output_type -> plugkit.v1.ProvideResponse
-	44, // 62: plugkit.v1.Host.CallService:output_type -> plugkit.v1.HostCallServiceResponse
-	46, // 63: plugkit.v1.Host.ExecuteTool:output_type -> plugkit.v1.HostExecuteToolResponse
-	48, // 64: plugkit.v1.Host.Contribute:output_type -> plugkit.v1.ContributeResponse
-	50, // 65: plugkit.v1.Host.Dispose:output_type -> plugkit.v1.DisposeResponse
-	54, // 66: plugkit.v1.Host.Next:output_type -> plugkit.v1.NextResponse
-	52, // 67: plugkit.v1.Host.ReportProblem:output_type -> plugkit.v1.ReportProblemResponse
-	46, // [46:68] is the sub-list for method output_type
-	24, // [24:46] is the sub-list for method input_type
+	53, // 46: plugkit.v1.Host.ExportSpans:input_type -> plugkit.v1.ExportSpansRequest
+	12, // 47: plugkit.v1.Plugin.Describe:output_type -> plugkit.v1.DescribeResponse
+	14, // 48: plugkit.v1.Plugin.Apply:output_type -> plugkit.v1.ApplyResponse
+	16, // 49: plugkit.v1.Plugin.ExecuteTool:output_type -> plugkit.v1.ExecuteToolResponse
+	18, // 50: plugkit.v1.Plugin.PreExecute:output_type -> plugkit.v1.PreExecuteResponse
+	20, // 51: plugkit.v1.Plugin.Guard:output_type -> plugkit.v1.GuardResponse
+	22, // 52: plugkit.v1.Plugin.WrapExecute:output_type -> plugkit.v1.WrapExecuteResponse
+	24, // 53: plugkit.v1.Plugin.PostExecute:output_type -> plugkit.v1.PostExecuteResponse
+	26, // 54: plugkit.v1.Plugin.Approve:output_type -> plugkit.v1.ApproveResponse
+	28, // 55: plugkit.v1.Plugin.CallService:output_type -> plugkit.v1.CallServiceResponse
+	30, // 56: plugkit.v1.Plugin.Observe:output_type -> plugkit.v1.ObserveResponse
+	32, // 57: plugkit.v1.Plugin.Shutdown:output_type -> plugkit.v1.ShutdownResponse
+	34, // 58: plugkit.v1.Host.RegisterTool:output_type -> plugkit.v1.RegisterToolResponse
+	36, // 59: plugkit.v1.Host.AddGuard:output_type -> plugkit.v1.AddGuardResponse
+	38, // 60: plugkit.v1.Host.Listen:output_type -> plugkit.v1.ListenResponse
+	40, // 61: plugkit.v1.Host.SetApprover:output_type -> plugkit.v1.SetApproverResponse
+	42, // 62: plugkit.v1.Host.Provide:output_type -> plugkit.v1.ProvideResponse
+	44, // 63: plugkit.v1.Host.CallService:output_type -> plugkit.v1.HostCallServiceResponse
+	46, // 64: plugkit.v1.Host.ExecuteTool:output_type -> plugkit.v1.HostExecuteToolResponse
+	48, // 65: plugkit.v1.Host.Contribute:output_type -> plugkit.v1.ContributeResponse
+	50, // 66: plugkit.v1.Host.Dispose:output_type -> plugkit.v1.DisposeResponse
+	56, // 67: plugkit.v1.Host.Next:output_type -> plugkit.v1.NextResponse
+	52, // 68: plugkit.v1.Host.ReportProblem:output_type -> plugkit.v1.ReportProblemResponse
+	54, // 69: plugkit.v1.Host.ExportSpans:output_type -> plugkit.v1.ExportSpansResponse
+	47, // [47:70] is the sub-list for method output_type
+	24, // [24:47] is the sub-list for method input_type
 	24, // [24:24] is the sub-list for extension type_name
 	24, // [24:24] is the sub-list for extension extendee
 	0,  // [0:24] is the sub-list for field type_name
@@ -3609,7 +3699,7 @@ func file_plugkit_proto_init() {
 	if File_plugkit_proto != nil {
 		return
 	}
-	file_plugkit_proto_msgTypes[50].OneofWrappers = []any{
+	file_plugkit_proto_msgTypes[52].OneofWrappers = []any{
 		(*NextResponse_PreExecute)(nil),
 		(*NextResponse_Execute)(nil),
 		(*NextResponse_PostExecute)(nil),
@@ -3620,7 +3710,7 @@ func file_plugkit_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugkit_proto_rawDesc), len(file_plugkit_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   51,
+			NumMessages:   53,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -545,6 +545,7 @@ const (
 	Host_Dispose_FullMethodName       = "/plugkit.v1.Host/Dispose"
 	Host_Next_FullMethodName          = "/plugkit.v1.Host/Next"
 	Host_ReportProblem_FullMethodName = "/plugkit.v1.Host/ReportProblem"
+	Host_ExportSpans_FullMethodName   = "/plugkit.v1.Host/ExportSpans"
 )
 
 // HostClient is the client API for Host service.
@@ -570,6 +571,11 @@ type HostClient interface {
 	// The host shows it in its status; it lasts until the next report or the
 	// end of the process.
 	ReportProblem(ctx context.Context, in *ReportProblemRequest, opts ...grpc.CallOption) (*ReportProblemResponse, error)
+	// Hands the host spans the plugin finished, for the host to send on to
+	// its trace collector with the plugin's name as their service. Only when
+	// the host started the plugin with PLUGKIT_TRACE=1; otherwise it answers
+	// FAILED_PRECONDITION.
+	ExportSpans(ctx context.Context, in *ExportSpansRequest, opts ...grpc.CallOption) (*ExportSpansResponse, error)
 }
 
 type hostClient struct {
@@ -690,6 +696,16 @@ func (c *hostClient) ReportProblem(ctx context.Context, in *ReportProblemRequest
 	return out, nil
 }
 
+func (c *hostClient) ExportSpans(ctx context.Context, in *ExportSpansRequest, opts ...grpc.CallOption) (*ExportSpansResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ExportSpansResponse)
+	err := c.cc.Invoke(ctx, Host_ExportSpans_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // HostServer is the server API for Host service.
 // All implementations must embed UnimplementedHostServer
 // for forward compatibility.
@@ -713,6 +729,11 @@ type HostServer interface {
 	// The host shows it in its status; it lasts until the next report or the
 	// end of the process.
 	ReportProblem(context.Context, *ReportProblemRequest) (*ReportProblemResponse, error)
+	// Hands the host spans the plugin finished, for the host to send on to
+	// its trace collector with the plugin's name as their service. Only when
+	// the host started the plugin with PLUGKIT_TRACE=1; otherwise it answers
+	// FAILED_PRECONDITION.
+	ExportSpans(context.Context, *ExportSpansRequest) (*ExportSpansResponse, error)
 	mustEmbedUnimplementedHostServer()
 }
 
@@ -755,6 +776,9 @@ func (UnimplementedHostServer) Next(context.Context, *NextRequest) (*NextRespons
 }
 func (UnimplementedHostServer) ReportProblem(context.Context, *ReportProblemRequest) (*ReportProblemResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ReportProblem not implemented")
+}
+func (UnimplementedHostServer) ExportSpans(context.Context, *ExportSpansRequest) (*ExportSpansResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ExportSpans not implemented")
 }
 func (UnimplementedHostServer) mustEmbedUnimplementedHostServer() {}
 func (UnimplementedHostServer) testEmbeddedByValue()              {}
@@ -975,6 +999,24 @@ func _Host_ReportProblem_Handler(srv interface{}, ctx context.Context, dec func(
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Host_ExportSpans_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ExportSpansRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HostServer).ExportSpans(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Host_ExportSpans_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HostServer).ExportSpans(ctx, req.(*ExportSpansRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Host_ServiceDesc is the grpc.ServiceDesc for Host service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1025,6 +1067,10 @@ var Host_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ReportProblem",
 			Handler:    _Host_ReportProblem_Handler,
+		},
+		{
+			MethodName: "ExportSpans",
+			Handler:    _Host_ExportSpans_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

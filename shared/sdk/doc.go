@@ -26,4 +26,19 @@
 //     instead, the plugin exits by itself within a second.
 //
 // Handlers must be safe for concurrent use: the host calls them in parallel.
+//
+// # Traces
+//
+// When the host traces calls (a tracing block in its deployment file), a
+// handler's context holds the span of the host's RPC, and the process's
+// global OpenTelemetry provider records spans inside it: a handler makes
+// spans of its own with the OpenTelemetry API,
+//
+//	ctx, span := otel.Tracer("myplugin").Start(ctx, "query the index")
+//	defer span.End()
+//
+// and they join the call's trace. The SDK hands finished spans to the host,
+// which sends them to its collector: the plugin needs no network and no
+// exporter. Without tracing in the host the provider is OpenTelemetry's
+// no-op one and such a span costs next to nothing.
 package sdk

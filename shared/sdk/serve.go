@@ -42,7 +42,8 @@ func exitWith(format string, args ...any) {
 //     plugin's name (go-plugin later points os.Stderr at its own pipe);
 //  3. keep fd 1 for the handshake line only (protectHandshake);
 //  4. arrange to exit when the host dies (exitWithParent);
-//  5. serve the Plugin service over gRPC with raised limits and a panic net.
+//  5. serve the Plugin service over gRPC with raised limits and a panic net,
+//     reading each call's trace context when the host traces (tracing).
 func serve(d *definition) error {
 	maxBytes, err := wire.MaxMessageBytesFromEnv()
 	if err != nil {
@@ -59,16 +60,20 @@ func serve(d *definition) error {
 		return fmt.Errorf("cannot protect the handshake on stdout: %w", err)
 	}
 	exitWithParent(log, parent)
+	tr := newTracing()
 
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig: wire.Handshake,
 		Plugins: plugin.PluginSet{wire.PluginName: &wire.GRPCPlugin{
 			PluginServer: func(b *plugin.GRPCBroker) pb.PluginServer {
-				return newServer(d, log, maxBytes, b.DialWithOptions)
+				s := newServer(d, log, maxBytes, b.DialWithOptions)
+				s.tracing = tr
+				tr.attach(s)
+				return s
 			},
 			MaxMessageBytes: maxBytes,
 		}},
-		GRPCServer: wire.NewGRPCServer(maxBytes, recoverInterceptors(log)...),
+		GRPCServer: wire.NewGRPCServer(maxBytes, append(recoverInterceptors(log), tr.serverOptions()...)...),
 		Logger:     wire.QuietYamux(log),
 	})
 	return nil

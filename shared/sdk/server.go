@@ -28,6 +28,7 @@ type server struct {
 	reg      registry
 	gate     gate
 	api      *Context
+	tracing  *tracing // nil unless the host traces calls
 
 	// generation counts Applies, so that a Handle from an earlier Apply (whose
 	// registrations the host already undid) disposes as a no-op.
@@ -113,7 +114,8 @@ func (s *server) connect(brokerID uint32) error {
 	if s.host != nil && s.host.brokerID == brokerID {
 		return nil
 	}
-	conn, err := s.dial(brokerID, hostDialOptions(s.maxBytes)...)
+	opts := append(hostDialOptions(s.maxBytes), s.tracing.dialOptions()...)
+	conn, err := s.dial(brokerID, opts...)
 	// The host starts serving its callback on a goroutine of its own
 	// (go-plugin's AcceptAndServe), so a fast plugin's knock can reach the
 	// host's broker before the listener for that id exists ("no listener
@@ -121,7 +123,7 @@ func (s *server) connect(brokerID uint32) error {
 	// for a bounded time before giving up.
 	for deadline := time.Now().Add(connectRetry); err != nil && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
-		conn, err = s.dial(brokerID, hostDialOptions(s.maxBytes)...)
+		conn, err = s.dial(brokerID, opts...)
 	}
 	if err != nil {
 		return err
@@ -153,6 +155,9 @@ func (s *server) Shutdown(ctx context.Context, _ *pb.ShutdownRequest) (*pb.Shutd
 	var stopErr error
 	if s.def.stop != nil {
 		stopErr = contain(s.log, "stop", func() error { return s.def.stop(ctx) })
+	}
+	if err := s.tracing.flush(ctx); err != nil {
+		s.log.Warn("shutdown: spans not handed to the host", "error", err)
 	}
 	s.close()
 	if stopErr != nil {

@@ -74,10 +74,11 @@ func (c *PluginClient) Exited() <-chan struct{} { return c.exited }
 // ServeHost serves h to this plugin on a fresh broker id and returns the id
 // to put in ApplyRequest.host_broker_id. Call it once per plugin process: the
 // plugin dials it once and keeps the connection. The server stops when the
-// go-plugin client is killed (the broker closes).
-func (c *PluginClient) ServeHost(h pb.HostServer) uint32 {
+// go-plugin client is killed (the broker closes). extra are added to the
+// server's options.
+func (c *PluginClient) ServeHost(h pb.HostServer, extra ...grpc.ServerOption) uint32 {
 	id := c.Broker.NextId()
-	newServer := NewGRPCServer(c.MaxMessageBytes)
+	newServer := NewGRPCServer(c.MaxMessageBytes, extra...)
 	go c.Broker.AcceptAndServe(id, func(opts []grpc.ServerOption) *grpc.Server {
 		s := newServer(opts)
 		pb.RegisterHostServer(s, h)
