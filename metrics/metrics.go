@@ -58,8 +58,15 @@ var latencyBuckets = []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .02
 
 // New makes the registry. status lists the plugins (remote.Manager.Status)
 // and inflight counts the calls running (pipeline.Tools.InFlight); both are
-// read at each scrape.
+// read at each scrape, and either may be nil (a library host with no
+// plugin processes has no status to report).
 func New(version string, status func() []remote.Status, inflight func() int64) *Metrics {
+	if status == nil {
+		status = func() []remote.Status { return nil }
+	}
+	if inflight == nil {
+		inflight = func() int64 { return 0 }
+	}
 	m := &Metrics{
 		reg: prometheus.NewRegistry(),
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{

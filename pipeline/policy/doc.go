@@ -1,7 +1,9 @@
 // Package policy holds the built-in policies: ordinary in-host plugins that
-// wrap every call at stage 3 (timeout, retry, concurrency limit, metrics).
+// wrap every call at stage 3 (timeout, retry, concurrency limit).
 // Load them into the kernel like any plugin; where they are loaded decides
-// their nesting, the first loaded being the outermost.
+// their nesting, the first loaded being the outermost. Metrics are not a
+// policy: package metrics counts every call, stage times included, from
+// pipeline.Options.OnCall.
 package policy
 
 import (
