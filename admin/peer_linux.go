@@ -17,22 +17,38 @@ func checkPeer(c net.Conn, socket string) error {
 	if !ok {
 		return fmt.Errorf("admin socket %s is not a Unix socket", socket)
 	}
-	raw, err := uc.SyscallConn()
+	cred, err := peerCred(uc)
 	if err != nil {
-		return fmt.Errorf("admin socket %s: %w", socket, err)
+		return fmt.Errorf("admin socket %s: cannot tell who serves it: %w", socket, err)
+	}
+	if me := os.Geteuid(); int(cred.Uid) != me {
+		return &PeerError{Socket: socket, UID: int(cred.Uid), PID: int(cred.Pid), Me: me}
+	}
+	return nil
+}
+
+// peerCred is the credentials of the process at the other end of c
+// (SO_PEERCRED): the kernel's word, which the peer cannot choose.
+func peerCred(c *net.UnixConn) (*unix.Ucred, error) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return nil, err
 	}
 	var cred *unix.Ucred
 	var credErr error
 	if err := raw.Control(func(fd uintptr) {
 		cred, credErr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
 	}); err != nil {
-		return fmt.Errorf("admin socket %s: %w", socket, err)
+		return nil, err
 	}
-	if credErr != nil {
-		return fmt.Errorf("admin socket %s: cannot tell who serves it: %w", socket, credErr)
+	return cred, credErr
+}
+
+// peerUID is the uid of the process at the other end of c.
+func peerUID(c *net.UnixConn) (int, bool) {
+	cred, err := peerCred(c)
+	if err != nil {
+		return 0, false
 	}
-	if me := os.Geteuid(); int(cred.Uid) != me {
-		return &PeerError{Socket: socket, UID: int(cred.Uid), PID: int(cred.Pid), Me: me}
-	}
-	return nil
+	return int(cred.Uid), true
 }

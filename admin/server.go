@@ -18,6 +18,7 @@ import (
 
 	"github.com/plugkit-go/plugkit/host"
 	"github.com/plugkit-go/plugkit/internal/httplimit"
+	"github.com/plugkit-go/plugkit/pipeline"
 	"github.com/plugkit-go/plugkit/shared/wire"
 )
 
@@ -49,6 +50,7 @@ type Server struct {
 
 	mu      sync.Mutex
 	waiting map[string]chan bool // question id → the call waiting for its answer
+	peers   peers
 }
 
 // NewServer returns a server for c.
@@ -78,6 +80,7 @@ func NewServer(c Controls, log hclog.Logger) *Server {
 	}
 	s.lim = lim
 	s.srv = lim.Server(mux)
+	s.srv.ConnContext = s.peers.connContext
 	return s
 }
 
@@ -236,7 +239,11 @@ func (s *Server) call(w http.ResponseWriter, r *http.Request) {
 	}
 	caller, release := s.c.Host.Approvals.Caller("cli", ask)
 	defer release()
-	res := FromResult(s.c.Host.Call(r.Context(), req.Tool, req.Arguments, caller))
+	ctx := r.Context()
+	if p, ok := peerPrincipal(ctx); ok {
+		ctx = pipeline.WithPrincipal(ctx, p)
+	}
+	res := FromResult(s.c.Host.Call(ctx, req.Tool, req.Arguments, caller))
 	send(CallEvent{Result: &res})
 }
 

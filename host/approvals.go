@@ -22,6 +22,8 @@ type Question struct {
 	Tool      string `json:"tool"`
 	Arguments string `json:"arguments"`
 	Question  string `json:"question"`
+	// For is who the call is made for ("local:alice", "user:ann").
+	For string `json:"for"`
 }
 
 // Asker is a client session that can answer questions, such as a terminal
@@ -67,7 +69,7 @@ func (a *Approvals) approve(ctx context.Context, e *pipeline.Execution, question
 	if ask == nil {
 		return false, fmt.Errorf("%w (caller %s)", ErrCannotAsk, e.Caller())
 	}
-	return ask(ctx, Question{ID: e.ID(), Tool: e.Name(), Arguments: e.ArgumentsJSON(), Question: question})
+	return ask(ctx, Question{ID: e.ID(), Tool: e.Name(), Arguments: e.ArgumentsJSON(), Question: question, For: e.Principal().String()})
 }
 
 // Plugin is the in-host plugin that registers the router as an approver.

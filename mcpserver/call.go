@@ -176,6 +176,11 @@ func (s *Server) start(sess *session, req *mcp.CallToolRequest) (*call, error) {
 		done:      make(chan struct{}),
 	}
 	ctx = context.WithValue(withClientTrace(ctx, req.Params.Meta), callKey{}, c)
+	if req.Extra == nil || req.Extra.Header == nil {
+		// Not over HTTP: the session is the stdio one of whoever started
+		// the host.
+		ctx = pipeline.WithPrincipal(ctx, s.opts.Principal)
+	}
 	args := req.Params.Arguments
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage("{}")

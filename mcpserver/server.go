@@ -57,6 +57,11 @@ type Options struct {
 	// take DefaultMaxConns, the MCP SDK's body limit (4 MiB) and
 	// httplimit's defaults.
 	Limits httplimit.Limits
+	// Principal is who the calls of a session served with Run or
+	// ServeStdio are made for: the user who started the host, whose
+	// client it is. Calls over HTTP have no principal: nothing
+	// authenticates an HTTP client yet (it is served on loopback only).
+	Principal pipeline.Principal
 }
 
 // Server serves one host's tools over MCP.

@@ -17,10 +17,11 @@ import (
 )
 
 // host is a kernel with the tools service and an add tool, whose calls m
-// counts when it is not nil.
-func host(t testing.TB, m *metrics.Metrics) *pipeline.Tools {
+// counts when it is not nil, timing the stages of one call in sample (0:
+// the pipeline's default).
+func host(t testing.TB, m *metrics.Metrics, sample uint64) *pipeline.Tools {
 	k := kernel.New(hclog.NewNullLogger())
-	var opts pipeline.Options
+	opts := pipeline.Options{StageSample: sample}
 	if m != nil {
 		opts.OnCall = m.Call
 	}
@@ -57,7 +58,7 @@ func newMetrics(tools func() *pipeline.Tools) *metrics.Metrics {
 func TestCallsByToolAndCode(t *testing.T) {
 	var tools *pipeline.Tools
 	m := newMetrics(func() *pipeline.Tools { return tools })
-	tools = host(t, m)
+	tools = host(t, m, 1)
 	ctx := context.Background()
 	for range 3 {
 		tools.Execute(ctx, "add", json.RawMessage(`{}`), "c")
@@ -76,16 +77,25 @@ plugkit_calls_total{code="ok",decided_by="",tool="add"} 3
 	}
 }
 
-// BenchmarkPipelineMetrics is a call through the pipeline with the metrics
-// observer; BenchmarkPipelineNoMetrics is its baseline.
+// BenchmarkPipelineMetrics is a call through the pipeline with metrics,
+// stages timed as the host does (one call in pipeline.DefaultStageSample);
+// BenchmarkPipelineMetricsEveryStage times every call's stages;
+// BenchmarkPipelineNoMetrics is their baseline.
 func BenchmarkPipelineMetrics(b *testing.B) {
 	var tools *pipeline.Tools
 	m := newMetrics(func() *pipeline.Tools { return tools })
-	tools = host(b, m)
+	tools = host(b, m, 0)
 	benchCalls(b, tools)
 }
 
-func BenchmarkPipelineNoMetrics(b *testing.B) { benchCalls(b, host(b, nil)) }
+func BenchmarkPipelineMetricsEveryStage(b *testing.B) {
+	var tools *pipeline.Tools
+	m := newMetrics(func() *pipeline.Tools { return tools })
+	tools = host(b, m, 1)
+	benchCalls(b, tools)
+}
+
+func BenchmarkPipelineNoMetrics(b *testing.B) { benchCalls(b, host(b, nil, 0)) }
 
 func benchCalls(b *testing.B, tools *pipeline.Tools) {
 	ctx, args := context.Background(), json.RawMessage(`{}`)
@@ -102,7 +112,7 @@ func benchCalls(b *testing.B, tools *pipeline.Tools) {
 func TestStageDurations(t *testing.T) {
 	var tools *pipeline.Tools
 	m := newMetrics(func() *pipeline.Tools { return tools })
-	tools = host(t, m)
+	tools = host(t, m, 1)
 	ctx := context.Background()
 	for range 3 {
 		tools.Execute(ctx, "add", json.RawMessage(`{}`), "c")

@@ -9,11 +9,12 @@ import (
 // read through methods and the arguments are canonical JSON held as a string,
 // so history, audit and execution agree on what ran.
 type Execution struct {
-	id     string
-	name   string
-	caller string
-	tool   *ToolInfo
-	args   string
+	id        string
+	name      string
+	caller    string
+	tool      *ToolInfo
+	args      string
+	principal Principal
 }
 
 // NewExecution builds an execution for code that runs stages itself, such
@@ -21,6 +22,10 @@ type Execution struct {
 func NewExecution(id, name, caller string, tool *ToolInfo, args string) *Execution {
 	return &Execution{id: id, name: name, caller: caller, tool: tool, args: args}
 }
+
+// Principal is who the call is made for (see WithPrincipal); Anonymous
+// when the caller did not say. Read only: Attributes is shared.
+func (e *Execution) Principal() Principal { return e.principal }
 
 // ID identifies the call.
 func (e *Execution) ID() string { return e.id }

@@ -16,9 +16,10 @@ func (t *Tools) Execute(ctx context.Context, name string, args json.RawMessage, 
 	defer t.inflight.Add(-1)
 	s := t.acquire()
 	defer s.inflight.Add(-1)
-	e := &Execution{id: t.nextID(), name: name, caller: caller}
+	id, seq := t.nextID()
+	e := &Execution{id: id, name: name, caller: caller, principal: PrincipalFrom(ctx)}
 	var c clock
-	ctx = c.begin(ctx, &t.opts, start, e)
+	ctx = c.begin(ctx, &t.opts, start, e, seq%t.opts.StageSample == 0)
 	r := t.run(ctx, s, e, args, &c, start)
 	r.ID = e.id
 	end := time.Now()

@@ -59,9 +59,11 @@ const CallSpanName = "plugkit call"
 
 // clock follows one call through its stages for Options.OnCall (how long
 // each stage took) and Options.Tracer (a span per call and per stage). With
-// neither set, it does nothing and costs a nil check per stage.
+// neither set, or for a call neither times nor traces, it costs a check per
+// stage.
 type clock struct {
-	timed  bool
+	onCall bool // OnCall is told of the call at its end
+	timed  bool // the stages are timed for OnCall
 	tracer trace.Tracer
 
 	stage Stage // the stage running, -1 before the first
@@ -73,16 +75,18 @@ type clock struct {
 	span trace.Span // the running stage's
 }
 
-// begin starts following a call at start and returns its context.
-func (c *clock) begin(ctx context.Context, o *Options, start time.Time, e *Execution) context.Context {
-	c.timed, c.tracer = o.OnCall != nil, o.Tracer
+// begin starts following a call at start and returns its context; sampled
+// says whether its stages are timed for OnCall.
+func (c *clock) begin(ctx context.Context, o *Options, start time.Time, e *Execution, sampled bool) context.Context {
+	c.onCall, c.tracer = o.OnCall != nil, o.Tracer
+	c.timed = c.onCall && sampled
+	for i := range c.times {
+		c.times[i] = -1
+	}
 	if !c.timed && c.tracer == nil {
 		return ctx
 	}
 	c.stage, c.mark = -1, start
-	for i := range c.times {
-		c.times[i] = -1
-	}
 	if c.tracer != nil {
 		ctx, c.call = c.tracer.Start(ctx, CallSpanName, trace.WithTimestamp(start),
 			trace.WithAttributes(AttrTool.String(e.name), AttrCaller.String(e.caller), AttrCallID.String(e.id)))
@@ -130,21 +134,20 @@ func (c *clock) leave(now time.Time) time.Time {
 
 // end closes the call: the span gets the outcome, OnCall the stage times.
 func (c *clock) end(o *Options, e *Execution, r *Result) {
-	if !c.timed && c.tracer == nil {
-		return
-	}
-	now := c.leave(time.Time{})
-	if c.call != nil {
-		code := "ok"
-		if !r.OK {
-			code = string(r.Code())
-			// The code, not the message: a reason may quote an argument.
-			c.call.SetStatus(codes.Error, code)
+	if c.timed || c.tracer != nil {
+		now := c.leave(time.Time{})
+		if c.tracer != nil {
+			code := "ok"
+			if !r.OK {
+				code = string(r.Code())
+				// The code, not the message: a reason may quote an argument.
+				c.call.SetStatus(codes.Error, code)
+			}
+			c.call.SetAttributes(AttrCode.String(code), AttrDecidedBy.String(r.DecidedBy))
+			c.call.End(trace.WithTimestamp(now))
 		}
-		c.call.SetAttributes(AttrCode.String(code), AttrDecidedBy.String(r.DecidedBy))
-		c.call.End(trace.WithTimestamp(now))
 	}
-	if c.timed {
+	if c.onCall {
 		o.OnCall(e, *r, c.times)
 	}
 }

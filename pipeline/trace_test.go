@@ -160,7 +160,7 @@ func TestStageTimes(t *testing.T) {
 		reached []pipeline.Stage
 	}
 	var got []seen
-	k, tools := newTools(t, pipeline.Options{OnCall: func(e *pipeline.Execution, r pipeline.Result, times pipeline.StageTimes) {
+	k, tools := newTools(t, pipeline.Options{StageSample: 1, OnCall: func(e *pipeline.Execution, r pipeline.Result, times pipeline.StageTimes) {
 		s := seen{tool: e.Name(), code: r.Code()}
 		for st, d := range times {
 			if d >= 0 {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/plugkit-go/plugkit/pipeline"
 	"github.com/plugkit-go/plugkit/shared/pb"
+	"github.com/plugkit-go/plugkit/shared/wire"
 )
 
 // The host-side converters between the pipeline's values and the wire's.
@@ -36,6 +37,7 @@ func toExecution(e *pipeline.Execution) *pb.Execution {
 	return &pb.Execution{
 		Id: e.ID(), Name: e.Name(), ArgumentsJson: []byte(e.ArgumentsJSON()),
 		Caller: e.Caller(), Tool: toDescriptor(e.Tool()),
+		Principal: wire.PrincipalToProto(e.Principal()),
 	}
 }
 

@@ -213,7 +213,7 @@ func call(ctx context.Context, e *env, args []string) error {
 
 // prompt asks the person at the terminal; anything but yes is a no.
 func prompt(e *env, q host.Question) bool {
-	fmt.Fprintf(e.stderr, "%s\n  tool: %s\n  arguments: %s\nAllow? [y/N] ", q.Question, q.Tool, q.Arguments)
+	fmt.Fprintf(e.stderr, "%s\n  tool: %s\n  arguments: %s\n  for: %s\nAllow? [y/N] ", q.Question, q.Tool, q.Arguments, q.For)
 	line, _ := bufio.NewReader(e.stdin).ReadString('\n')
 	switch strings.ToLower(strings.TrimSpace(line)) {
 	case "y", "yes":

@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/plugkit-go/plugkit/admin"
 	"github.com/plugkit-go/plugkit/deployment"
 	"github.com/plugkit-go/plugkit/host"
 	"github.com/plugkit-go/plugkit/internal/httplimit"
@@ -39,7 +41,7 @@ func serveMCP(ctx context.Context, e *env, _ []string) error {
 	// Plugins start before the first request is read: a client usually
 	// lists the tools once, right after it connects.
 	h.Start(ctx)
-	srv := mcpserver.New(h, mcpserver.Options{Version: Version, Logger: log.Named("mcp")})
+	srv := mcpserver.New(h, mcpserver.Options{Version: Version, Logger: log.Named("mcp"), Principal: admin.LocalPrincipal(os.Getuid())})
 	log.Info("serving MCP on stdio", "config", e.config, "plugins", len(d.Plugins), "tools", len(h.Tools()))
 	serveErr := srv.ServeStdio(ctx, e.stdin, e.stdout)
 

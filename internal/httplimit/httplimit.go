@@ -189,6 +189,10 @@ type cappedConn struct {
 	once sync.Once
 }
 
+// NetConn is the connection underneath, as tls.Conn's NetConn: for what
+// only the socket knows (a Unix socket's peer credentials).
+func (cc *cappedConn) NetConn() net.Conn { return cc.Conn }
+
 // Close releases the connection's place only once its descriptor is
 // closed, so that the cap bounds descriptors and not just connections the
 // server still thinks about.

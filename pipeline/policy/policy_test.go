@@ -349,4 +349,3 @@ func TestRetry(t *testing.T) {
 		}
 	})
 }
-

@@ -248,14 +248,16 @@ func (a *auditor) observeInOrder(ctx context.Context, call *sdk.Call, r sdk.Tool
 		return false
 	}
 	l := auditlog.Line{
-		Time:       a.now(), // under mu, so time never goes back as seq goes up (clock steps aside)
-		ID:         id,
-		Caller:     call.Caller,
-		Tool:       call.Name,
-		OK:         r.OK,
-		DecidedBy:  r.DecidedBy,
-		Duration:   r.Duration,
-		ArgsSHA256: auditlog.Digest(call.Arguments),
+		Time:          a.now(), // under mu, so time never goes back as seq goes up (clock steps aside)
+		ID:            id,
+		Caller:        call.Caller,
+		Principal:     call.Principal.ID,
+		PrincipalKind: call.Principal.Kind,
+		Tool:          call.Name,
+		OK:            r.OK,
+		DecidedBy:     r.DecidedBy,
+		Duration:      r.Duration,
+		ArgsSHA256:    auditlog.Digest(call.Arguments),
 	}
 	if r.Error != nil {
 		l.Code = r.Error.Code

@@ -43,6 +43,9 @@ type rule struct {
 	arguments []string
 	prefixes  []prefix
 	patterns  []*regexp.Regexp
+	// callers and notCallers select the principals the rule applies to
+	// (sdk.Principal.Matches); empty callers means everyone.
+	callers, notCallers []string
 	// scan hides credentials in the values a reason quotes.
 	scan *secrets.Scanner
 }
@@ -109,7 +112,13 @@ func compile(cfg Config) (*policy, error) {
 
 func compileRule(r Rule) (*rule, []error) {
 	var errs []error
-	c := &rule{name: r.Name, reason: r.Reason, tools: r.Tools, exact: len(r.Tools) > 0, arguments: r.Arguments}
+	c := &rule{name: r.Name, reason: r.Reason, tools: r.Tools, exact: len(r.Tools) > 0, arguments: r.Arguments,
+		callers: r.Callers, notCallers: r.NotCallers}
+	for _, sel := range slices.Concat(r.Callers, r.NotCallers) {
+		if sel != "*" && !strings.Contains(sel, ":") {
+			errs = append(errs, fmt.Errorf(`caller %q is not a selector: write "*", KIND:ID ("user:alice", "local:root") or KEY:VALUE ("group:readers")`, sel))
+		}
+	}
 	for _, g := range r.Tools {
 		if _, err := path.Match(g, ""); err != nil || g == "" {
 			errs = append(errs, fmt.Errorf("tools %q is not a valid glob pattern (path.Match syntax: *, ?, [a-z], \\ escapes)", g))
@@ -161,13 +170,13 @@ func (r *rule) guard() sdk.Guard {
 // filter alone: a host that ignored it must not widen the rule.
 func (r *rule) check(_ context.Context, call *sdk.Call) (string, error) {
 	tool, ok := r.matchTool(call.Name)
-	if !ok {
+	if !ok || !r.appliesTo(call.Principal) {
 		return "", nil
 	}
 	if len(r.prefixes) == 0 && len(r.patterns) == 0 {
 		// A tools-only rule (compile refuses a rule with neither tools nor
 		// checks, so tool is set).
-		return r.deny(fmt.Sprintf("tool %q matches %q", call.Name, tool)), nil
+		return r.deny(fmt.Sprintf("tool %q matches %q", call.Name, tool), call.Principal), nil
 	}
 	var args map[string]json.RawMessage
 	if err := json.Unmarshal(call.Arguments, &args); err != nil {
@@ -181,7 +190,7 @@ func (r *rule) check(_ context.Context, call *sdk.Call) (string, error) {
 			names = []string{"path"}
 		}
 		if why := r.inspect(args, names, r.underPrefix); why != "" {
-			return r.deny(why), nil
+			return r.deny(why, call.Principal), nil
 		}
 	}
 	if len(r.patterns) > 0 {
@@ -190,7 +199,7 @@ func (r *rule) check(_ context.Context, call *sdk.Call) (string, error) {
 			names = slices.Sorted(maps.Keys(args))
 		}
 		if why := r.inspect(args, names, r.matchPattern); why != "" {
-			return r.deny(why), nil
+			return r.deny(why, call.Principal), nil
 		}
 	}
 	return "", nil
@@ -310,9 +319,22 @@ func under(p, prefix string) bool {
 	return p == prefix || strings.HasPrefix(p, prefix+"/")
 }
 
+// appliesTo reports whether the rule is about calls made for p: one of
+// callers names p (when there are callers) and none of notCallers does.
+func (r *rule) appliesTo(p sdk.Principal) bool {
+	if len(r.callers) > 0 && !slices.ContainsFunc(r.callers, p.Matches) {
+		return false
+	}
+	return !slices.ContainsFunc(r.notCallers, p.Matches)
+}
+
 // deny builds the reason: always the rule's name, then the operator's
-// reason if there is one, and what matched.
-func (r *rule) deny(what string) string {
+// reason if there is one, and what matched; a rule about some callers also
+// says whom the call was for.
+func (r *rule) deny(what string, p sdk.Principal) string {
+	if len(r.callers) > 0 || len(r.notCallers) > 0 {
+		what += ", for " + p.String()
+	}
 	if r.reason == "" {
 		return fmt.Sprintf("denied by safety rule %q: %s", r.name, what)
 	}

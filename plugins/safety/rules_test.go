@@ -271,3 +271,38 @@ func TestDefinition(t *testing.T) {
 		t.Errorf("definition: %+v", p)
 	}
 }
+
+// TestCallerRules: a rule with callers applies only to the principals they
+// name, one with not_callers to everyone else; the reason says whom the
+// call was for.
+func TestCallerRules(t *testing.T) {
+	pol := mustCompile(t, Config{Deny: []Rule{
+		{Name: "readers-read", Tools: []string{"write_*", "delete_*"}, Callers: []string{"group:readers"}},
+		{Name: "admins-only", Tools: []string{"reindex"}, NotCallers: []string{"group:admins", "local:root"}},
+	}})
+	for _, c := range []struct {
+		tool string
+		who  sdk.Principal
+		want string
+	}{
+		{"write_file", sdk.Principal{ID: "ann", Kind: "user", Attributes: []string{"group:readers"}},
+			`denied by safety rule "readers-read": tool "write_file" matches "write_*", for user:ann`},
+		{"read_file", sdk.Principal{ID: "ann", Kind: "user", Attributes: []string{"group:readers"}}, ""},
+		{"write_file", sdk.Principal{ID: "bob", Kind: "user", Attributes: []string{"group:writers"}}, ""},
+		{"write_file", sdk.Principal{}, ""},
+		{"reindex", sdk.Principal{ID: "bob", Kind: "user", Attributes: []string{"group:writers"}},
+			`denied by safety rule "admins-only": tool "reindex" matches "reindex", for user:bob`},
+		{"reindex", sdk.Principal{}, `denied by safety rule "admins-only": tool "reindex" matches "reindex", for anonymous`},
+		{"reindex", sdk.Principal{ID: "root", Kind: "local"}, ""},
+		{"reindex", sdk.Principal{ID: "cy", Kind: "agent", Attributes: []string{"group:admins"}}, ""},
+	} {
+		cl := call(c.tool, `{}`)
+		cl.Principal = c.who
+		if got := firstDenial(t, pol, cl); got != c.want {
+			t.Errorf("%s for %s: %q, want %q", c.tool, c.who, got, c.want)
+		}
+	}
+	if _, err := compile(Config{Deny: []Rule{{Name: "x", Tools: []string{"*"}, Callers: []string{"readers"}}}}); err == nil || !strings.Contains(err.Error(), `caller "readers" is not a selector`) {
+		t.Errorf("a caller without a colon: %v", err)
+	}
+}

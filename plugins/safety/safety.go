@@ -111,6 +111,8 @@ type Rule struct {
 	PathPrefix []string `json:"path_prefix,omitempty"`
 	Pattern    []string `json:"pattern,omitempty"`
 	Reason     string   `json:"reason,omitempty"`
+	Callers    []string `json:"callers,omitempty"`
+	NotCallers []string `json:"not_callers,omitempty"`
 }
 
 // globPatternJSON is a regular expression for path.Match's syntax, escaped
@@ -157,7 +159,17 @@ const configSchema = `{
             "description": "Deny when an inspected argument, as written or cleaned, matches one of these Go regular expressions.",
             "items": {"type": "string", "format": "regex"}
           },
-          "reason": {"type": "string", "minLength": 1, "description": "Said to the caller when the rule denies; the rule's name is always given too."}
+          "reason": {"type": "string", "minLength": 1, "description": "Said to the caller when the rule denies; the rule's name is always given too."},
+          "callers": {
+            "type": "array", "minItems": 1,
+            "description": "The rule applies only to calls made for a principal one of these selectors names: \"*\", KIND:ID (\"user:alice\", \"local:root\") or an attribute (\"group:readers\"); everyone when absent.",
+            "items": {"type": "string", "minLength": 1}
+          },
+          "not_callers": {
+            "type": "array", "minItems": 1,
+            "description": "The rule does not apply to calls made for a principal one of these selectors names.",
+            "items": {"type": "string", "minLength": 1}
+          }
         },
         "anyOf": [
           {"required": ["tools"]},

@@ -395,7 +395,10 @@ type Execution struct {
 	Caller string `protobuf:"bytes,4,opt,name=caller,proto3" json:"caller,omitempty"`
 	// The tool's descriptor. Unset only on stage-5 results of calls that never
 	// reached a tool (UNKNOWN_TOOL).
-	Tool          *ToolDescriptor `protobuf:"bytes,5,opt,name=tool,proto3" json:"tool,omitempty"`
+	Tool *ToolDescriptor `protobuf:"bytes,5,opt,name=tool,proto3" json:"tool,omitempty"`
+	// Who the call is made for (protocol 2; unset from a host of protocol 1
+	// and for a call made without one).
+	Principal     *Principal `protobuf:"bytes,6,opt,name=principal,proto3" json:"principal,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -465,6 +468,79 @@ func (x *Execution) GetTool() *ToolDescriptor {
 	return nil
 }
 
+func (x *Execution) GetPrincipal() *Principal {
+	if x != nil {
+		return x.Principal
+	}
+	return nil
+}
+
+// Principal is who a call is made for.
+type Principal struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The subject: a user name, an API key's name, a token's sub.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// user, agent, service or local.
+	Kind string `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	// "key:value" facts about the principal that policies may use
+	// ("group:readers", "scope:files.write"); at most 32, each at most 256
+	// bytes, as are id and kind.
+	Attributes    []string `protobuf:"bytes,3,rep,name=attributes,proto3" json:"attributes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Principal) Reset() {
+	*x = Principal{}
+	mi := &file_plugkit_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Principal) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Principal) ProtoMessage() {}
+
+func (x *Principal) ProtoReflect() protoreflect.Message {
+	mi := &file_plugkit_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Principal.ProtoReflect.Descriptor instead.
+func (*Principal) Descriptor() ([]byte, []int) {
+	return file_plugkit_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *Principal) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Principal) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *Principal) GetAttributes() []string {
+	if x != nil {
+		return x.Attributes
+	}
+	return nil
+}
+
 // ToolError is the failure half of a result.
 type ToolError struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -478,7 +554,7 @@ type ToolError struct {
 
 func (x *ToolError) Reset() {
 	*x = ToolError{}
-	mi := &file_plugkit_proto_msgTypes[2]
+	mi := &file_plugkit_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -490,7 +566,7 @@ func (x *ToolError) String() string {
 func (*ToolError) ProtoMessage() {}
 
 func (x *ToolError) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[2]
+	mi := &file_plugkit_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -503,7 +579,7 @@ func (x *ToolError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolError.ProtoReflect.Descriptor instead.
 func (*ToolError) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{2}
+	return file_plugkit_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ToolError) GetCode() string {
@@ -542,7 +618,7 @@ type ToolResult struct {
 
 func (x *ToolResult) Reset() {
 	*x = ToolResult{}
-	mi := &file_plugkit_proto_msgTypes[3]
+	mi := &file_plugkit_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -554,7 +630,7 @@ func (x *ToolResult) String() string {
 func (*ToolResult) ProtoMessage() {}
 
 func (x *ToolResult) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[3]
+	mi := &file_plugkit_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -567,7 +643,7 @@ func (x *ToolResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolResult.ProtoReflect.Descriptor instead.
 func (*ToolResult) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{3}
+	return file_plugkit_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ToolResult) GetId() string {
@@ -625,7 +701,7 @@ type Outcome struct {
 
 func (x *Outcome) Reset() {
 	*x = Outcome{}
-	mi := &file_plugkit_proto_msgTypes[4]
+	mi := &file_plugkit_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -637,7 +713,7 @@ func (x *Outcome) String() string {
 func (*Outcome) ProtoMessage() {}
 
 func (x *Outcome) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[4]
+	mi := &file_plugkit_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -650,7 +726,7 @@ func (x *Outcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Outcome.ProtoReflect.Descriptor instead.
 func (*Outcome) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{4}
+	return file_plugkit_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Outcome) GetOk() bool {
@@ -686,7 +762,7 @@ type Decision struct {
 
 func (x *Decision) Reset() {
 	*x = Decision{}
-	mi := &file_plugkit_proto_msgTypes[5]
+	mi := &file_plugkit_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -698,7 +774,7 @@ func (x *Decision) String() string {
 func (*Decision) ProtoMessage() {}
 
 func (x *Decision) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[5]
+	mi := &file_plugkit_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -711,7 +787,7 @@ func (x *Decision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Decision.ProtoReflect.Descriptor instead.
 func (*Decision) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{5}
+	return file_plugkit_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Decision) GetVerdict() Verdict {
@@ -742,7 +818,7 @@ type Review struct {
 
 func (x *Review) Reset() {
 	*x = Review{}
-	mi := &file_plugkit_proto_msgTypes[6]
+	mi := &file_plugkit_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -754,7 +830,7 @@ func (x *Review) String() string {
 func (*Review) ProtoMessage() {}
 
 func (x *Review) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[6]
+	mi := &file_plugkit_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -767,7 +843,7 @@ func (x *Review) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Review.ProtoReflect.Descriptor instead.
 func (*Review) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{6}
+	return file_plugkit_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Review) GetVerdict() ReviewVerdict {
@@ -799,7 +875,7 @@ type DescribeRequest struct {
 
 func (x *DescribeRequest) Reset() {
 	*x = DescribeRequest{}
-	mi := &file_plugkit_proto_msgTypes[7]
+	mi := &file_plugkit_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -811,7 +887,7 @@ func (x *DescribeRequest) String() string {
 func (*DescribeRequest) ProtoMessage() {}
 
 func (x *DescribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[7]
+	mi := &file_plugkit_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -824,7 +900,7 @@ func (x *DescribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeRequest.ProtoReflect.Descriptor instead.
 func (*DescribeRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{7}
+	return file_plugkit_proto_rawDescGZIP(), []int{8}
 }
 
 type DescribeResponse struct {
@@ -851,7 +927,7 @@ type DescribeResponse struct {
 
 func (x *DescribeResponse) Reset() {
 	*x = DescribeResponse{}
-	mi := &file_plugkit_proto_msgTypes[8]
+	mi := &file_plugkit_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -863,7 +939,7 @@ func (x *DescribeResponse) String() string {
 func (*DescribeResponse) ProtoMessage() {}
 
 func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[8]
+	mi := &file_plugkit_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -876,7 +952,7 @@ func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeResponse.ProtoReflect.Descriptor instead.
 func (*DescribeResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{8}
+	return file_plugkit_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *DescribeResponse) GetName() string {
@@ -941,7 +1017,7 @@ type ApplyRequest struct {
 
 func (x *ApplyRequest) Reset() {
 	*x = ApplyRequest{}
-	mi := &file_plugkit_proto_msgTypes[9]
+	mi := &file_plugkit_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -953,7 +1029,7 @@ func (x *ApplyRequest) String() string {
 func (*ApplyRequest) ProtoMessage() {}
 
 func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[9]
+	mi := &file_plugkit_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -966,7 +1042,7 @@ func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyRequest.ProtoReflect.Descriptor instead.
 func (*ApplyRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{9}
+	return file_plugkit_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ApplyRequest) GetConfigJson() []byte {
@@ -994,7 +1070,7 @@ type ApplyResponse struct {
 
 func (x *ApplyResponse) Reset() {
 	*x = ApplyResponse{}
-	mi := &file_plugkit_proto_msgTypes[10]
+	mi := &file_plugkit_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1006,7 +1082,7 @@ func (x *ApplyResponse) String() string {
 func (*ApplyResponse) ProtoMessage() {}
 
 func (x *ApplyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[10]
+	mi := &file_plugkit_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1019,7 +1095,7 @@ func (x *ApplyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyResponse.ProtoReflect.Descriptor instead.
 func (*ApplyResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{10}
+	return file_plugkit_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ApplyResponse) GetError() string {
@@ -1039,7 +1115,7 @@ type ExecuteToolRequest struct {
 
 func (x *ExecuteToolRequest) Reset() {
 	*x = ExecuteToolRequest{}
-	mi := &file_plugkit_proto_msgTypes[11]
+	mi := &file_plugkit_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1051,7 +1127,7 @@ func (x *ExecuteToolRequest) String() string {
 func (*ExecuteToolRequest) ProtoMessage() {}
 
 func (x *ExecuteToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[11]
+	mi := &file_plugkit_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1064,7 +1140,7 @@ func (x *ExecuteToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteToolRequest.ProtoReflect.Descriptor instead.
 func (*ExecuteToolRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{11}
+	return file_plugkit_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ExecuteToolRequest) GetHandlerId() string {
@@ -1094,7 +1170,7 @@ type ExecuteToolResponse struct {
 
 func (x *ExecuteToolResponse) Reset() {
 	*x = ExecuteToolResponse{}
-	mi := &file_plugkit_proto_msgTypes[12]
+	mi := &file_plugkit_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1106,7 +1182,7 @@ func (x *ExecuteToolResponse) String() string {
 func (*ExecuteToolResponse) ProtoMessage() {}
 
 func (x *ExecuteToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[12]
+	mi := &file_plugkit_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1119,7 +1195,7 @@ func (x *ExecuteToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteToolResponse.ProtoReflect.Descriptor instead.
 func (*ExecuteToolResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{12}
+	return file_plugkit_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ExecuteToolResponse) GetValueJson() []byte {
@@ -1148,7 +1224,7 @@ type PreExecuteRequest struct {
 
 func (x *PreExecuteRequest) Reset() {
 	*x = PreExecuteRequest{}
-	mi := &file_plugkit_proto_msgTypes[13]
+	mi := &file_plugkit_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1160,7 +1236,7 @@ func (x *PreExecuteRequest) String() string {
 func (*PreExecuteRequest) ProtoMessage() {}
 
 func (x *PreExecuteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[13]
+	mi := &file_plugkit_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1173,7 +1249,7 @@ func (x *PreExecuteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreExecuteRequest.ProtoReflect.Descriptor instead.
 func (*PreExecuteRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{13}
+	return file_plugkit_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *PreExecuteRequest) GetHandlerId() string {
@@ -1208,7 +1284,7 @@ type PreExecuteResponse struct {
 
 func (x *PreExecuteResponse) Reset() {
 	*x = PreExecuteResponse{}
-	mi := &file_plugkit_proto_msgTypes[14]
+	mi := &file_plugkit_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1220,7 +1296,7 @@ func (x *PreExecuteResponse) String() string {
 func (*PreExecuteResponse) ProtoMessage() {}
 
 func (x *PreExecuteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[14]
+	mi := &file_plugkit_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1233,7 +1309,7 @@ func (x *PreExecuteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreExecuteResponse.ProtoReflect.Descriptor instead.
 func (*PreExecuteResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{14}
+	return file_plugkit_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *PreExecuteResponse) GetDecision() *Decision {
@@ -1260,7 +1336,7 @@ type GuardRequest struct {
 
 func (x *GuardRequest) Reset() {
 	*x = GuardRequest{}
-	mi := &file_plugkit_proto_msgTypes[15]
+	mi := &file_plugkit_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1272,7 +1348,7 @@ func (x *GuardRequest) String() string {
 func (*GuardRequest) ProtoMessage() {}
 
 func (x *GuardRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[15]
+	mi := &file_plugkit_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1285,7 +1361,7 @@ func (x *GuardRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GuardRequest.ProtoReflect.Descriptor instead.
 func (*GuardRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{15}
+	return file_plugkit_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *GuardRequest) GetHandlerId() string {
@@ -1314,7 +1390,7 @@ type GuardResponse struct {
 
 func (x *GuardResponse) Reset() {
 	*x = GuardResponse{}
-	mi := &file_plugkit_proto_msgTypes[16]
+	mi := &file_plugkit_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1326,7 +1402,7 @@ func (x *GuardResponse) String() string {
 func (*GuardResponse) ProtoMessage() {}
 
 func (x *GuardResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[16]
+	mi := &file_plugkit_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1339,7 +1415,7 @@ func (x *GuardResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GuardResponse.ProtoReflect.Descriptor instead.
 func (*GuardResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{16}
+	return file_plugkit_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GuardResponse) GetReason() string {
@@ -1368,7 +1444,7 @@ type WrapExecuteRequest struct {
 
 func (x *WrapExecuteRequest) Reset() {
 	*x = WrapExecuteRequest{}
-	mi := &file_plugkit_proto_msgTypes[17]
+	mi := &file_plugkit_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1380,7 +1456,7 @@ func (x *WrapExecuteRequest) String() string {
 func (*WrapExecuteRequest) ProtoMessage() {}
 
 func (x *WrapExecuteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[17]
+	mi := &file_plugkit_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1393,7 +1469,7 @@ func (x *WrapExecuteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WrapExecuteRequest.ProtoReflect.Descriptor instead.
 func (*WrapExecuteRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{17}
+	return file_plugkit_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *WrapExecuteRequest) GetHandlerId() string {
@@ -1431,7 +1507,7 @@ type WrapExecuteResponse struct {
 
 func (x *WrapExecuteResponse) Reset() {
 	*x = WrapExecuteResponse{}
-	mi := &file_plugkit_proto_msgTypes[18]
+	mi := &file_plugkit_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1443,7 +1519,7 @@ func (x *WrapExecuteResponse) String() string {
 func (*WrapExecuteResponse) ProtoMessage() {}
 
 func (x *WrapExecuteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[18]
+	mi := &file_plugkit_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1456,7 +1532,7 @@ func (x *WrapExecuteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WrapExecuteResponse.ProtoReflect.Descriptor instead.
 func (*WrapExecuteResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{18}
+	return file_plugkit_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *WrapExecuteResponse) GetPass() bool {
@@ -1494,7 +1570,7 @@ type PostExecuteRequest struct {
 
 func (x *PostExecuteRequest) Reset() {
 	*x = PostExecuteRequest{}
-	mi := &file_plugkit_proto_msgTypes[19]
+	mi := &file_plugkit_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1506,7 +1582,7 @@ func (x *PostExecuteRequest) String() string {
 func (*PostExecuteRequest) ProtoMessage() {}
 
 func (x *PostExecuteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[19]
+	mi := &file_plugkit_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1519,7 +1595,7 @@ func (x *PostExecuteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PostExecuteRequest.ProtoReflect.Descriptor instead.
 func (*PostExecuteRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{19}
+	return file_plugkit_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *PostExecuteRequest) GetHandlerId() string {
@@ -1561,7 +1637,7 @@ type PostExecuteResponse struct {
 
 func (x *PostExecuteResponse) Reset() {
 	*x = PostExecuteResponse{}
-	mi := &file_plugkit_proto_msgTypes[20]
+	mi := &file_plugkit_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1573,7 +1649,7 @@ func (x *PostExecuteResponse) String() string {
 func (*PostExecuteResponse) ProtoMessage() {}
 
 func (x *PostExecuteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[20]
+	mi := &file_plugkit_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1586,7 +1662,7 @@ func (x *PostExecuteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PostExecuteResponse.ProtoReflect.Descriptor instead.
 func (*PostExecuteResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{20}
+	return file_plugkit_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *PostExecuteResponse) GetReview() *Review {
@@ -1615,7 +1691,7 @@ type ApproveRequest struct {
 
 func (x *ApproveRequest) Reset() {
 	*x = ApproveRequest{}
-	mi := &file_plugkit_proto_msgTypes[21]
+	mi := &file_plugkit_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1627,7 +1703,7 @@ func (x *ApproveRequest) String() string {
 func (*ApproveRequest) ProtoMessage() {}
 
 func (x *ApproveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[21]
+	mi := &file_plugkit_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1640,7 +1716,7 @@ func (x *ApproveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApproveRequest.ProtoReflect.Descriptor instead.
 func (*ApproveRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{21}
+	return file_plugkit_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ApproveRequest) GetHandlerId() string {
@@ -1678,7 +1754,7 @@ type ApproveResponse struct {
 
 func (x *ApproveResponse) Reset() {
 	*x = ApproveResponse{}
-	mi := &file_plugkit_proto_msgTypes[22]
+	mi := &file_plugkit_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1690,7 +1766,7 @@ func (x *ApproveResponse) String() string {
 func (*ApproveResponse) ProtoMessage() {}
 
 func (x *ApproveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[22]
+	mi := &file_plugkit_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1703,7 +1779,7 @@ func (x *ApproveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApproveResponse.ProtoReflect.Descriptor instead.
 func (*ApproveResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{22}
+	return file_plugkit_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ApproveResponse) GetApproved() bool {
@@ -1741,7 +1817,7 @@ type CallServiceRequest struct {
 
 func (x *CallServiceRequest) Reset() {
 	*x = CallServiceRequest{}
-	mi := &file_plugkit_proto_msgTypes[23]
+	mi := &file_plugkit_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1753,7 +1829,7 @@ func (x *CallServiceRequest) String() string {
 func (*CallServiceRequest) ProtoMessage() {}
 
 func (x *CallServiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[23]
+	mi := &file_plugkit_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1766,7 +1842,7 @@ func (x *CallServiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallServiceRequest.ProtoReflect.Descriptor instead.
 func (*CallServiceRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{23}
+	return file_plugkit_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *CallServiceRequest) GetHandlerId() string {
@@ -1808,7 +1884,7 @@ type CallServiceResponse struct {
 
 func (x *CallServiceResponse) Reset() {
 	*x = CallServiceResponse{}
-	mi := &file_plugkit_proto_msgTypes[24]
+	mi := &file_plugkit_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1820,7 +1896,7 @@ func (x *CallServiceResponse) String() string {
 func (*CallServiceResponse) ProtoMessage() {}
 
 func (x *CallServiceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[24]
+	mi := &file_plugkit_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1833,7 +1909,7 @@ func (x *CallServiceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallServiceResponse.ProtoReflect.Descriptor instead.
 func (*CallServiceResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{24}
+	return file_plugkit_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *CallServiceResponse) GetResultJson() []byte {
@@ -1861,7 +1937,7 @@ type ObserveRequest struct {
 
 func (x *ObserveRequest) Reset() {
 	*x = ObserveRequest{}
-	mi := &file_plugkit_proto_msgTypes[25]
+	mi := &file_plugkit_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1873,7 +1949,7 @@ func (x *ObserveRequest) String() string {
 func (*ObserveRequest) ProtoMessage() {}
 
 func (x *ObserveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[25]
+	mi := &file_plugkit_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1886,7 +1962,7 @@ func (x *ObserveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObserveRequest.ProtoReflect.Descriptor instead.
 func (*ObserveRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{25}
+	return file_plugkit_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ObserveRequest) GetHandlerId() string {
@@ -1920,7 +1996,7 @@ type ObserveResponse struct {
 
 func (x *ObserveResponse) Reset() {
 	*x = ObserveResponse{}
-	mi := &file_plugkit_proto_msgTypes[26]
+	mi := &file_plugkit_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1932,7 +2008,7 @@ func (x *ObserveResponse) String() string {
 func (*ObserveResponse) ProtoMessage() {}
 
 func (x *ObserveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[26]
+	mi := &file_plugkit_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1945,7 +2021,7 @@ func (x *ObserveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObserveResponse.ProtoReflect.Descriptor instead.
 func (*ObserveResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{26}
+	return file_plugkit_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ObserveResponse) GetReceived() uint64 {
@@ -1963,7 +2039,7 @@ type ShutdownRequest struct {
 
 func (x *ShutdownRequest) Reset() {
 	*x = ShutdownRequest{}
-	mi := &file_plugkit_proto_msgTypes[27]
+	mi := &file_plugkit_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1975,7 +2051,7 @@ func (x *ShutdownRequest) String() string {
 func (*ShutdownRequest) ProtoMessage() {}
 
 func (x *ShutdownRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[27]
+	mi := &file_plugkit_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1988,7 +2064,7 @@ func (x *ShutdownRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShutdownRequest.ProtoReflect.Descriptor instead.
 func (*ShutdownRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{27}
+	return file_plugkit_proto_rawDescGZIP(), []int{28}
 }
 
 type ShutdownResponse struct {
@@ -2001,7 +2077,7 @@ type ShutdownResponse struct {
 
 func (x *ShutdownResponse) Reset() {
 	*x = ShutdownResponse{}
-	mi := &file_plugkit_proto_msgTypes[28]
+	mi := &file_plugkit_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2013,7 +2089,7 @@ func (x *ShutdownResponse) String() string {
 func (*ShutdownResponse) ProtoMessage() {}
 
 func (x *ShutdownResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[28]
+	mi := &file_plugkit_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2026,7 +2102,7 @@ func (x *ShutdownResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShutdownResponse.ProtoReflect.Descriptor instead.
 func (*ShutdownResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{28}
+	return file_plugkit_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ShutdownResponse) GetError() string {
@@ -2049,7 +2125,7 @@ type RegisterToolRequest struct {
 
 func (x *RegisterToolRequest) Reset() {
 	*x = RegisterToolRequest{}
-	mi := &file_plugkit_proto_msgTypes[29]
+	mi := &file_plugkit_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2061,7 +2137,7 @@ func (x *RegisterToolRequest) String() string {
 func (*RegisterToolRequest) ProtoMessage() {}
 
 func (x *RegisterToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[29]
+	mi := &file_plugkit_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2074,7 +2150,7 @@ func (x *RegisterToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterToolRequest.ProtoReflect.Descriptor instead.
 func (*RegisterToolRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{29}
+	return file_plugkit_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *RegisterToolRequest) GetHandlerId() string {
@@ -2101,7 +2177,7 @@ type RegisterToolResponse struct {
 
 func (x *RegisterToolResponse) Reset() {
 	*x = RegisterToolResponse{}
-	mi := &file_plugkit_proto_msgTypes[30]
+	mi := &file_plugkit_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2113,7 +2189,7 @@ func (x *RegisterToolResponse) String() string {
 func (*RegisterToolResponse) ProtoMessage() {}
 
 func (x *RegisterToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[30]
+	mi := &file_plugkit_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2126,7 +2202,7 @@ func (x *RegisterToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterToolResponse.ProtoReflect.Descriptor instead.
 func (*RegisterToolResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{30}
+	return file_plugkit_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *RegisterToolResponse) GetRegistrationId() string {
@@ -2149,7 +2225,7 @@ type AddGuardRequest struct {
 
 func (x *AddGuardRequest) Reset() {
 	*x = AddGuardRequest{}
-	mi := &file_plugkit_proto_msgTypes[31]
+	mi := &file_plugkit_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2161,7 +2237,7 @@ func (x *AddGuardRequest) String() string {
 func (*AddGuardRequest) ProtoMessage() {}
 
 func (x *AddGuardRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[31]
+	mi := &file_plugkit_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2174,7 +2250,7 @@ func (x *AddGuardRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddGuardRequest.ProtoReflect.Descriptor instead.
 func (*AddGuardRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{31}
+	return file_plugkit_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *AddGuardRequest) GetHandlerId() string {
@@ -2207,7 +2283,7 @@ type AddGuardResponse struct {
 
 func (x *AddGuardResponse) Reset() {
 	*x = AddGuardResponse{}
-	mi := &file_plugkit_proto_msgTypes[32]
+	mi := &file_plugkit_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2219,7 +2295,7 @@ func (x *AddGuardResponse) String() string {
 func (*AddGuardResponse) ProtoMessage() {}
 
 func (x *AddGuardResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[32]
+	mi := &file_plugkit_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2232,7 +2308,7 @@ func (x *AddGuardResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddGuardResponse.ProtoReflect.Descriptor instead.
 func (*AddGuardResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{32}
+	return file_plugkit_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *AddGuardResponse) GetRegistrationId() string {
@@ -2258,7 +2334,7 @@ type ListenRequest struct {
 
 func (x *ListenRequest) Reset() {
 	*x = ListenRequest{}
-	mi := &file_plugkit_proto_msgTypes[33]
+	mi := &file_plugkit_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2270,7 +2346,7 @@ func (x *ListenRequest) String() string {
 func (*ListenRequest) ProtoMessage() {}
 
 func (x *ListenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[33]
+	mi := &file_plugkit_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2283,7 +2359,7 @@ func (x *ListenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListenRequest.ProtoReflect.Descriptor instead.
 func (*ListenRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{33}
+	return file_plugkit_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ListenRequest) GetHandlerId() string {
@@ -2330,7 +2406,7 @@ type ListenResponse struct {
 
 func (x *ListenResponse) Reset() {
 	*x = ListenResponse{}
-	mi := &file_plugkit_proto_msgTypes[34]
+	mi := &file_plugkit_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2342,7 +2418,7 @@ func (x *ListenResponse) String() string {
 func (*ListenResponse) ProtoMessage() {}
 
 func (x *ListenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[34]
+	mi := &file_plugkit_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2355,7 +2431,7 @@ func (x *ListenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListenResponse.ProtoReflect.Descriptor instead.
 func (*ListenResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{34}
+	return file_plugkit_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ListenResponse) GetRegistrationId() string {
@@ -2376,7 +2452,7 @@ type SetApproverRequest struct {
 
 func (x *SetApproverRequest) Reset() {
 	*x = SetApproverRequest{}
-	mi := &file_plugkit_proto_msgTypes[35]
+	mi := &file_plugkit_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2388,7 +2464,7 @@ func (x *SetApproverRequest) String() string {
 func (*SetApproverRequest) ProtoMessage() {}
 
 func (x *SetApproverRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[35]
+	mi := &file_plugkit_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2401,7 +2477,7 @@ func (x *SetApproverRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetApproverRequest.ProtoReflect.Descriptor instead.
 func (*SetApproverRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{35}
+	return file_plugkit_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *SetApproverRequest) GetHandlerId() string {
@@ -2427,7 +2503,7 @@ type SetApproverResponse struct {
 
 func (x *SetApproverResponse) Reset() {
 	*x = SetApproverResponse{}
-	mi := &file_plugkit_proto_msgTypes[36]
+	mi := &file_plugkit_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2439,7 +2515,7 @@ func (x *SetApproverResponse) String() string {
 func (*SetApproverResponse) ProtoMessage() {}
 
 func (x *SetApproverResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[36]
+	mi := &file_plugkit_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2452,7 +2528,7 @@ func (x *SetApproverResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetApproverResponse.ProtoReflect.Descriptor instead.
 func (*SetApproverResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{36}
+	return file_plugkit_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *SetApproverResponse) GetRegistrationId() string {
@@ -2475,7 +2551,7 @@ type ProvideRequest struct {
 
 func (x *ProvideRequest) Reset() {
 	*x = ProvideRequest{}
-	mi := &file_plugkit_proto_msgTypes[37]
+	mi := &file_plugkit_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2487,7 +2563,7 @@ func (x *ProvideRequest) String() string {
 func (*ProvideRequest) ProtoMessage() {}
 
 func (x *ProvideRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[37]
+	mi := &file_plugkit_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2500,7 +2576,7 @@ func (x *ProvideRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProvideRequest.ProtoReflect.Descriptor instead.
 func (*ProvideRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{37}
+	return file_plugkit_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ProvideRequest) GetHandlerId() string {
@@ -2533,7 +2609,7 @@ type ProvideResponse struct {
 
 func (x *ProvideResponse) Reset() {
 	*x = ProvideResponse{}
-	mi := &file_plugkit_proto_msgTypes[38]
+	mi := &file_plugkit_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2545,7 +2621,7 @@ func (x *ProvideResponse) String() string {
 func (*ProvideResponse) ProtoMessage() {}
 
 func (x *ProvideResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[38]
+	mi := &file_plugkit_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2558,7 +2634,7 @@ func (x *ProvideResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProvideResponse.ProtoReflect.Descriptor instead.
 func (*ProvideResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{38}
+	return file_plugkit_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ProvideResponse) GetRegistrationId() string {
@@ -2579,7 +2655,7 @@ type HostCallServiceRequest struct {
 
 func (x *HostCallServiceRequest) Reset() {
 	*x = HostCallServiceRequest{}
-	mi := &file_plugkit_proto_msgTypes[39]
+	mi := &file_plugkit_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2591,7 +2667,7 @@ func (x *HostCallServiceRequest) String() string {
 func (*HostCallServiceRequest) ProtoMessage() {}
 
 func (x *HostCallServiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[39]
+	mi := &file_plugkit_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2604,7 +2680,7 @@ func (x *HostCallServiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostCallServiceRequest.ProtoReflect.Descriptor instead.
 func (*HostCallServiceRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{39}
+	return file_plugkit_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *HostCallServiceRequest) GetService() string {
@@ -2639,7 +2715,7 @@ type HostCallServiceResponse struct {
 
 func (x *HostCallServiceResponse) Reset() {
 	*x = HostCallServiceResponse{}
-	mi := &file_plugkit_proto_msgTypes[40]
+	mi := &file_plugkit_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2651,7 +2727,7 @@ func (x *HostCallServiceResponse) String() string {
 func (*HostCallServiceResponse) ProtoMessage() {}
 
 func (x *HostCallServiceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[40]
+	mi := &file_plugkit_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2664,7 +2740,7 @@ func (x *HostCallServiceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostCallServiceResponse.ProtoReflect.Descriptor instead.
 func (*HostCallServiceResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{40}
+	return file_plugkit_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *HostCallServiceResponse) GetResultJson() []byte {
@@ -2691,7 +2767,7 @@ type HostExecuteToolRequest struct {
 
 func (x *HostExecuteToolRequest) Reset() {
 	*x = HostExecuteToolRequest{}
-	mi := &file_plugkit_proto_msgTypes[41]
+	mi := &file_plugkit_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2703,7 +2779,7 @@ func (x *HostExecuteToolRequest) String() string {
 func (*HostExecuteToolRequest) ProtoMessage() {}
 
 func (x *HostExecuteToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[41]
+	mi := &file_plugkit_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2716,7 +2792,7 @@ func (x *HostExecuteToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostExecuteToolRequest.ProtoReflect.Descriptor instead.
 func (*HostExecuteToolRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{41}
+	return file_plugkit_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *HostExecuteToolRequest) GetName() string {
@@ -2743,7 +2819,7 @@ type HostExecuteToolResponse struct {
 
 func (x *HostExecuteToolResponse) Reset() {
 	*x = HostExecuteToolResponse{}
-	mi := &file_plugkit_proto_msgTypes[42]
+	mi := &file_plugkit_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2755,7 +2831,7 @@ func (x *HostExecuteToolResponse) String() string {
 func (*HostExecuteToolResponse) ProtoMessage() {}
 
 func (x *HostExecuteToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[42]
+	mi := &file_plugkit_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2768,7 +2844,7 @@ func (x *HostExecuteToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostExecuteToolResponse.ProtoReflect.Descriptor instead.
 func (*HostExecuteToolResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{42}
+	return file_plugkit_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *HostExecuteToolResponse) GetResult() *ToolResult {
@@ -2790,7 +2866,7 @@ type ContributeRequest struct {
 
 func (x *ContributeRequest) Reset() {
 	*x = ContributeRequest{}
-	mi := &file_plugkit_proto_msgTypes[43]
+	mi := &file_plugkit_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2802,7 +2878,7 @@ func (x *ContributeRequest) String() string {
 func (*ContributeRequest) ProtoMessage() {}
 
 func (x *ContributeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[43]
+	mi := &file_plugkit_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2815,7 +2891,7 @@ func (x *ContributeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContributeRequest.ProtoReflect.Descriptor instead.
 func (*ContributeRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{43}
+	return file_plugkit_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ContributeRequest) GetPoint() string {
@@ -2855,7 +2931,7 @@ type ContributeResponse struct {
 
 func (x *ContributeResponse) Reset() {
 	*x = ContributeResponse{}
-	mi := &file_plugkit_proto_msgTypes[44]
+	mi := &file_plugkit_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2867,7 +2943,7 @@ func (x *ContributeResponse) String() string {
 func (*ContributeResponse) ProtoMessage() {}
 
 func (x *ContributeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[44]
+	mi := &file_plugkit_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2880,7 +2956,7 @@ func (x *ContributeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContributeResponse.ProtoReflect.Descriptor instead.
 func (*ContributeResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{44}
+	return file_plugkit_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ContributeResponse) GetRegistrationId() string {
@@ -2899,7 +2975,7 @@ type DisposeRequest struct {
 
 func (x *DisposeRequest) Reset() {
 	*x = DisposeRequest{}
-	mi := &file_plugkit_proto_msgTypes[45]
+	mi := &file_plugkit_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2911,7 +2987,7 @@ func (x *DisposeRequest) String() string {
 func (*DisposeRequest) ProtoMessage() {}
 
 func (x *DisposeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[45]
+	mi := &file_plugkit_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2924,7 +3000,7 @@ func (x *DisposeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DisposeRequest.ProtoReflect.Descriptor instead.
 func (*DisposeRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{45}
+	return file_plugkit_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *DisposeRequest) GetRegistrationId() string {
@@ -2942,7 +3018,7 @@ type DisposeResponse struct {
 
 func (x *DisposeResponse) Reset() {
 	*x = DisposeResponse{}
-	mi := &file_plugkit_proto_msgTypes[46]
+	mi := &file_plugkit_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2954,7 +3030,7 @@ func (x *DisposeResponse) String() string {
 func (*DisposeResponse) ProtoMessage() {}
 
 func (x *DisposeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[46]
+	mi := &file_plugkit_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2967,7 +3043,7 @@ func (x *DisposeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DisposeResponse.ProtoReflect.Descriptor instead.
 func (*DisposeResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{46}
+	return file_plugkit_proto_rawDescGZIP(), []int{47}
 }
 
 type ReportProblemRequest struct {
@@ -2980,7 +3056,7 @@ type ReportProblemRequest struct {
 
 func (x *ReportProblemRequest) Reset() {
 	*x = ReportProblemRequest{}
-	mi := &file_plugkit_proto_msgTypes[47]
+	mi := &file_plugkit_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2992,7 +3068,7 @@ func (x *ReportProblemRequest) String() string {
 func (*ReportProblemRequest) ProtoMessage() {}
 
 func (x *ReportProblemRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[47]
+	mi := &file_plugkit_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3005,7 +3081,7 @@ func (x *ReportProblemRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportProblemRequest.ProtoReflect.Descriptor instead.
 func (*ReportProblemRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{47}
+	return file_plugkit_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ReportProblemRequest) GetProblem() string {
@@ -3023,7 +3099,7 @@ type ReportProblemResponse struct {
 
 func (x *ReportProblemResponse) Reset() {
 	*x = ReportProblemResponse{}
-	mi := &file_plugkit_proto_msgTypes[48]
+	mi := &file_plugkit_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3035,7 +3111,7 @@ func (x *ReportProblemResponse) String() string {
 func (*ReportProblemResponse) ProtoMessage() {}
 
 func (x *ReportProblemResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[48]
+	mi := &file_plugkit_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3048,7 +3124,7 @@ func (x *ReportProblemResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportProblemResponse.ProtoReflect.Descriptor instead.
 func (*ReportProblemResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{48}
+	return file_plugkit_proto_rawDescGZIP(), []int{49}
 }
 
 type ExportSpansRequest struct {
@@ -3062,7 +3138,7 @@ type ExportSpansRequest struct {
 
 func (x *ExportSpansRequest) Reset() {
 	*x = ExportSpansRequest{}
-	mi := &file_plugkit_proto_msgTypes[49]
+	mi := &file_plugkit_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3074,7 +3150,7 @@ func (x *ExportSpansRequest) String() string {
 func (*ExportSpansRequest) ProtoMessage() {}
 
 func (x *ExportSpansRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[49]
+	mi := &file_plugkit_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3087,7 +3163,7 @@ func (x *ExportSpansRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportSpansRequest.ProtoReflect.Descriptor instead.
 func (*ExportSpansRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{49}
+	return file_plugkit_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ExportSpansRequest) GetOtlp() []byte {
@@ -3105,7 +3181,7 @@ type ExportSpansResponse struct {
 
 func (x *ExportSpansResponse) Reset() {
 	*x = ExportSpansResponse{}
-	mi := &file_plugkit_proto_msgTypes[50]
+	mi := &file_plugkit_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3117,7 +3193,7 @@ func (x *ExportSpansResponse) String() string {
 func (*ExportSpansResponse) ProtoMessage() {}
 
 func (x *ExportSpansResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[50]
+	mi := &file_plugkit_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3130,7 +3206,7 @@ func (x *ExportSpansResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportSpansResponse.ProtoReflect.Descriptor instead.
 func (*ExportSpansResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{50}
+	return file_plugkit_proto_rawDescGZIP(), []int{51}
 }
 
 type NextRequest struct {
@@ -3143,7 +3219,7 @@ type NextRequest struct {
 
 func (x *NextRequest) Reset() {
 	*x = NextRequest{}
-	mi := &file_plugkit_proto_msgTypes[51]
+	mi := &file_plugkit_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3155,7 +3231,7 @@ func (x *NextRequest) String() string {
 func (*NextRequest) ProtoMessage() {}
 
 func (x *NextRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[51]
+	mi := &file_plugkit_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3168,7 +3244,7 @@ func (x *NextRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NextRequest.ProtoReflect.Descriptor instead.
 func (*NextRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{51}
+	return file_plugkit_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *NextRequest) GetCallToken() string {
@@ -3194,7 +3270,7 @@ type NextResponse struct {
 
 func (x *NextResponse) Reset() {
 	*x = NextResponse{}
-	mi := &file_plugkit_proto_msgTypes[52]
+	mi := &file_plugkit_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3206,7 +3282,7 @@ func (x *NextResponse) String() string {
 func (*NextResponse) ProtoMessage() {}
 
 func (x *NextResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[52]
+	mi := &file_plugkit_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3219,7 +3295,7 @@ func (x *NextResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NextResponse.ProtoReflect.Descriptor instead.
 func (*NextResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{52}
+	return file_plugkit_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *NextResponse) GetAnswer() isNextResponse_Answer {
@@ -3295,13 +3371,20 @@ const file_plugkit_proto_rawDesc = "" +
 	"idempotent\x12\x1d\n" +
 	"\n" +
 	"timeout_ms\x18\a \x01(\x03R\ttimeoutMs\x12\x14\n" +
-	"\x05owner\x18\b \x01(\tR\x05owner\"\x9e\x01\n" +
+	"\x05owner\x18\b \x01(\tR\x05owner\"\xd3\x01\n" +
 	"\tExecution\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12%\n" +
 	"\x0earguments_json\x18\x03 \x01(\fR\rargumentsJson\x12\x16\n" +
 	"\x06caller\x18\x04 \x01(\tR\x06caller\x12.\n" +
-	"\x04tool\x18\x05 \x01(\v2\x1a.plugkit.v1.ToolDescriptorR\x04tool\"9\n" +
+	"\x04tool\x18\x05 \x01(\v2\x1a.plugkit.v1.ToolDescriptorR\x04tool\x123\n" +
+	"\tprincipal\x18\x06 \x01(\v2\x15.plugkit.v1.PrincipalR\tprincipal\"O\n" +
+	"\tPrincipal\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x1e\n" +
+	"\n" +
+	"attributes\x18\x03 \x03(\tR\n" +
+	"attributes\"9\n" +
 	"\tToolError\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\"\xb8\x01\n" +
@@ -3556,7 +3639,7 @@ func file_plugkit_proto_rawDescGZIP() []byte {
 }
 
 var file_plugkit_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_plugkit_proto_msgTypes = make([]protoimpl.MessageInfo, 53)
+var file_plugkit_proto_msgTypes = make([]protoimpl.MessageInfo, 54)
 var file_plugkit_proto_goTypes = []any{
 	(Verdict)(0),                    // 0: plugkit.v1.Verdict
 	(ReviewVerdict)(0),              // 1: plugkit.v1.ReviewVerdict
@@ -3564,134 +3647,136 @@ var file_plugkit_proto_goTypes = []any{
 	(ListenMode)(0),                 // 3: plugkit.v1.ListenMode
 	(*ToolDescriptor)(nil),          // 4: plugkit.v1.ToolDescriptor
 	(*Execution)(nil),               // 5: plugkit.v1.Execution
-	(*ToolError)(nil),               // 6: plugkit.v1.ToolError
-	(*ToolResult)(nil),              // 7: plugkit.v1.ToolResult
-	(*Outcome)(nil),                 // 8: plugkit.v1.Outcome
-	(*Decision)(nil),                // 9: plugkit.v1.Decision
-	(*Review)(nil),                  // 10: plugkit.v1.Review
-	(*DescribeRequest)(nil),         // 11: plugkit.v1.DescribeRequest
-	(*DescribeResponse)(nil),        // 12: plugkit.v1.DescribeResponse
-	(*ApplyRequest)(nil),            // 13: plugkit.v1.ApplyRequest
-	(*ApplyResponse)(nil),           // 14: plugkit.v1.ApplyResponse
-	(*ExecuteToolRequest)(nil),      // 15: plugkit.v1.ExecuteToolRequest
-	(*ExecuteToolResponse)(nil),     // 16: plugkit.v1.ExecuteToolResponse
-	(*PreExecuteRequest)(nil),       // 17: plugkit.v1.PreExecuteRequest
-	(*PreExecuteResponse)(nil),      // 18: plugkit.v1.PreExecuteResponse
-	(*GuardRequest)(nil),            // 19: plugkit.v1.GuardRequest
-	(*GuardResponse)(nil),           // 20: plugkit.v1.GuardResponse
-	(*WrapExecuteRequest)(nil),      // 21: plugkit.v1.WrapExecuteRequest
-	(*WrapExecuteResponse)(nil),     // 22: plugkit.v1.WrapExecuteResponse
-	(*PostExecuteRequest)(nil),      // 23: plugkit.v1.PostExecuteRequest
-	(*PostExecuteResponse)(nil),     // 24: plugkit.v1.PostExecuteResponse
-	(*ApproveRequest)(nil),          // 25: plugkit.v1.ApproveRequest
-	(*ApproveResponse)(nil),         // 26: plugkit.v1.ApproveResponse
-	(*CallServiceRequest)(nil),      // 27: plugkit.v1.CallServiceRequest
-	(*CallServiceResponse)(nil),     // 28: plugkit.v1.CallServiceResponse
-	(*ObserveRequest)(nil),          // 29: plugkit.v1.ObserveRequest
-	(*ObserveResponse)(nil),         // 30: plugkit.v1.ObserveResponse
-	(*ShutdownRequest)(nil),         // 31: plugkit.v1.ShutdownRequest
-	(*ShutdownResponse)(nil),        // 32: plugkit.v1.ShutdownResponse
-	(*RegisterToolRequest)(nil),     // 33: plugkit.v1.RegisterToolRequest
-	(*RegisterToolResponse)(nil),    // 34: plugkit.v1.RegisterToolResponse
-	(*AddGuardRequest)(nil),         // 35: plugkit.v1.AddGuardRequest
-	(*AddGuardResponse)(nil),        // 36: plugkit.v1.AddGuardResponse
-	(*ListenRequest)(nil),           // 37: plugkit.v1.ListenRequest
-	(*ListenResponse)(nil),          // 38: plugkit.v1.ListenResponse
-	(*SetApproverRequest)(nil),      // 39: plugkit.v1.SetApproverRequest
-	(*SetApproverResponse)(nil),     // 40: plugkit.v1.SetApproverResponse
-	(*ProvideRequest)(nil),          // 41: plugkit.v1.ProvideRequest
-	(*ProvideResponse)(nil),         // 42: plugkit.v1.ProvideResponse
-	(*HostCallServiceRequest)(nil),  // 43: plugkit.v1.HostCallServiceRequest
-	(*HostCallServiceResponse)(nil), // 44: plugkit.v1.HostCallServiceResponse
-	(*HostExecuteToolRequest)(nil),  // 45: plugkit.v1.HostExecuteToolRequest
-	(*HostExecuteToolResponse)(nil), // 46: plugkit.v1.HostExecuteToolResponse
-	(*ContributeRequest)(nil),       // 47: plugkit.v1.ContributeRequest
-	(*ContributeResponse)(nil),      // 48: plugkit.v1.ContributeResponse
-	(*DisposeRequest)(nil),          // 49: plugkit.v1.DisposeRequest
-	(*DisposeResponse)(nil),         // 50: plugkit.v1.DisposeResponse
-	(*ReportProblemRequest)(nil),    // 51: plugkit.v1.ReportProblemRequest
-	(*ReportProblemResponse)(nil),   // 52: plugkit.v1.ReportProblemResponse
-	(*ExportSpansRequest)(nil),      // 53: plugkit.v1.ExportSpansRequest
-	(*ExportSpansResponse)(nil),     // 54: plugkit.v1.ExportSpansResponse
-	(*NextRequest)(nil),             // 55: plugkit.v1.NextRequest
-	(*NextResponse)(nil),            // 56: plugkit.v1.NextResponse
+	(*Principal)(nil),               // 6: plugkit.v1.Principal
+	(*ToolError)(nil),               // 7: plugkit.v1.ToolError
+	(*ToolResult)(nil),              // 8: plugkit.v1.ToolResult
+	(*Outcome)(nil),                 // 9: plugkit.v1.Outcome
+	(*Decision)(nil),                // 10: plugkit.v1.Decision
+	(*Review)(nil),                  // 11: plugkit.v1.Review
+	(*DescribeRequest)(nil),         // 12: plugkit.v1.DescribeRequest
+	(*DescribeResponse)(nil),        // 13: plugkit.v1.DescribeResponse
+	(*ApplyRequest)(nil),            // 14: plugkit.v1.ApplyRequest
+	(*ApplyResponse)(nil),           // 15: plugkit.v1.ApplyResponse
+	(*ExecuteToolRequest)(nil),      // 16: plugkit.v1.ExecuteToolRequest
+	(*ExecuteToolResponse)(nil),     // 17: plugkit.v1.ExecuteToolResponse
+	(*PreExecuteRequest)(nil),       // 18: plugkit.v1.PreExecuteRequest
+	(*PreExecuteResponse)(nil),      // 19: plugkit.v1.PreExecuteResponse
+	(*GuardRequest)(nil),            // 20: plugkit.v1.GuardRequest
+	(*GuardResponse)(nil),           // 21: plugkit.v1.GuardResponse
+	(*WrapExecuteRequest)(nil),      // 22: plugkit.v1.WrapExecuteRequest
+	(*WrapExecuteResponse)(nil),     // 23: plugkit.v1.WrapExecuteResponse
+	(*PostExecuteRequest)(nil),      // 24: plugkit.v1.PostExecuteRequest
+	(*PostExecuteResponse)(nil),     // 25: plugkit.v1.PostExecuteResponse
+	(*ApproveRequest)(nil),          // 26: plugkit.v1.ApproveRequest
+	(*ApproveResponse)(nil),         // 27: plugkit.v1.ApproveResponse
+	(*CallServiceRequest)(nil),      // 28: plugkit.v1.CallServiceRequest
+	(*CallServiceResponse)(nil),     // 29: plugkit.v1.CallServiceResponse
+	(*ObserveRequest)(nil),          // 30: plugkit.v1.ObserveRequest
+	(*ObserveResponse)(nil),         // 31: plugkit.v1.ObserveResponse
+	(*ShutdownRequest)(nil),         // 32: plugkit.v1.ShutdownRequest
+	(*ShutdownResponse)(nil),        // 33: plugkit.v1.ShutdownResponse
+	(*RegisterToolRequest)(nil),     // 34: plugkit.v1.RegisterToolRequest
+	(*RegisterToolResponse)(nil),    // 35: plugkit.v1.RegisterToolResponse
+	(*AddGuardRequest)(nil),         // 36: plugkit.v1.AddGuardRequest
+	(*AddGuardResponse)(nil),        // 37: plugkit.v1.AddGuardResponse
+	(*ListenRequest)(nil),           // 38: plugkit.v1.ListenRequest
+	(*ListenResponse)(nil),          // 39: plugkit.v1.ListenResponse
+	(*SetApproverRequest)(nil),      // 40: plugkit.v1.SetApproverRequest
+	(*SetApproverResponse)(nil),     // 41: plugkit.v1.SetApproverResponse
+	(*ProvideRequest)(nil),          // 42: plugkit.v1.ProvideRequest
+	(*ProvideResponse)(nil),         // 43: plugkit.v1.ProvideResponse
+	(*HostCallServiceRequest)(nil),  // 44: plugkit.v1.HostCallServiceRequest
+	(*HostCallServiceResponse)(nil), // 45: plugkit.v1.HostCallServiceResponse
+	(*HostExecuteToolRequest)(nil),  // 46: plugkit.v1.HostExecuteToolRequest
+	(*HostExecuteToolResponse)(nil), // 47: plugkit.v1.HostExecuteToolResponse
+	(*ContributeRequest)(nil),       // 48: plugkit.v1.ContributeRequest
+	(*ContributeResponse)(nil),      // 49: plugkit.v1.ContributeResponse
+	(*DisposeRequest)(nil),          // 50: plugkit.v1.DisposeRequest
+	(*DisposeResponse)(nil),         // 51: plugkit.v1.DisposeResponse
+	(*ReportProblemRequest)(nil),    // 52: plugkit.v1.ReportProblemRequest
+	(*ReportProblemResponse)(nil),   // 53: plugkit.v1.ReportProblemResponse
+	(*ExportSpansRequest)(nil),      // 54: plugkit.v1.ExportSpansRequest
+	(*ExportSpansResponse)(nil),     // 55: plugkit.v1.ExportSpansResponse
+	(*NextRequest)(nil),             // 56: plugkit.v1.NextRequest
+	(*NextResponse)(nil),            // 57: plugkit.v1.NextResponse
 }
 var file_plugkit_proto_depIdxs = []int32{
 	4,  // 0: plugkit.v1.Execution.tool:type_name -> plugkit.v1.ToolDescriptor
-	6,  // 1: plugkit.v1.ToolResult.error:type_name -> plugkit.v1.ToolError
-	6,  // 2: plugkit.v1.Outcome.error:type_name -> plugkit.v1.ToolError
-	0,  // 3: plugkit.v1.Decision.verdict:type_name -> plugkit.v1.Verdict
-	1,  // 4: plugkit.v1.Review.verdict:type_name -> plugkit.v1.ReviewVerdict
-	5,  // 5: plugkit.v1.ExecuteToolRequest.execution:type_name -> plugkit.v1.Execution
-	5,  // 6: plugkit.v1.PreExecuteRequest.execution:type_name -> plugkit.v1.Execution
-	9,  // 7: plugkit.v1.PreExecuteResponse.decision:type_name -> plugkit.v1.Decision
-	5,  // 8: plugkit.v1.GuardRequest.execution:type_name -> plugkit.v1.Execution
-	5,  // 9: plugkit.v1.WrapExecuteRequest.execution:type_name -> plugkit.v1.Execution
-	8,  // 10: plugkit.v1.WrapExecuteResponse.outcome:type_name -> plugkit.v1.Outcome
-	5,  // 11: plugkit.v1.PostExecuteRequest.execution:type_name -> plugkit.v1.Execution
-	8,  // 12: plugkit.v1.PostExecuteRequest.outcome:type_name -> plugkit.v1.Outcome
-	10, // 13: plugkit.v1.PostExecuteResponse.review:type_name -> plugkit.v1.Review
-	5,  // 14: plugkit.v1.ApproveRequest.execution:type_name -> plugkit.v1.Execution
-	5,  // 15: plugkit.v1.ObserveRequest.execution:type_name -> plugkit.v1.Execution
-	7,  // 16: plugkit.v1.ObserveRequest.result:type_name -> plugkit.v1.ToolResult
-	4,  // 17: plugkit.v1.RegisterToolRequest.tool:type_name -> plugkit.v1.ToolDescriptor
-	2,  // 18: plugkit.v1.ListenRequest.stage:type_name -> plugkit.v1.Stage
-	3,  // 19: plugkit.v1.ListenRequest.mode:type_name -> plugkit.v1.ListenMode
-	7,  // 20: plugkit.v1.HostExecuteToolResponse.result:type_name -> plugkit.v1.ToolResult
-	9,  // 21: plugkit.v1.NextResponse.pre_execute:type_name -> plugkit.v1.Decision
-	8,  // 22: plugkit.v1.NextResponse.execute:type_name -> plugkit.v1.Outcome
-	10, // 23: plugkit.v1.NextResponse.post_execute:type_name -> plugkit.v1.Review
-	11, // 24: plugkit.v1.Plugin.Describe:input_type -> plugkit.v1.DescribeRequest
-	13, // 25: plugkit.v1.Plugin.Apply:input_type -> plugkit.v1.ApplyRequest
-	15, // 26: plugkit.v1.Plugin.ExecuteTool:input_type -> plugkit.v1.ExecuteToolRequest
-	17, // 27: plugkit.v1.Plugin.PreExecute:input_type -> plugkit.v1.PreExecuteRequest
-	19, // 28: plugkit.v1.Plugin.Guard:input_type -> plugkit.v1.GuardRequest
-	21, // 29: plugkit.v1.Plugin.WrapExecute:input_type -> plugkit.v1.WrapExecuteRequest
-	23, // 30: plugkit.v1.Plugin.PostExecute:input_type -> plugkit.v1.PostExecuteRequest
-	25, // 31: plugkit.v1.Plugin.Approve:input_type -> plugkit.v1.ApproveRequest
-	27, // 32: plugkit.v1.Plugin.CallService:input_type -> plugkit.v1.CallServiceRequest
-	29, // 33: plugkit.v1.Plugin.Observe:input_type -> plugkit.v1.ObserveRequest
-	31, // 34: plugkit.v1.Plugin.Shutdown:input_type -> plugkit.v1.ShutdownRequest
-	33, // 35: plugkit.v1.Host.RegisterTool:input_type -> plugkit.v1.RegisterToolRequest
-	35, // 36: plugkit.v1.Host.AddGuard:input_type -> plugkit.v1.AddGuardRequest
-	37, // 37: plugkit.v1.Host.Listen:input_type -> plugkit.v1.ListenRequest
-	39, // 38: plugkit.v1.Host.SetApprover:input_type -> plugkit.v1.SetApproverRequest
-	41, // 39: plugkit.v1.Host.Provide:input_type -> plugkit.v1.ProvideRequest
-	43, // 40: plugkit.v1.Host.CallService:input_type -> plugkit.v1.HostCallServiceRequest
-	45, // 41: plugkit.v1.Host.ExecuteTool:input_type -> plugkit.v1.HostExecuteToolRequest
-	47, // 42: plugkit.v1.Host.Contribute:input_type -> plugkit.v1.ContributeRequest
-	49, // 43: plugkit.v1.Host.Dispose:input_type -> plugkit.v1.DisposeRequest
-	55, // 44: plugkit.v1.Host.Next:input_type -> plugkit.v1.NextRequest
-	51, // 45: plugkit.v1.Host.ReportProblem:input_type -> plugkit.v1.ReportProblemRequest
-	53, // 46: plugkit.v1.Host.ExportSpans:input_type -> plugkit.v1.ExportSpansRequest
-	12, // 47: plugkit.v1.Plugin.Describe:output_type -> plugkit.v1.DescribeResponse
-	14, // 48: plugkit.v1.Plugin.Apply:output_type -> plugkit.v1.ApplyResponse
-	16, // 49: plugkit.v1.Plugin.ExecuteTool:output_type -> plugkit.v1.ExecuteToolResponse
-	18, // 50: plugkit.v1.Plugin.PreExecute:output_type -> plugkit.v1.PreExecuteResponse
-	20, // 51: plugkit.v1.Plugin.Guard:output_type -> plugkit.v1.GuardResponse
-	22, // 52: plugkit.v1.Plugin.WrapExecute:output_type -> plugkit.v1.WrapExecuteResponse
-	24, // 53: plugkit.v1.Plugin.PostExecute:output_type -> plugkit.v1.PostExecuteResponse
-	26, // 54: plugkit.v1.Plugin.Approve:output_type -> plugkit.v1.ApproveResponse
-	28, // 55: plugkit.v1.Plugin.CallService:output_type -> plugkit.v1.CallServiceResponse
-	30, // 56: plugkit.v1.Plugin.Observe:output_type -> plugkit.v1.ObserveResponse
-	32, // 57: plugkit.v1.Plugin.Shutdown:output_type -> plugkit.v1.ShutdownResponse
-	34, // 58: plugkit.v1.Host.RegisterTool:output_type -> plugkit.v1.RegisterToolResponse
-	36, // 59: plugkit.v1.Host.AddGuard:output_type -> plugkit.v1.AddGuardResponse
-	38, // 60: plugkit.v1.Host.Listen:output_type -> plugkit.v1.ListenResponse
-	40, // 61: plugkit.v1.Host.SetApprover:output_type -> plugkit.v1.SetApproverResponse
-	42, // 62: plugkit.v1.Host.Provide:output_type -> plugkit.v1.ProvideResponse
-	44, // 63: plugkit.v1.Host.CallService:output_type -> plugkit.v1.HostCallServiceResponse
-	46, // 64: plugkit.v1.Host.ExecuteTool:output_type -> plugkit.v1.HostExecuteToolResponse
-	48, // 65: plugkit.v1.Host.Contribute:output_type -> plugkit.v1.ContributeResponse
-	50, // 66: plugkit.v1.Host.Dispose:output_type -> plugkit.v1.DisposeResponse
-	56, // 67: plugkit.v1.Host.Next:output_type -> plugkit.v1.NextResponse
-	52, // 68: plugkit.v1.Host.ReportProblem:output_type -> plugkit.v1.ReportProblemResponse
-	54, // 69: plugkit.v1.Host.ExportSpans:output_type -> plugkit.v1.ExportSpansResponse
-	47, // [47:70] is the sub-list for method output_type
-	24, // [24:47] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	6,  // 1: plugkit.v1.Execution.principal:type_name -> plugkit.v1.Principal
+	7,  // 2: plugkit.v1.ToolResult.error:type_name -> plugkit.v1.ToolError
+	7,  // 3: plugkit.v1.Outcome.error:type_name -> plugkit.v1.ToolError
+	0,  // 4: plugkit.v1.Decision.verdict:type_name -> plugkit.v1.Verdict
+	1,  // 5: plugkit.v1.Review.verdict:type_name -> plugkit.v1.ReviewVerdict
+	5,  // 6: plugkit.v1.ExecuteToolRequest.execution:type_name -> plugkit.v1.Execution
+	5,  // 7: plugkit.v1.PreExecuteRequest.execution:type_name -> plugkit.v1.Execution
+	10, // 8: plugkit.v1.PreExecuteResponse.decision:type_name -> plugkit.v1.Decision
+	5,  // 9: plugkit.v1.GuardRequest.execution:type_name -> plugkit.v1.Execution
+	5,  // 10: plugkit.v1.WrapExecuteRequest.execution:type_name -> plugkit.v1.Execution
+	9,  // 11: plugkit.v1.WrapExecuteResponse.outcome:type_name -> plugkit.v1.Outcome
+	5,  // 12: plugkit.v1.PostExecuteRequest.execution:type_name -> plugkit.v1.Execution
+	9,  // 13: plugkit.v1.PostExecuteRequest.outcome:type_name -> plugkit.v1.Outcome
+	11, // 14: plugkit.v1.PostExecuteResponse.review:type_name -> plugkit.v1.Review
+	5,  // 15: plugkit.v1.ApproveRequest.execution:type_name -> plugkit.v1.Execution
+	5,  // 16: plugkit.v1.ObserveRequest.execution:type_name -> plugkit.v1.Execution
+	8,  // 17: plugkit.v1.ObserveRequest.result:type_name -> plugkit.v1.ToolResult
+	4,  // 18: plugkit.v1.RegisterToolRequest.tool:type_name -> plugkit.v1.ToolDescriptor
+	2,  // 19: plugkit.v1.ListenRequest.stage:type_name -> plugkit.v1.Stage
+	3,  // 20: plugkit.v1.ListenRequest.mode:type_name -> plugkit.v1.ListenMode
+	8,  // 21: plugkit.v1.HostExecuteToolResponse.result:type_name -> plugkit.v1.ToolResult
+	10, // 22: plugkit.v1.NextResponse.pre_execute:type_name -> plugkit.v1.Decision
+	9,  // 23: plugkit.v1.NextResponse.execute:type_name -> plugkit.v1.Outcome
+	11, // 24: plugkit.v1.NextResponse.post_execute:type_name -> plugkit.v1.Review
+	12, // 25: plugkit.v1.Plugin.Describe:input_type -> plugkit.v1.DescribeRequest
+	14, // 26: plugkit.v1.Plugin.Apply:input_type -> plugkit.v1.ApplyRequest
+	16, // 27: plugkit.v1.Plugin.ExecuteTool:input_type -> plugkit.v1.ExecuteToolRequest
+	18, // 28: plugkit.v1.Plugin.PreExecute:input_type -> plugkit.v1.PreExecuteRequest
+	20, // 29: plugkit.v1.Plugin.Guard:input_type -> plugkit.v1.GuardRequest
+	22, // 30: plugkit.v1.Plugin.WrapExecute:input_type -> plugkit.v1.WrapExecuteRequest
+	24, // 31: plugkit.v1.Plugin.PostExecute:input_type -> plugkit.v1.PostExecuteRequest
+	26, // 32: plugkit.v1.Plugin.Approve:input_type -> plugkit.v1.ApproveRequest
+	28, // 33: plugkit.v1.Plugin.CallService:input_type -> plugkit.v1.CallServiceRequest
+	30, // 34: plugkit.v1.Plugin.Observe:input_type -> plugkit.v1.ObserveRequest
+	32, // 35: plugkit.v1.Plugin.Shutdown:input_type -> plugkit.v1.ShutdownRequest
+	34, // 36: plugkit.v1.Host.RegisterTool:input_type -> plugkit.v1.RegisterToolRequest
+	36, // 37: plugkit.v1.Host.AddGuard:input_type -> plugkit.v1.AddGuardRequest
+	38, // 38: plugkit.v1.Host.Listen:input_type -> plugkit.v1.ListenRequest
+	40, // 39: plugkit.v1.Host.SetApprover:input_type -> plugkit.v1.SetApproverRequest
+	42, // 40: plugkit.v1.Host.Provide:input_type -> plugkit.v1.ProvideRequest
+	44, // 41: plugkit.v1.Host.CallService:input_type -> plugkit.v1.HostCallServiceRequest
+	46, // 42: plugkit.v1.Host.ExecuteTool:input_type -> plugkit.v1.HostExecuteToolRequest
+	48, // 43: plugkit.v1.Host.Contribute:input_type -> plugkit.v1.ContributeRequest
+	50, // 44: plugkit.v1.Host.Dispose:input_type -> plugkit.v1.DisposeRequest
+	56, // 45: plugkit.v1.Host.Next:input_type -> plugkit.v1.NextRequest
+	52, // 46: plugkit.v1.Host.ReportProblem:input_type -> plugkit.v1.ReportProblemRequest
+	54, // 47: plugkit.v1.Host.ExportSpans:input_type -> plugkit.v1.ExportSpansRequest
+	13, // 48: plugkit.v1.Plugin.Describe:output_type -> plugkit.v1.DescribeResponse
+	15, // 49: plugkit.v1.Plugin.Apply:output_type -> plugkit.v1.ApplyResponse
+	17, // 50: plugkit.v1.Plugin.ExecuteTool:output_type -> plugkit.v1.ExecuteToolResponse
+	19, // 51: plugkit.v1.Plugin.PreExecute:output_type -> plugkit.v1.PreExecuteResponse
+	21, // 52: plugkit.v1.Plugin.Guard:output_type -> plugkit.v1.GuardResponse
+	23, // 53: plugkit.v1.Plugin.WrapExecute:output_type -> plugkit.v1.WrapExecuteResponse
+	25, // 54: plugkit.v1.Plugin.PostExecute:output_type -> plugkit.v1.PostExecuteResponse
+	27, // 55: plugkit.v1.Plugin.Approve:output_type -> plugkit.v1.ApproveResponse
+	29, // 56: plugkit.v1.Plugin.CallService:output_type -> plugkit.v1.CallServiceResponse
+	31, // 57: plugkit.v1.Plugin.Observe:output_type -> plugkit.v1.ObserveResponse
+	33, // 58: plugkit.v1.Plugin.Shutdown:output_type -> plugkit.v1.ShutdownResponse
+	35, // 59: plugkit.v1.Host.RegisterTool:output_type -> plugkit.v1.RegisterToolResponse
+	37, // 60: plugkit.v1.Host.AddGuard:output_type -> plugkit.v1.AddGuardResponse
+	39, // 61: plugkit.v1.Host.Listen:output_type -> plugkit.v1.ListenResponse
+	41, // 62: plugkit.v1.Host.SetApprover:output_type -> plugkit.v1.SetApproverResponse
+	43, // 63: plugkit.v1.Host.Provide:output_type -> plugkit.v1.ProvideResponse
+	45, // 64: plugkit.v1.Host.CallService:output_type -> plugkit.v1.HostCallServiceResponse
+	47, // 65: plugkit.v1.Host.ExecuteTool:output_type -> plugkit.v1.HostExecuteToolResponse
+	49, // 66: plugkit.v1.Host.Contribute:output_type -> plugkit.v1.ContributeResponse
+	51, // 67: plugkit.v1.Host.Dispose:output_type -> plugkit.v1.DisposeResponse
+	57, // 68: plugkit.v1.Host.Next:output_type -> plugkit.v1.NextResponse
+	53, // 69: plugkit.v1.Host.ReportProblem:output_type -> plugkit.v1.ReportProblemResponse
+	55, // 70: plugkit.v1.Host.ExportSpans:output_type -> plugkit.v1.ExportSpansResponse
+	48, // [48:71] is the sub-list for method output_type
+	25, // [25:48] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_plugkit_proto_init() }
@@ -3699,7 +3784,7 @@ func file_plugkit_proto_init() {
 	if File_plugkit_proto != nil {
 		return
 	}
-	file_plugkit_proto_msgTypes[52].OneofWrappers = []any{
+	file_plugkit_proto_msgTypes[53].OneofWrappers = []any{
 		(*NextResponse_PreExecute)(nil),
 		(*NextResponse_Execute)(nil),
 		(*NextResponse_PostExecute)(nil),
@@ -3710,7 +3795,7 @@ func file_plugkit_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugkit_proto_rawDesc), len(file_plugkit_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   53,
+			NumMessages:   54,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -28,6 +28,9 @@ type (
 	Review = wire.Review
 	// Approval is an approver's answer; build it with Approve or Reject.
 	Approval = wire.Approval
+	// Principal is who a call is made for (Call.Principal); its Matches
+	// reads a selector as the host does ("group:readers", "user:alice").
+	Principal = wire.Principal
 )
 
 // Call is the execution a handler is asked about. Its fields are frozen:

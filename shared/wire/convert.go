@@ -53,7 +53,24 @@ func ExecutionToProto(e Execution) *pb.Execution {
 		ArgumentsJson: e.Arguments,
 		Caller:        e.Caller,
 		Tool:          ToolDescriptorToProto(e.Tool),
+		Principal:     PrincipalToProto(e.Principal),
 	}
+}
+
+// PrincipalToProto converts p; the zero principal is nil.
+func PrincipalToProto(p Principal) *pb.Principal {
+	if p.ID == "" && p.Kind == "" && len(p.Attributes) == 0 {
+		return nil
+	}
+	return &pb.Principal{Id: p.ID, Kind: p.Kind, Attributes: p.Attributes}
+}
+
+// PrincipalFromProto converts m; nil is the zero principal.
+func PrincipalFromProto(m *pb.Principal) Principal {
+	if m == nil {
+		return Principal{}
+	}
+	return Principal{ID: m.GetId(), Kind: m.GetKind(), Attributes: m.GetAttributes()}
 }
 
 // ExecutionFromProto converts m.
@@ -67,6 +84,7 @@ func ExecutionFromProto(m *pb.Execution) Execution {
 		Arguments: m.GetArgumentsJson(),
 		Caller:    m.GetCaller(),
 		Tool:      ToolDescriptorFromProto(m.GetTool()),
+		Principal: PrincipalFromProto(m.GetPrincipal()),
 	}
 }
 

@@ -3,6 +3,7 @@ package wire
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
@@ -79,13 +80,30 @@ func (c *PluginClient) Exited() <-chan struct{} { return c.exited }
 func (c *PluginClient) ServeHost(h pb.HostServer, extra ...grpc.ServerOption) uint32 {
 	id := c.Broker.NextId()
 	newServer := NewGRPCServer(c.MaxMessageBytes, extra...)
+	listening := make(chan struct{})
 	go c.Broker.AcceptAndServe(id, func(opts []grpc.ServerOption) *grpc.Server {
 		s := newServer(opts)
 		pb.RegisterHostServer(s, h)
+		close(listening)
 		return s
 	})
+	// AcceptAndServe makes the listener for id before it builds the
+	// server. The plugin must not be told the id before then: its
+	// connection is dialled lazily, on its first call back, and a knock
+	// that comes before the listener fails that call ("no listener for id
+	// 1"), after the plugin's own retry of the dial has passed.
+	select {
+	case <-listening:
+	case <-c.exited:
+	case <-time.After(serveHostWait):
+	}
 	return id
 }
+
+// serveHostWait bounds ServeHost's wait for its listener; AcceptAndServe
+// makes it at once unless the broker failed, and then the plugin's calls
+// back fail and say so.
+const serveHostWait = 10 * time.Second
 
 // ClientPlugins is the plugin set a host passes as go-plugin's
 // ClientConfig.Plugins. Use it with HandshakeConfig: Handshake,

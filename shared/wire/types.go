@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"time"
+
+	"github.com/plugkit-go/plugkit/shared/identity"
 )
 
 // Result codes, exactly as SPEC.md spells them. They travel in
@@ -53,7 +55,12 @@ type Execution struct {
 	// Tool is the tool's descriptor; zero when the call never reached a tool
 	// (UNKNOWN_TOOL).
 	Tool ToolDescriptor
+	// Principal is who the call is made for; zero when nobody said.
+	Principal Principal
 }
+
+// Principal is who a call is made for (package identity).
+type Principal = identity.Principal
 
 // ToolError is the failure half of a result.
 type ToolError struct {

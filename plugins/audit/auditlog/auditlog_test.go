@@ -125,6 +125,20 @@ func TestLineFormat(t *testing.T) {
 	if _, ok := m["arguments"]; ok {
 		t.Error("arguments written though not recorded")
 	}
+	if _, ok := m["principal"]; ok {
+		t.Error("a principal written for a call made for nobody")
+	}
+
+	// A call made for someone names them after the caller.
+	l.Principal, l.PrincipalKind = "ann", "user"
+	if got := string(l.Body()); !strings.Contains(got, `"caller":"cli","principal":"ann","principal_kind":"user","tool":"add"`) {
+		t.Errorf("body = %s", got)
+	}
+	// Both or neither: a line with one of them is not in canonical form.
+	half := bytes.Replace(l.Text(), []byte(`,"principal_kind":"user"`), nil, 1)
+	if _, err := ParseLine(half); err == nil {
+		t.Errorf("ParseLine accepted %s", half)
+	}
 }
 
 func TestRoundTrip(t *testing.T) {
@@ -141,6 +155,7 @@ func TestRoundTrip(t *testing.T) {
 		{"longest duration", Line{Duration: math.MaxInt64, Time: t0, Prev: ZeroHash, Hash: ZeroHash}},
 		{"shortest duration", Line{Duration: math.MinInt64, Time: t0, Prev: ZeroHash, Hash: ZeroHash}},
 		{"one nanosecond", Line{Duration: 1, Time: t0, Prev: ZeroHash, Hash: ZeroHash}},
+		{"principal", Line{Principal: "alice", PrincipalKind: "local", Time: t0, Prev: ZeroHash, Hash: ZeroHash}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			text := tc.line.Text()

@@ -10,13 +10,17 @@
 //
 //	{"seq":1,"time":"2026-05-04T10:20:30.123456789Z","id":"c-1","caller":"cli","tool":"add","ok":true,"code":"","decided_by":"","duration_ms":1.25,"args_sha256":"…64 hex…","prev":"000…000","hash":"…64 hex…"}
 //
-// Members, always all of them and always in this order:
+// Members, in this order, all of them but principal, principal_kind and
+// arguments always:
 //
 //	seq          integer, 1 on the first line, +1 on each next line
 //	time         when the line was written, RFC 3339 in UTC with nanoseconds
 //	             (Go's time.RFC3339Nano: "Z", trailing zeros of the fraction dropped)
 //	id           the call's id
 //	caller       the client or plugin that made the call
+//	principal    only when the call was made for someone: who (a user
+//	             name, an API key's name, a token's subject)
+//	principal_kind  with principal: user, agent, service or local
 //	tool         the tool name as the caller asked for it
 //	ok           true when the call succeeded
 //	code         "" on success, else the result code (DENIED, TOOL_ERROR, …)

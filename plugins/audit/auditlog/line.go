@@ -27,6 +27,9 @@ type Line struct {
 	ID string
 	// Caller is the client or plugin that made the call.
 	Caller string
+	// Principal and PrincipalKind are who the call was made for (its id
+	// and kind); both "" when nobody said, and then not recorded.
+	Principal, PrincipalKind string
 	// Tool is the tool name as the caller asked for it.
 	Tool string
 	// OK is true when the call succeeded.
@@ -103,6 +106,12 @@ func (l *Line) appendBody(b []byte) []byte {
 	b = appendString(b, l.ID)
 	b = append(b, `,"caller":`...)
 	b = appendString(b, l.Caller)
+	if l.Principal != "" || l.PrincipalKind != "" {
+		b = append(b, `,"principal":`...)
+		b = appendString(b, l.Principal)
+		b = append(b, `,"principal_kind":`...)
+		b = appendString(b, l.PrincipalKind)
+	}
 	b = append(b, `,"tool":`...)
 	b = appendString(b, l.Tool)
 	b = append(b, `,"ok":`...)
@@ -229,6 +238,8 @@ type lineJSON struct {
 	Time       string          `json:"time"`
 	ID         string          `json:"id"`
 	Caller     string          `json:"caller"`
+	Principal  string          `json:"principal"`
+	PKind      string          `json:"principal_kind"`
 	Tool       string          `json:"tool"`
 	OK         bool            `json:"ok"`
 	Code       string          `json:"code"`
@@ -261,7 +272,7 @@ func ParseLine(text []byte) (Line, error) {
 		return Line{}, err
 	}
 	l := Line{
-		Seq: lj.Seq, Time: t, ID: lj.ID, Caller: lj.Caller, Tool: lj.Tool, OK: lj.OK,
+		Seq: lj.Seq, Time: t, ID: lj.ID, Caller: lj.Caller, Principal: lj.Principal, PrincipalKind: lj.PKind, Tool: lj.Tool, OK: lj.OK,
 		Code: lj.Code, DecidedBy: lj.DecidedBy, Duration: d, ArgsSHA256: lj.ArgsSHA256,
 		Arguments: lj.Arguments, Prev: lj.Prev, Hash: lj.Hash,
 	}
