@@ -50,6 +50,23 @@ type Host struct {
 	Sandbox *Sandbox
 	// Tracing is where to send OpenTelemetry traces; nil: no tracing.
 	Tracing *Tracing
+	// MCPTLS, when set, serves MCP over HTTPS with this certificate.
+	MCPTLS *TLSFiles
+	// MCPAuth, when set, requires every MCP HTTP request to carry a
+	// credential. A non-loopback mcp address needs both.
+	MCPAuth *MCPAuth
+}
+
+// TLSFiles are a PEM certificate (chain) and its key, absolute paths; they
+// are read again on every reload.
+type TLSFiles struct {
+	Cert, Key string
+}
+
+// MCPAuth says which credentials MCP HTTP clients may present.
+type MCPAuth struct {
+	// Keys is the absolute path of an API keys file (package authn).
+	Keys string
 }
 
 // Tracing sends a span per call, per stage and per plugin RPC, and the

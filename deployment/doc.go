@@ -31,10 +31,17 @@
 //	  listener_timeout  = "30s"             # default 30s
 //	  start_timeout     = "30s"             # default 30s
 //	  drain_timeout     = "5s"              # default 5s
-//	  mcp               = "127.0.0.1:8765"  # optional; a loopback host:port
+//	  mcp               = "127.0.0.1:8765"  # optional; a loopback host:port, or any with mcp_tls and mcp_auth
 //	  mcp_max_sessions  = 64                # MCP HTTP sessions kept at once (default 64)
 //	  mcp_idle_timeout  = "5m"              # an MCP session with no request this long ends (default 5m)
 //	  metrics           = "127.0.0.1:9464"  # optional: serve Prometheus metrics at /metrics (loopback only)
+//	  mcp_tls {                             # optional: serve MCP over HTTPS
+//	    cert = "tls/host.crt"               # PEM certificate (chain) and key, read again on reload
+//	    key  = "tls/host.key"
+//	  }
+//	  mcp_auth {                            # optional: every MCP HTTP request needs a credential
+//	    keys = "keys.hcl"                   # API keys file (host key add NAME)
+//	  }                                     # mcp off loopback needs mcp_tls and mcp_auth
 //	  tracing {                             # optional: OpenTelemetry traces over OTLP/HTTP
 //	    endpoint = "http://127.0.0.1:4318"  # required; with no path, /v1/traces
 //	    sample   = 1.0                      # share of calls traced, 0 to 1 (default 1)

@@ -2,6 +2,7 @@ package deployment
 
 import (
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -23,6 +24,7 @@ import (
 	"github.com/hashicorp/hcl/v2/gohcl"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
+	"github.com/plugkit-go/plugkit/authn"
 	"github.com/plugkit-go/plugkit/shared/wire"
 )
 
@@ -156,8 +158,16 @@ func (p *parser) host(hs *hostSyntax) Host {
 	h.ListenerTimeout = p.duration(body, "listener_timeout", hs.ListenerTimeout, h.ListenerTimeout)
 	h.StartTimeout = p.duration(body, "start_timeout", hs.StartTimeout, h.StartTimeout)
 	h.DrainTimeout = p.duration(body, "drain_timeout", hs.DrainTimeout, h.DrainTimeout)
+	h.MCPTLS = p.mcpTLS(hs.MCPTLS)
+	h.MCPAuth = p.mcpAuth(hs.MCPAuth)
 	if hs.MCP != nil {
-		if err := checkLoopback(*hs.MCP, "MCP"); err != nil {
+		err := checkLoopback(*hs.MCP, "MCP")
+		if errors.Is(err, errNotLoopback) && hs.MCPTLS != nil && hs.MCPAuth != nil {
+			// Reachable from other machines, but only over TLS and with
+			// a credential.
+			err = nil
+		}
+		if err != nil {
 			p.errorf(valueRange(body, "mcp", def), "Invalid mcp address", "mcp %q %v.", *hs.MCP, err)
 		} else {
 			h.MCP = *hs.MCP
@@ -240,9 +250,56 @@ func checkLoopback(addr, what string) error {
 		return nil
 	}
 	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
-		return fmt.Errorf("is not on a loopback address (127.0.0.1, ::1 or localhost): %s has no authentication, so it must not be reachable from other machines", what)
+		if what == "MCP" {
+			return fmt.Errorf("%w: MCP may be reachable from other machines only over TLS and with authentication (mcp_tls and mcp_auth blocks)", errNotLoopback)
+		}
+		return fmt.Errorf("%w: %s has no authentication, so it must not be reachable from other machines", errNotLoopback, what)
 	}
 	return nil
+}
+
+var errNotLoopback = errors.New("is not on a loopback address (127.0.0.1, ::1 or localhost)")
+
+// mcpTLS checks the mcp_tls block: both files, readable as a key pair.
+func (p *parser) mcpTLS(ts *mcpTLSSyntax) *TLSFiles {
+	if ts == nil {
+		return nil
+	}
+	p.names(ts.Body, ts, "the mcp_tls block")
+	if ts.Cert == nil || ts.Key == nil {
+		p.errorf(ts.DefRange, "Incomplete mcp_tls block", "mcp_tls needs cert and key, PEM files of the server's certificate (chain) and its private key.")
+		return nil
+	}
+	t := &TLSFiles{}
+	t.Cert, _ = p.resolve(*ts.Cert)
+	t.Key, _ = p.resolve(*ts.Key)
+	if _, err := tls.LoadX509KeyPair(t.Cert, t.Key); err != nil {
+		p.errorf(valueRange(ts.Body, "cert", ts.DefRange), "Invalid mcp_tls files", "cert %q and key %q: %v.", *ts.Cert, *ts.Key, err)
+		return nil
+	}
+	return t
+}
+
+// mcpAuth checks the mcp_auth block: a keys file that reads.
+func (p *parser) mcpAuth(as *mcpAuthSyntax) *MCPAuth {
+	if as == nil {
+		return nil
+	}
+	p.names(as.Body, as, "the mcp_auth block")
+	if as.Keys == nil {
+		p.errorf(as.DefRange, "Incomplete mcp_auth block", "mcp_auth needs keys, a file of API keys (make one with `host key add NAME`).")
+		return nil
+	}
+	a := &MCPAuth{}
+	var shown string
+	a.Keys, shown = p.resolve(*as.Keys)
+	if _, err := os.Stat(a.Keys); errors.Is(err, fs.ErrNotExist) {
+		p.errorf(valueRange(as.Body, "keys", as.DefRange), "Missing keys file", "keys file %s does not exist: make it with `host key add NAME`.", shown)
+	} else if _, diags := authn.LoadKeys(a.Keys); diags.HasErrors() {
+		p.diags = append(p.diags, diags...)
+	}
+	// Kept with its errors too: `host key add` needs to know the file.
+	return a
 }
 
 // duration parses a duration attribute; it must be positive (the remote

@@ -2,6 +2,7 @@ package deployment
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -13,6 +14,9 @@ import (
 
 	"github.com/plugkit-go/plugkit/remote"
 	"github.com/plugkit-go/plugkit/shared/wire"
+
+	"github.com/plugkit-go/plugkit/authn"
+	"github.com/plugkit-go/plugkit/internal/testcert"
 )
 
 // writeDeployment writes src as conf/deploy.hcl in a new folder, with the
@@ -294,6 +298,37 @@ func TestParseTracing(t *testing.T) {
 		_, diags := Parse(writeDeployment(t, "host {\n"+c.body+"\n}\n"))
 		if out := Format(diags); !strings.Contains(out, c.want) {
 			t.Errorf("%s:\ndiagnostics:\n%s\nwant %q", c.body, out, c.want)
+		}
+	}
+}
+
+// MCP on a non-loopback address only with TLS and authentication; the
+// files those name are checked where they are named.
+func TestParseMCPExposed(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cert, key, _ := testcert.Write(t, dir)
+	keys := filepath.Join(dir, "keys.hcl")
+	if _, err := authn.NewKey(keys, "ci", "agent", nil); err != nil {
+		t.Fatal(err)
+	}
+	tlsBlock := fmt.Sprintf("  mcp_tls {\n    cert = %q\n    key  = %q\n  }\n", cert, key)
+	authBlock := fmt.Sprintf("  mcp_auth {\n    keys = %q\n  }\n", keys)
+	d := parseClean(t, "host {\n  mcp = \"0.0.0.0:8443\"\n"+tlsBlock+authBlock+"}\n")
+	if d.Host.MCP != "0.0.0.0:8443" || d.Host.MCPTLS == nil || d.Host.MCPAuth == nil || d.Host.MCPAuth.Keys != keys {
+		t.Errorf("host = %+v", d.Host)
+	}
+	for _, c := range []struct{ body, want string }{
+		{"  mcp = \"0.0.0.0:8443\"\n", "Invalid mcp address: mcp \"0.0.0.0:8443\" is not on a loopback address (127.0.0.1, ::1 or localhost): MCP may be reachable from other machines only over TLS and with authentication (mcp_tls and mcp_auth blocks)."},
+		{"  mcp = \"0.0.0.0:8443\"\n" + tlsBlock, "Invalid mcp address"},
+		{"  mcp = \"0.0.0.0:8443\"\n" + authBlock, "Invalid mcp address"},
+		{"  mcp_tls {\n    cert = \"nope.pem\"\n    key = \"nope.key\"\n  }\n", "Invalid mcp_tls files: cert \"nope.pem\" and key \"nope.key\": open"},
+		{"  mcp_auth {\n    keys = \"missing.hcl\"\n  }\n", "Missing keys file: keys file"},
+		{"  mcp_auth {}\n", "Incomplete mcp_auth block"},
+	} {
+		_, diags := Parse(writeDeployment(t, "host {\n"+c.body+"}\n"))
+		if out := Format(diags); !strings.Contains(out, c.want) {
+			t.Errorf("%s\ndiagnostics:\n%s\nwant %q", c.body, out, c.want)
 		}
 	}
 }

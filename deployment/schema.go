@@ -48,6 +48,8 @@ type hostSyntax struct {
 	Policy          *policySyntax  `hcl:"policy,block"`
 	Sandbox         *sandboxSyntax `hcl:"sandbox,block"`
 	Tracing         *tracingSyntax `hcl:"tracing,block"`
+	MCPTLS          *mcpTLSSyntax  `hcl:"mcp_tls,block"`
+	MCPAuth         *mcpAuthSyntax `hcl:"mcp_auth,block"`
 
 	Body     hcl.Body  `hcl:",body"`
 	Unknown  hcl.Body  `hcl:",remain"`
@@ -58,6 +60,23 @@ type tracingSyntax struct {
 	Endpoint *string           `hcl:"endpoint,optional"`
 	Sample   *float64          `hcl:"sample,optional"`
 	Headers  map[string]string `hcl:"headers,optional"`
+
+	Body     hcl.Body  `hcl:",body"`
+	Unknown  hcl.Body  `hcl:",remain"`
+	DefRange hcl.Range `hcl:",def_range"`
+}
+
+type mcpTLSSyntax struct {
+	Cert *string `hcl:"cert,optional"`
+	Key  *string `hcl:"key,optional"`
+
+	Body     hcl.Body  `hcl:",body"`
+	Unknown  hcl.Body  `hcl:",remain"`
+	DefRange hcl.Range `hcl:",def_range"`
+}
+
+type mcpAuthSyntax struct {
+	Keys *string `hcl:"keys,optional"`
 
 	Body     hcl.Body  `hcl:",body"`
 	Unknown  hcl.Body  `hcl:",remain"`

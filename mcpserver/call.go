@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/plugkit-go/plugkit/admin"
+	"github.com/plugkit-go/plugkit/authn"
 	"github.com/plugkit-go/plugkit/host"
 	"github.com/plugkit-go/plugkit/pipeline"
 )
@@ -176,11 +177,7 @@ func (s *Server) start(sess *session, req *mcp.CallToolRequest) (*call, error) {
 		done:      make(chan struct{}),
 	}
 	ctx = context.WithValue(withClientTrace(ctx, req.Params.Meta), callKey{}, c)
-	if req.Extra == nil || req.Extra.Header == nil {
-		// Not over HTTP: the session is the stdio one of whoever started
-		// the host.
-		ctx = pipeline.WithPrincipal(ctx, s.opts.Principal)
-	}
+	ctx = pipeline.WithPrincipal(ctx, s.principal(req))
 	args := req.Params.Arguments
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage("{}")
@@ -193,6 +190,17 @@ func (s *Server) start(sess *session, req *mcp.CallToolRequest) (*call, error) {
 		close(c.done)
 	}()
 	return c, nil
+}
+
+// principal is who a call is made for: over HTTP, whom the request's
+// credential names (nobody without authentication); otherwise the session
+// is the stdio one of whoever started the host.
+func (s *Server) principal(req *mcp.CallToolRequest) pipeline.Principal {
+	if req.Extra == nil || req.Extra.Header == nil {
+		return s.opts.Principal
+	}
+	p, _ := authn.PrincipalOf(req.Extra.TokenInfo)
+	return p
 }
 
 // withClientTrace puts the W3C trace context a client sent in the call's

@@ -59,9 +59,13 @@ type Options struct {
 	Limits httplimit.Limits
 	// Principal is who the calls of a session served with Run or
 	// ServeStdio are made for: the user who started the host, whose
-	// client it is. Calls over HTTP have no principal: nothing
-	// authenticates an HTTP client yet (it is served on loopback only).
+	// client it is.
 	Principal pipeline.Principal
+	// Authenticate, when set, wraps the HTTP handler so that every
+	// request must carry a credential (authn.Authenticator.Require); a
+	// call over HTTP is then made for the principal it names. Without it
+	// a call over HTTP is made for nobody.
+	Authenticate func(http.Handler) http.Handler
 }
 
 // Server serves one host's tools over MCP.
@@ -210,7 +214,11 @@ func (s *Server) Handler() http.Handler {
 		SessionTimeout:      s.opts.SessionIdle,
 		MaxRequestBodyBytes: s.opts.Limits.MaxBodyBytes,
 	})
-	mux.Handle(Path, newSessionCap(s.opts.MaxSessions, s.mcp).wrap(sdk))
+	var h http.Handler = newSessionCap(s.opts.MaxSessions, s.mcp).wrap(sdk)
+	if s.opts.Authenticate != nil {
+		h = s.opts.Authenticate(h)
+	}
+	mux.Handle(Path, h)
 	return mux
 }
 

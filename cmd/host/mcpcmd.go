@@ -2,13 +2,16 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/plugkit-go/plugkit/admin"
+	"github.com/plugkit-go/plugkit/authn"
 	"github.com/plugkit-go/plugkit/deployment"
 	"github.com/plugkit-go/plugkit/host"
 	"github.com/plugkit-go/plugkit/internal/httplimit"
@@ -56,36 +59,109 @@ func serveMCP(ctx context.Context, e *env, _ []string) error {
 	return nil
 }
 
+// mcpFront is MCP over streamable HTTP while `host run` runs.
+type mcpFront struct {
+	stop func(context.Context)
+	// refresh reads the TLS certificate and the API keys again, keeping
+	// the ones in use when the new ones do not load.
+	refresh func()
+}
+
 // startMCP serves MCP over streamable HTTP on the deployment's mcp address
-// while `host run` runs, and does nothing without one. Call it before the
-// plugins start: a taken port then stops the host before it starts
-// anything, and clients see the tools come as their plugins do. stop ends
-// the calls in flight (ABORTED) and the sessions.
-func startMCP(d *deployment.Deployment, h *host.Host, log hclog.Logger) (stop func(context.Context), err error) {
+// while `host run` runs, and does nothing without one: over TLS with an
+// mcp_tls block, and only to clients with a credential with an mcp_auth
+// block. Call it before the plugins start: a taken port then stops the
+// host before it starts anything, and clients see the tools come as their
+// plugins do. stop ends the calls in flight (ABORTED) and the sessions.
+func startMCP(d *deployment.Deployment, h *host.Host, log hclog.Logger) (*mcpFront, error) {
+	front := &mcpFront{stop: func(context.Context) {}, refresh: func() {}}
 	if d.Host.MCP == "" {
-		return func(context.Context) {}, nil
+		return front, nil
+	}
+	opts := mcpserver.Options{
+		Version: Version, Logger: log.Named("mcp"),
+		MaxSessions: d.Host.MCPMaxSessions, SessionIdle: d.Host.MCPIdleTimeout,
+		Limits: httplimit.Limits{MaxBodyBytes: int64(d.Host.MaxMessageBytes)},
+	}
+	var refreshers []func()
+	if a := d.Host.MCPAuth; a != nil {
+		keys, diags := authn.LoadKeys(a.Keys)
+		if diags.HasErrors() {
+			return nil, fmt.Errorf("mcp_auth: %s", diags.Error())
+		}
+		au := authn.New(keys)
+		opts.Authenticate = au.Require
+		refreshers = append(refreshers, func() {
+			if keys, diags := authn.LoadKeys(a.Keys); diags.HasErrors() {
+				log.Error("mcp_auth: keys file not reloaded; the keys in use stay", "error", diags.Error())
+			} else {
+				au.SetKeys(keys)
+				log.Info("mcp_auth: keys reloaded", "keys", keys.Len())
+			}
+		})
 	}
 	ln, err := mcpserver.Listen(d.Host.MCP)
 	if err != nil {
 		return nil, err
 	}
-	srv := mcpserver.New(h, mcpserver.Options{
-		Version: Version, Logger: log.Named("mcp"),
-		MaxSessions: d.Host.MCPMaxSessions, SessionIdle: d.Host.MCPIdleTimeout,
-		Limits: httplimit.Limits{MaxBodyBytes: int64(d.Host.MaxMessageBytes)},
-	})
+	scheme := "http"
+	if t := d.Host.MCPTLS; t != nil {
+		cert, err := newCertificate(t.Cert, t.Key)
+		if err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("mcp_tls: %w", err)
+		}
+		ln = tls.NewListener(ln, &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: cert.get})
+		scheme = "https"
+		refreshers = append(refreshers, func() {
+			if err := cert.load(); err != nil {
+				log.Error("mcp_tls: certificate not reloaded; the one in use stays", "error", err)
+			} else {
+				log.Info("mcp_tls: certificate reloaded")
+			}
+		})
+	}
+	srv := mcpserver.New(h, opts)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	log.Info("serving MCP", "url", "http://"+d.Host.MCP+mcpserver.Path)
-	return func(ctx context.Context) {
+	log.Info("serving MCP", "url", scheme+"://"+d.Host.MCP+mcpserver.Path, "authentication", opts.Authenticate != nil)
+	front.stop = func(ctx context.Context) {
 		if err := srv.Shutdown(ctx); err != nil {
 			log.Warn("mcp shutdown", "error", err)
 		}
 		if err := <-served; err != nil {
 			log.Error("mcp server failed", "error", err)
 		}
-	}, nil
+	}
+	front.refresh = func() {
+		for _, r := range refreshers {
+			r()
+		}
+	}
+	return front, nil
 }
+
+// certificate is a key pair read from files, read again by load.
+type certificate struct {
+	certFile, keyFile string
+	current           atomic.Pointer[tls.Certificate]
+}
+
+func newCertificate(certFile, keyFile string) (*certificate, error) {
+	c := &certificate{certFile: certFile, keyFile: keyFile}
+	return c, c.load()
+}
+
+func (c *certificate) load() error {
+	pair, err := tls.LoadX509KeyPair(c.certFile, c.keyFile)
+	if err != nil {
+		return err
+	}
+	c.current.Store(&pair)
+	return nil
+}
+
+func (c *certificate) get(*tls.ClientHelloInfo) (*tls.Certificate, error) { return c.current.Load(), nil }
 
 // logStates logs every plugin's state changes (and reloads) until the
 // returned function is called.

@@ -70,7 +70,7 @@ func runHost(ctx context.Context, e *env, _ []string) error {
 		return fail(exitFailed, "%v", err)
 	}
 	logStates(h, log)
-	stopMCP, err := startMCP(d, h, log)
+	front, err := startMCP(d, h, log)
 	if err != nil {
 		ln.Close()
 		h.Stop(ctx)
@@ -79,7 +79,7 @@ func runHost(ctx context.Context, e *env, _ []string) error {
 	stopMetrics, err := startMetrics(d, h, log)
 	if err != nil {
 		ln.Close()
-		stopMCP(ctx)
+		front.stop(ctx)
 		h.Stop(ctx)
 		return fail(exitFailed, "%v", err)
 	}
@@ -97,6 +97,7 @@ func runHost(ctx context.Context, e *env, _ []string) error {
 		},
 		Reload: func(ctx context.Context, plugin string) (string, error) {
 			if plugin == "" {
+				front.refresh()
 				return reloadFile(ctx, h, log)
 			}
 			summary, diags := h.ReloadPlugin(ctx, plugin)
@@ -122,6 +123,7 @@ loop:
 			break loop
 		case <-hup:
 			log.Info("SIGHUP: reloading the deployment file")
+			front.refresh()
 			_, _ = reloadFile(ctx, h, log)
 		case err := <-serveErr:
 			runErr = err
@@ -131,7 +133,7 @@ loop:
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_ = srv.Shutdown(sctx)
-	stopMCP(sctx)
+	front.stop(sctx)
 	stopMetrics(sctx)
 	h.Stop(sctx)
 	os.Remove(d.Host.AdminSocket)
