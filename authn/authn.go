@@ -91,7 +91,6 @@ func challenge(w http.ResponseWriter, why string) {
 	http.Error(w, why, http.StatusUnauthorized)
 }
 
-
 func tokenInfo(p pipeline.Principal, exp time.Time, scopes []string) *auth.TokenInfo {
 	p = p.Bounded()
 	return &auth.TokenInfo{

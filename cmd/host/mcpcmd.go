@@ -161,7 +161,9 @@ func (c *certificate) load() error {
 	return nil
 }
 
-func (c *certificate) get(*tls.ClientHelloInfo) (*tls.Certificate, error) { return c.current.Load(), nil }
+func (c *certificate) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	return c.current.Load(), nil
+}
 
 // logStates logs every plugin's state changes (and reloads) until the
 // returned function is called.
