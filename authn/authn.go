@@ -5,13 +5,17 @@
 //
 //   - an API key (KeyPrefix…) is looked up by its SHA-256 in a keys file
 //     (LoadKeys; `host key add` makes one with NewKey), which never holds
-//     a key itself.
+//     a key itself;
+//   - any other token is an OAuth 2.1 access token: a JWT whose signature,
+//     iss, aud, exp and nbf are checked against an issuer's published keys
+//     (OAuthConfig), whose sub is the principal and whose scopes and
+//     groups become its attributes.
 //
 // A request without a valid credential is answered 401 before it reaches
 // the MCP server, so no call of it reaches the pipeline.
 //
-//	a := authn.New(keys)
-//	http.Handle("/mcp", a.Require(mcpHandler))
+//	a, err := authn.New(ctx, authn.Config{Keys: keys})
+//	http.Handle("/", a.Require(mux))
 //	// in a tool handler: p, ok := authn.PrincipalOf(req.Extra.TokenInfo)
 package authn
 
@@ -28,16 +32,35 @@ import (
 	"github.com/plugkit-go/plugkit/pipeline"
 )
 
-// Authenticator checks credentials against the keys it holds now.
-type Authenticator struct {
-	keys atomic.Pointer[Keys]
+// Config says which credentials are accepted; at least one of its fields
+// is set.
+type Config struct {
+	// Keys are API keys (nil: none accepted).
+	Keys *Keys
+	// OAuth, when set, accepts the access tokens of one issuer.
+	OAuth *OAuthConfig
 }
 
-// New returns an authenticator of keys.
-func New(keys *Keys) *Authenticator {
+// Authenticator checks credentials against the keys it holds now and its
+// issuer's.
+type Authenticator struct {
+	keys  atomic.Pointer[Keys]
+	oauth *oauth
+}
+
+// New returns an authenticator for cfg. With OAuth, it fetches the
+// issuer's keys now and follows them until ctx ends.
+func New(ctx context.Context, cfg Config) (*Authenticator, error) {
 	a := &Authenticator{}
-	a.keys.Store(keys)
-	return a
+	a.keys.Store(cfg.Keys)
+	if cfg.OAuth != nil {
+		o, err := newOAuth(ctx, *cfg.OAuth)
+		if err != nil {
+			return nil, err
+		}
+		a.oauth = o
+	}
+	return a, nil
 }
 
 // SetKeys replaces the keys (a reload of the keys file); requests from
@@ -50,7 +73,7 @@ const keyTTL = time.Hour
 
 // Verify is the MCP SDK's auth.TokenVerifier: the principal token names,
 // or an error that unwraps to auth.ErrInvalidToken (401).
-func (a *Authenticator) Verify(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+func (a *Authenticator) Verify(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
 	if strings.HasPrefix(token, KeyPrefix) {
 		keys := a.keys.Load()
 		if keys == nil {
@@ -62,32 +85,53 @@ func (a *Authenticator) Verify(_ context.Context, token string, _ *http.Request)
 		}
 		return tokenInfo(p, time.Now().Add(keyTTL), nil), nil
 	}
+	if a.oauth != nil {
+		return a.oauth.verify(ctx, token)
+	}
 	return nil, fmt.Errorf("%w: not an API key", auth.ErrInvalidToken)
 }
 
-// Require wraps h so that every request must carry a valid credential.
-// A request without one is answered 401 with a WWW-Authenticate challenge
-// (RFC 6750), which the SDK's middleware leaves out when it has no
-// resource metadata to point at; one with a credential goes through the
-// SDK's middleware, which hands its token info to the MCP server.
+// Require wraps h so that every request must carry a valid credential,
+// and serves the protected resource metadata (RFC 9728) when tokens of an
+// issuer are accepted. A request without a valid credential is answered
+// 401 with a WWW-Authenticate challenge (RFC 6750; pointing at the
+// metadata), which the SDK's middleware leaves out when it has no metadata
+// to point at; one with a credential goes through the SDK's middleware,
+// which checks the required scopes (403) and hands the token info to the
+// MCP server.
 func (a *Authenticator) Require(h http.Handler) http.Handler {
-	sdk := auth.RequireBearerToken(a.Verify, &auth.RequireBearerTokenOptions{})(h)
+	opts := &auth.RequireBearerTokenOptions{}
+	var metadata http.Handler
+	if a.oauth != nil {
+		opts.ResourceMetadataURL = metadataURL(a.oauth.cfg.Audience)
+		opts.Scopes = a.oauth.cfg.Scopes
+		metadata = a.oauth.metadataHandler()
+	}
+	sdk := auth.RequireBearerToken(a.Verify, opts)(h)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if metadata != nil && strings.HasPrefix(r.URL.Path, MetadataPath) {
+			metadata.ServeHTTP(w, r)
+			return
+		}
 		scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
 		if !strings.EqualFold(scheme, "Bearer") {
-			challenge(w, "missing bearer token")
+			challenge(w, opts.ResourceMetadataURL, "missing bearer token")
 			return
 		}
 		if _, err := a.Verify(r.Context(), strings.TrimSpace(token), r); err != nil {
-			challenge(w, err.Error())
+			challenge(w, opts.ResourceMetadataURL, err.Error())
 			return
 		}
 		sdk.ServeHTTP(w, r)
 	})
 }
 
-func challenge(w http.ResponseWriter, why string) {
-	w.Header().Set("WWW-Authenticate", `Bearer realm="plugkit", error="invalid_token"`)
+func challenge(w http.ResponseWriter, metadata, why string) {
+	c := `Bearer realm="plugkit", error="invalid_token"`
+	if metadata != "" {
+		c += fmt.Sprintf(", resource_metadata=%q", metadata)
+	}
+	w.Header().Set("WWW-Authenticate", c)
 	http.Error(w, why, http.StatusUnauthorized)
 }
 

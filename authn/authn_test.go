@@ -2,6 +2,7 @@ package authn_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -9,10 +10,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/golang-jwt/jwt/v5"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
 	"github.com/plugkit-go/plugkit/authn"
+	"github.com/plugkit-go/plugkit/internal/testissuer"
 	"github.com/plugkit-go/plugkit/pipeline"
 )
 
@@ -101,7 +105,10 @@ func TestRequire(t *testing.T) {
 		t.Fatal(err)
 	}
 	keys, _ := authn.LoadKeys(path)
-	a := authn.New(keys)
+	a, err := authn.New(context.Background(), authn.Config{Keys: keys})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var seen []pipeline.Principal
 	srv := httptest.NewServer(a.Require(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, _ := authn.PrincipalOf(auth.TokenInfoFromContext(r.Context()))
@@ -135,5 +142,87 @@ func TestRequire(t *testing.T) {
 	a.SetKeys(none)
 	if _, err := a.Verify(context.Background(), key, nil); !errors.Is(err, auth.ErrInvalidToken) {
 		t.Errorf("a removed key: %v", err)
+	}
+}
+
+// TestOAuthTokens: an issuer's token is checked for its signature, iss,
+// aud, exp and scopes; its sub is the principal, its scopes and groups the
+// attributes. Whatever is wrong, the request never reaches the handler.
+func TestOAuthTokens(t *testing.T) {
+	iss := testissuer.Start(t)
+	const audience = "https://tools.example/mcp"
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a, err := authn.New(ctx, authn.Config{OAuth: &authn.OAuthConfig{Issuer: iss.URL, JWKSURL: iss.JWKSURL, Audience: audience, Scopes: []string{"tools"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen []pipeline.Principal
+	srv := httptest.NewServer(a.Require(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, _ := authn.PrincipalOf(auth.TokenInfoFromContext(r.Context()))
+		seen = append(seen, p)
+	})))
+	defer srv.Close()
+	ok := jwt.MapClaims{"sub": "alice", "aud": audience, "scope": "tools files.read", "groups": []string{"readers"}}
+	with := func(change jwt.MapClaims) jwt.MapClaims {
+		c := jwt.MapClaims{}
+		for k, v := range ok {
+			c[k] = v
+		}
+		for k, v := range change {
+			if v == nil {
+				delete(c, k)
+			} else {
+				c[k] = v
+			}
+		}
+		return c
+	}
+	for _, c := range []struct {
+		name  string
+		token string
+		code  int
+	}{
+		{"a good token", iss.Token(t, ok), 200},
+		{"no token", "", 401},
+		{"expired", iss.Token(t, with(jwt.MapClaims{"exp": time.Now().Add(-time.Hour).Unix()})), 401},
+		{"not yet valid", iss.Token(t, with(jwt.MapClaims{"nbf": time.Now().Add(time.Hour).Unix()})), 401},
+		{"for another audience", iss.Token(t, with(jwt.MapClaims{"aud": "https://other.example/mcp"})), 401},
+		{"from another issuer", iss.Token(t, with(jwt.MapClaims{"iss": "https://evil.example"})), 401},
+		{"signed by another key", iss.TokenSignedBy(t, testissuer.NewKey(t), ok), 401},
+		{"no subject", iss.Token(t, with(jwt.MapClaims{"sub": nil})), 401},
+		{"without the required scope", iss.Token(t, with(jwt.MapClaims{"scope": "files.read"})), 403},
+	} {
+		req, _ := http.NewRequest("POST", srv.URL+"/mcp", nil)
+		if c.token != "" {
+			req.Header.Set("Authorization", "Bearer "+c.token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.code {
+			t.Errorf("%s: %d, want %d", c.name, resp.StatusCode, c.code)
+		}
+		if c.code == 401 && !strings.Contains(resp.Header.Get("WWW-Authenticate"), `resource_metadata="https://tools.example/.well-known/oauth-protected-resource/mcp"`) {
+			t.Errorf("%s: WWW-Authenticate %q does not point at the metadata", c.name, resp.Header.Get("WWW-Authenticate"))
+		}
+	}
+	if len(seen) != 1 || seen[0].String() != "user:alice" || !seen[0].Matches("group:readers") || !seen[0].Matches("scope:files.read") {
+		t.Errorf("the handler saw %+v", seen)
+	}
+
+	resp, err := http.Get(srv.URL + authn.MetadataPath + "/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var meta struct {
+		Resource             string   `json:"resource"`
+		AuthorizationServers []string `json:"authorization_servers"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&meta); err != nil || meta.Resource != audience || len(meta.AuthorizationServers) != 1 || meta.AuthorizationServers[0] != iss.URL {
+		t.Errorf("metadata: %v %+v", err, meta)
 	}
 }

@@ -1,6 +1,8 @@
 package deployment
 
 import (
+	"github.com/plugkit-go/plugkit/authn"
+
 	"encoding/json"
 	"slices"
 	"time"
@@ -63,10 +65,14 @@ type TLSFiles struct {
 	Cert, Key string
 }
 
-// MCPAuth says which credentials MCP HTTP clients may present.
+// MCPAuth says which credentials MCP HTTP clients may present: API keys,
+// an issuer's access tokens, or both.
 type MCPAuth struct {
-	// Keys is the absolute path of an API keys file (package authn).
+	// Keys is the absolute path of an API keys file (package authn); ""
+	// when no API key is accepted.
 	Keys string
+	// OAuth, when set, accepts the access tokens of one issuer.
+	OAuth *authn.OAuthConfig
 }
 
 // Tracing sends a span per call, per stage and per plugin RPC, and the
@@ -93,6 +99,17 @@ type Policy struct {
 	PerTool int
 	// Retry is nil unless the file has a retry block.
 	Retry *Retry
+	// PerPrincipal is nil unless the file has a per_principal block.
+	PerPrincipal *PerPrincipal
+}
+
+// PerPrincipal bounds each principal's calls; a zero field is no bound.
+type PerPrincipal struct {
+	// Rate is calls a second, Burst how many at once past it.
+	Rate  float64
+	Burst int
+	// Concurrency is calls running at once.
+	Concurrency int
 }
 
 // Retry bounds the retry policy for idempotent tools.

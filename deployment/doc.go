@@ -51,6 +51,11 @@
 //	    timeout     = true                  # the timeout policy (default true)
 //	    concurrency = 16                    # global limit; 0 = none (default)
 //	    per_tool    = 4                     # per-tool limit; 0 = none (default)
+//	    per_principal {                     # optional: each principal's limits (0 = none)
+//	      rate        = 10                  # calls a second; past it and its burst, DENIED
+//	      burst       = 20                  # default: rate rounded up
+//	      concurrency = 4                   # calls running at once; past it, DENIED
+//	    }
 //	    retry {                             # optional: retry idempotent tools
 //	      attempts    = 3                   # defaults 3, 50ms, 1s
 //	      backoff     = "50ms"

@@ -199,6 +199,20 @@ func (p *parser) host(hs *hostSyntax) Host {
 			p.backoffOrder(rs.Body, rs.DefRange, r.Backoff, r.MaxBackoff)
 			h.Policy.Retry = r
 		}
+		if ps := ps.PerPrincipal; ps != nil {
+			p.names(ps.Body, ps, "the per_principal block")
+			pp := &PerPrincipal{}
+			if ps.Rate != nil {
+				if r := *ps.Rate; r < 0 || math.IsNaN(r) || math.IsInf(r, 0) {
+					p.errorf(valueRange(ps.Body, "rate", ps.DefRange), "Invalid rate", "rate %v is not a number of calls a second (0 or more).", r)
+				} else {
+					pp.Rate = r
+				}
+			}
+			pp.Burst = p.count(ps.Body, "burst", ps.Burst, 0, 0)
+			pp.Concurrency = p.count(ps.Body, "concurrency", ps.Concurrency, 0, 0)
+			h.Policy.PerPrincipal = pp
+		}
 	}
 	return h
 }
@@ -280,26 +294,83 @@ func (p *parser) mcpTLS(ts *mcpTLSSyntax) *TLSFiles {
 	return t
 }
 
-// mcpAuth checks the mcp_auth block: a keys file that reads.
+// mcpAuth checks the mcp_auth block: a keys file that reads, an oauth
+// block, or both.
 func (p *parser) mcpAuth(as *mcpAuthSyntax) *MCPAuth {
 	if as == nil {
 		return nil
 	}
 	p.names(as.Body, as, "the mcp_auth block")
-	if as.Keys == nil {
-		p.errorf(as.DefRange, "Incomplete mcp_auth block", "mcp_auth needs keys, a file of API keys (make one with `host key add NAME`).")
+	if as.Keys == nil && as.OAuth == nil {
+		p.errorf(as.DefRange, "Incomplete mcp_auth block", "mcp_auth needs keys, a file of API keys (make one with `host key add NAME`), an oauth block, or both.")
 		return nil
 	}
-	a := &MCPAuth{}
-	var shown string
-	a.Keys, shown = p.resolve(*as.Keys)
-	if _, err := os.Stat(a.Keys); errors.Is(err, fs.ErrNotExist) {
-		p.errorf(valueRange(as.Body, "keys", as.DefRange), "Missing keys file", "keys file %s does not exist: make it with `host key add NAME`.", shown)
-	} else if _, diags := authn.LoadKeys(a.Keys); diags.HasErrors() {
-		p.diags = append(p.diags, diags...)
+	a := &MCPAuth{OAuth: p.oauth(as.OAuth)}
+	if as.Keys != nil {
+		var shown string
+		a.Keys, shown = p.resolve(*as.Keys)
+		if _, err := os.Stat(a.Keys); errors.Is(err, fs.ErrNotExist) {
+			p.errorf(valueRange(as.Body, "keys", as.DefRange), "Missing keys file", "keys file %s does not exist: make it with `host key add NAME`.", shown)
+		} else if _, diags := authn.LoadKeys(a.Keys); diags.HasErrors() {
+			p.diags = append(p.diags, diags...)
+		}
 	}
 	// Kept with its errors too: `host key add` needs to know the file.
 	return a
+}
+
+// oauth checks an mcp_auth oauth block: the issuer, its keys' URL and this
+// server's audience, URLs over https (or http on loopback, for a local
+// issuer).
+func (p *parser) oauth(o *oauthSyntax) *authn.OAuthConfig {
+	if o == nil {
+		return nil
+	}
+	p.names(o.Body, o, "the oauth block")
+	c := &authn.OAuthConfig{Scopes: o.Scopes}
+	for _, f := range []struct {
+		name string
+		v    *string
+		to   *string
+	}{{"issuer", o.Issuer, &c.Issuer}, {"jwks_url", o.JWKSURL, &c.JWKSURL}, {"audience", o.Audience, &c.Audience}} {
+		if f.v == nil {
+			p.errorf(o.DefRange, "Incomplete oauth block", "oauth needs %s.", f.name)
+			continue
+		}
+		if err := checkHTTPS(*f.v); err != nil {
+			p.errorf(valueRange(o.Body, f.name, o.DefRange), "Invalid "+f.name, "%s %q %v.", f.name, *f.v, err)
+			continue
+		}
+		*f.to = *f.v
+	}
+	if o.GroupsClaim != nil {
+		c.GroupsClaim = *o.GroupsClaim
+	}
+	if o.Kind != nil {
+		if k := *o.Kind; k != "user" && k != "agent" && k != "service" {
+			p.errorf(valueRange(o.Body, "kind", o.DefRange), "Invalid kind", "kind %q is not user, agent or service.", k)
+		} else {
+			c.Kind = k
+		}
+	}
+	return c
+}
+
+// checkHTTPS accepts an https URL, or an http one on a loopback host.
+func checkHTTPS(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return errors.New("is not an absolute URL")
+	}
+	switch u.Scheme {
+	case "https":
+		return nil
+	case "http":
+		if ip := net.ParseIP(u.Hostname()); u.Hostname() == "localhost" || (ip != nil && ip.IsLoopback()) {
+			return nil
+		}
+	}
+	return errors.New("is not an https URL (http is accepted on loopback only)")
 }
 
 // duration parses a duration attribute; it must be positive (the remote

@@ -332,3 +332,18 @@ func TestParseMCPExposed(t *testing.T) {
 		}
 	}
 }
+
+func TestParsePerPrincipal(t *testing.T) {
+	t.Parallel()
+	d := parseClean(t, "host {\n  policy {\n    per_principal {\n      rate = 2.5\n      concurrency = 3\n    }\n  }\n}\n")
+	if pp := d.Host.Policy.PerPrincipal; pp == nil || pp.Rate != 2.5 || pp.Burst != 0 || pp.Concurrency != 3 {
+		t.Errorf("per_principal = %+v", pp)
+	}
+	_, diags := Parse(writeDeployment(t, "host {\n  policy {\n    per_principal {\n      rate = -1\n      concurrency = -2\n    }\n  }\n}\n"))
+	out := Format(diags)
+	for _, want := range []string{"deploy.hcl:4:14: Invalid rate", "deploy.hcl:5:21: Invalid concurrency"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("diagnostics:\n%s\nwant %q", out, want)
+		}
+	}
+}

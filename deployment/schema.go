@@ -76,7 +76,21 @@ type mcpTLSSyntax struct {
 }
 
 type mcpAuthSyntax struct {
-	Keys *string `hcl:"keys,optional"`
+	Keys  *string      `hcl:"keys,optional"`
+	OAuth *oauthSyntax `hcl:"oauth,block"`
+
+	Body     hcl.Body  `hcl:",body"`
+	Unknown  hcl.Body  `hcl:",remain"`
+	DefRange hcl.Range `hcl:",def_range"`
+}
+
+type oauthSyntax struct {
+	Issuer      *string  `hcl:"issuer,optional"`
+	JWKSURL     *string  `hcl:"jwks_url,optional"`
+	Audience    *string  `hcl:"audience,optional"`
+	Scopes      []string `hcl:"scopes,optional"`
+	GroupsClaim *string  `hcl:"groups_claim,optional"`
+	Kind        *string  `hcl:"kind,optional"`
 
 	Body     hcl.Body  `hcl:",body"`
 	Unknown  hcl.Body  `hcl:",remain"`
@@ -84,10 +98,21 @@ type mcpAuthSyntax struct {
 }
 
 type policySyntax struct {
-	Timeout     *bool        `hcl:"timeout,optional"`
-	Concurrency *int         `hcl:"concurrency,optional"`
-	PerTool     *int         `hcl:"per_tool,optional"`
-	Retry       *retrySyntax `hcl:"retry,block"`
+	Timeout      *bool               `hcl:"timeout,optional"`
+	Concurrency  *int                `hcl:"concurrency,optional"`
+	PerTool      *int                `hcl:"per_tool,optional"`
+	Retry        *retrySyntax        `hcl:"retry,block"`
+	PerPrincipal *perPrincipalSyntax `hcl:"per_principal,block"`
+
+	Body     hcl.Body  `hcl:",body"`
+	Unknown  hcl.Body  `hcl:",remain"`
+	DefRange hcl.Range `hcl:",def_range"`
+}
+
+type perPrincipalSyntax struct {
+	Rate        *float64 `hcl:"rate,optional"`
+	Burst       *int     `hcl:"burst,optional"`
+	Concurrency *int     `hcl:"concurrency,optional"`
 
 	Body     hcl.Body  `hcl:",body"`
 	Unknown  hcl.Body  `hcl:",remain"`

@@ -182,6 +182,10 @@ func New(d *deployment.Deployment, log hclog.Logger) (*Host, error) {
 	h.tools = tools
 	builtins := []kernel.Plugin{tools.Plugin(), h.Approvals.Plugin()}
 	pol := d.Host.Policy
+	if pp := pol.PerPrincipal; pp != nil {
+		// Outermost: a call over its principal's limits takes no other slot.
+		builtins = append(builtins, policy.PerPrincipal(policy.PerPrincipalConfig{Rate: pp.Rate, Burst: pp.Burst, Concurrency: pp.Concurrency}))
+	}
 	if pol.Concurrency > 0 || pol.PerTool > 0 {
 		builtins = append(builtins, policy.Concurrency(policy.ConcurrencyConfig{Global: pol.Concurrency, PerTool: pol.PerTool}))
 	}

@@ -214,11 +214,12 @@ func (s *Server) Handler() http.Handler {
 		SessionTimeout:      s.opts.SessionIdle,
 		MaxRequestBodyBytes: s.opts.Limits.MaxBodyBytes,
 	})
-	var h http.Handler = newSessionCap(s.opts.MaxSessions, s.mcp).wrap(sdk)
+	mux.Handle(Path, newSessionCap(s.opts.MaxSessions, s.mcp).wrap(sdk))
 	if s.opts.Authenticate != nil {
-		h = s.opts.Authenticate(h)
+		// Around the whole mux: it may serve paths of its own (an OAuth
+		// resource's metadata).
+		return s.opts.Authenticate(mux)
 	}
-	mux.Handle(Path, h)
 	return mux
 }
 

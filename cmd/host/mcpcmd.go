@@ -84,24 +84,38 @@ func startMCP(d *deployment.Deployment, h *host.Host, log hclog.Logger) (*mcpFro
 		Limits: httplimit.Limits{MaxBodyBytes: int64(d.Host.MaxMessageBytes)},
 	}
 	var refreshers []func()
+	// Ends what the front keeps running besides its server (following an
+	// issuer's keys).
+	ctx, cancel := context.WithCancel(context.Background())
 	if a := d.Host.MCPAuth; a != nil {
-		keys, diags := authn.LoadKeys(a.Keys)
-		if diags.HasErrors() {
-			return nil, fmt.Errorf("mcp_auth: %s", diags.Error())
-		}
-		au := authn.New(keys)
-		opts.Authenticate = au.Require
-		refreshers = append(refreshers, func() {
-			if keys, diags := authn.LoadKeys(a.Keys); diags.HasErrors() {
-				log.Error("mcp_auth: keys file not reloaded; the keys in use stay", "error", diags.Error())
-			} else {
-				au.SetKeys(keys)
-				log.Info("mcp_auth: keys reloaded", "keys", keys.Len())
+		cfg := authn.Config{OAuth: a.OAuth}
+		if a.Keys != "" {
+			keys, diags := authn.LoadKeys(a.Keys)
+			if diags.HasErrors() {
+				cancel()
+				return nil, fmt.Errorf("mcp_auth: %s", diags.Error())
 			}
-		})
+			cfg.Keys = keys
+			refreshers = append(refreshers, func() {
+				if keys, diags := authn.LoadKeys(a.Keys); diags.HasErrors() {
+					log.Error("mcp_auth: keys file not reloaded; the keys in use stay", "error", diags.Error())
+				} else {
+					cfg.Keys = keys
+					log.Info("mcp_auth: keys reloaded", "keys", keys.Len())
+				}
+			})
+		}
+		au, err := authn.New(ctx, cfg)
+		if err != nil {
+			cancel()
+			return nil, fmt.Errorf("mcp_auth: %w", err)
+		}
+		opts.Authenticate = au.Require
+		refreshers = append(refreshers, func() { au.SetKeys(cfg.Keys) })
 	}
 	ln, err := mcpserver.Listen(d.Host.MCP)
 	if err != nil {
+		cancel()
 		return nil, err
 	}
 	scheme := "http"
@@ -109,6 +123,7 @@ func startMCP(d *deployment.Deployment, h *host.Host, log hclog.Logger) (*mcpFro
 		cert, err := newCertificate(t.Cert, t.Key)
 		if err != nil {
 			ln.Close()
+			cancel()
 			return nil, fmt.Errorf("mcp_tls: %w", err)
 		}
 		ln = tls.NewListener(ln, &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: cert.get})
@@ -132,6 +147,7 @@ func startMCP(d *deployment.Deployment, h *host.Host, log hclog.Logger) (*mcpFro
 		if err := <-served; err != nil {
 			log.Error("mcp server failed", "error", err)
 		}
+		cancel()
 	}
 	front.refresh = func() {
 		for _, r := range refreshers {

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/plugkit-go/plugkit/admin"
 	"github.com/plugkit-go/plugkit/plugins/audit/auditlog"
@@ -46,27 +45,46 @@ func TestPrincipalThroughThePipeline(t *testing.T) {
 		t.Errorf("search, denied to a group %s is not in: %+v", me, r)
 	}
 
-	// The audit plugin gets its results on a stream: wait for the three.
 	logPath := filepath.Join(h.dir, "run", "audit.log")
-	var lines []auditlog.Line
-	for deadline := time.Now().Add(30 * time.Second); len(lines) < 3; time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d audit lines, want 3", len(lines))
+	for _, text := range strings.Split(strings.TrimSpace(waitAuditLines(t, logPath, 3)), "\n") {
+		l, err := auditlog.ParseLine([]byte(text))
+		if err != nil {
+			t.Fatal(err)
 		}
-		lines = nil
-		b, _ := os.ReadFile(logPath)
-		for _, text := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-			if l, err := auditlog.ParseLine([]byte(text)); err == nil {
-				lines = append(lines, l)
-			}
-		}
-	}
-	for _, l := range lines {
 		if l.Principal != me.ID || l.PrincipalKind != "local" {
 			t.Errorf("audit line %d (%s): principal %q of kind %q, want %q local", l.Seq, l.Tool, l.Principal, l.PrincipalKind, me.ID)
 		}
 	}
 	if out, err := exec.Command(pluginPath("audit"), "verify", logPath).CombinedOutput(); err != nil {
 		t.Errorf("audit verify: %v\n%s", err, out)
+	}
+}
+
+// TestPerPrincipalLimit: past its rate, a principal's call over the admin
+// socket is DENIED, saying it was rate-limited, by "limits".
+func TestPerPrincipalLimit(t *testing.T) {
+	needShippedDeployment(t)
+	dir := t.TempDir()
+	config := deploymentFileWith(t, dir, deploymentTweaks{})
+	data, err := os.ReadFile(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	limited := strings.Replace(string(data), "    concurrency = 8\n", "    concurrency = 8\n    per_principal {\n      rate  = 0.001\n      burst = 2\n    }\n", 1)
+	if limited == string(data) {
+		t.Fatal("the deployment file has no policy block to add to")
+	}
+	if err := os.WriteFile(config, []byte(limited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := startFaultHostWith(t, dir, config)
+	for i := range 2 {
+		if r, _ := callJSON(t, h.config, "list_dir", `{"path":"."}`); !r.OK {
+			t.Fatalf("call %d within the burst: %+v", i+1, r)
+		}
+	}
+	r, _ := callJSON(t, h.config, "list_dir", `{"path":"."}`)
+	if r.OK || r.Error == nil || r.Error.Code != "DENIED" || r.DecidedBy != "limits" || !strings.Contains(r.Error.Message, "rate-limited: local:") {
+		t.Errorf("call past the burst: %+v %+v", r, r.Error)
 	}
 }
