@@ -46,6 +46,10 @@ type Config struct {
 type Authenticator struct {
 	keys  atomic.Pointer[Keys]
 	oauth *oauth
+	// OnRefused, when set before Require, is told of each request refused
+	// for its credential (for metrics): "missing" or "invalid". It must
+	// not block.
+	OnRefused func(reason string)
 }
 
 // New returns an authenticator for cfg. With OAuth, it fetches the
@@ -115,15 +119,23 @@ func (a *Authenticator) Require(h http.Handler) http.Handler {
 		}
 		scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
 		if !strings.EqualFold(scheme, "Bearer") {
+			a.refused("missing")
 			challenge(w, opts.ResourceMetadataURL, "missing bearer token")
 			return
 		}
 		if _, err := a.Verify(r.Context(), strings.TrimSpace(token), r); err != nil {
+			a.refused("invalid")
 			challenge(w, opts.ResourceMetadataURL, err.Error())
 			return
 		}
 		sdk.ServeHTTP(w, r)
 	})
+}
+
+func (a *Authenticator) refused(reason string) {
+	if a.OnRefused != nil {
+		a.OnRefused(reason)
+	}
 }
 
 func challenge(w http.ResponseWriter, metadata, why string) {

@@ -109,6 +109,8 @@ func TestRequire(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	refused := map[string]int{}
+	a.OnRefused = func(reason string) { refused[reason]++ }
 	var seen []pipeline.Principal
 	srv := httptest.NewServer(a.Require(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, _ := authn.PrincipalOf(auth.TokenInfoFromContext(r.Context()))
@@ -134,6 +136,9 @@ func TestRequire(t *testing.T) {
 	}
 	if len(seen) != 1 || seen[0].String() != "agent:ci-bot" {
 		t.Errorf("the handler saw %v", seen)
+	}
+	if refused["missing"] != 2 || refused["invalid"] != 2 {
+		t.Errorf("refusals counted %v, want 2 missing (none, basic) and 2 invalid", refused)
 	}
 	// A reload replaces the keys: the old key no longer opens anything.
 	empty := filepath.Join(t.TempDir(), "none.hcl")

@@ -46,6 +46,7 @@ type Metrics struct {
 	reloads  *prometheus.CounterVec
 	asks     *prometheus.CounterVec
 	rpcs     *prometheus.HistogramVec
+	refusals *prometheus.CounterVec
 	stages   [pipeline.NumStages]prometheus.Observer
 
 	counters  sync.Map // callKey → prometheus.Counter
@@ -102,12 +103,18 @@ func New(version string, status func() []remote.Status, inflight func() int64) *
 	for s := range pipeline.NumStages {
 		m.stages[s] = stages.WithLabelValues(s.String())
 	}
+	m.refusals = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "plugkit", Name: "mcp_auth_refusals_total",
+		Help: "MCP HTTP requests refused for their credential before any call, by reason: missing or invalid.",
+	}, []string{"reason"})
+	m.refusals.WithLabelValues("missing")
+	m.refusals.WithLabelValues("invalid")
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: "plugkit", Name: "build_info",
 		Help: "The host's version and the Go version it was built with; always 1.",
 	}, []string{"version", "goversion"})
 	build.WithLabelValues(version, runtime.Version()).Set(1)
-	m.reg.MustRegister(m.calls, m.duration, stages, m.reloads, m.asks, m.rpcs, build,
+	m.reg.MustRegister(m.calls, m.duration, stages, m.reloads, m.asks, m.rpcs, m.refusals, build,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: "plugkit", Name: "calls_in_flight",
 			Help: "Calls running in the pipeline now.",
@@ -139,6 +146,10 @@ func (m *Metrics) Reloaded(ok bool) {
 		m.reloads.WithLabelValues("failed").Inc()
 	}
 }
+
+// AuthRefused counts an MCP HTTP request refused for its credential; it is
+// authn.Authenticator.OnRefused.
+func (m *Metrics) AuthRefused(reason string) { m.refusals.WithLabelValues(reason).Inc() }
 
 // RPC records how long a call into a plugin's handler took; it is
 // remote.Options.OnRPC.

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,8 +15,11 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/plugkit-go/plugkit/internal/testcert"
+	"github.com/plugkit-go/plugkit/internal/testenv"
 	"github.com/plugkit-go/plugkit/internal/testissuer"
 )
 
@@ -59,8 +63,9 @@ func TestMCPSharedOverTLSWithKeys(t *testing.T) {
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
+	metricsAddr := freePort(t)
 	config := deploymentFileWith(t, dir, deploymentTweaks{
-		host: fmt.Sprintf("  mcp = \"0.0.0.0:%d\"\n  mcp_tls {\n    cert = %q\n    key  = %q\n  }\n  mcp_auth {\n    keys = %q\n  }\n", port, cert, key, keysFile),
+		host: fmt.Sprintf("  metrics = %q\n  mcp = \"0.0.0.0:%d\"\n  mcp_tls {\n    cert = %q\n    key  = %q\n  }\n  mcp_auth {\n    keys = %q\n  }\n", metricsAddr, port, cert, key, keysFile),
 		safetyRules: `    deny "readers-read" {
       tools   = ["list_dir"]
       callers = ["group:readers"]
@@ -115,6 +120,16 @@ func TestMCPSharedOverTLSWithKeys(t *testing.T) {
 			t.Errorf("%s: %d %q, want 401 with WWW-Authenticate: Bearer", c.name, resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
 		}
 	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(strings.NewReader(scrape(t, metricsAddr)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for reason, want := range map[string]float64{"missing": 2, "invalid": 1} {
+		if got, _ := value(families, "plugkit_mcp_auth_refusals_total", map[string]string{"reason": reason}); got != want {
+			t.Errorf("refusals for a %s credential: %v, want %v", reason, got, want)
+		}
+	}
 	// Plain HTTP to the TLS port carries nothing to the server.
 	resp, err := http.Post(fmt.Sprintf("http://127.0.0.1:%d/mcp", port), "application/json", strings.NewReader(`{}`))
 	if err == nil {
@@ -139,6 +154,36 @@ func TestMCPSharedOverTLSWithKeys(t *testing.T) {
 			t.Errorf("audit log lacks %s:\n%s", want, log)
 		}
 	}
+
+	t.Run("a client made with the TypeScript SDK", func(t *testing.T) {
+		node := testenv.LookPath(t, "node")
+		script, err := filepath.Abs("../../plugins/mcp/testdata/servers/ts-client.mjs")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(filepath.Join(filepath.Dir(script), "node_modules", "@modelcontextprotocol", "sdk")); err != nil {
+			testenv.Missing(t, "the TypeScript MCP SDK: run `npm ci` in plugins/mcp/testdata/servers")
+		}
+		ts := func(key string) (string, error) {
+			cmd := exec.CommandContext(ctx, node, script, endpoint, key, "read_file", `{"path":"notes.md"}`)
+			cmd.Env = append(os.Environ(), "NODE_EXTRA_CA_CERTS="+cert)
+			out, err := cmd.Output()
+			if ee, ok := err.(*exec.ExitError); ok {
+				return string(out), fmt.Errorf("%v: %s", err, ee.Stderr)
+			}
+			return string(out), err
+		}
+		out, err := ts(writer)
+		if err != nil || !strings.Contains(out, `"read_file"`) || !strings.Contains(out, "first notes") {
+			t.Fatalf("the TypeScript client with a key: %v\n%s", err, out)
+		}
+		if out, err := ts("pk_" + strings.Repeat("B", 43)); err == nil {
+			t.Errorf("the TypeScript client with an unknown key was served:\n%s", out)
+		}
+		if log := waitAuditLines(t, logPath, 4); !strings.Contains(log, `"principal":"ann","principal_kind":"user","tool":"read_file"`) {
+			t.Errorf("the TypeScript client's call is not audited as ann's:\n%s", log)
+		}
+	})
 }
 
 // TestMCPOAuthTokens: MCP accepts an issuer's access tokens (checked

@@ -110,6 +110,7 @@ func startMCP(d *deployment.Deployment, h *host.Host, log hclog.Logger) (*mcpFro
 			cancel()
 			return nil, fmt.Errorf("mcp_auth: %w", err)
 		}
+		au.OnRefused = h.Metrics.AuthRefused
 		opts.Authenticate = au.Require
 		refreshers = append(refreshers, func() { au.SetKeys(cfg.Keys) })
 	}
