@@ -78,6 +78,11 @@ const keyTTL = time.Hour
 // Verify is the MCP SDK's auth.TokenVerifier: the principal token names,
 // or an error that unwraps to auth.ErrInvalidToken (401).
 func (a *Authenticator) Verify(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+	if v, ok := ctx.Value(verifiedKey{}).(verified); ok && v.token == token {
+		// Require checked this very token a moment ago: a JWT's signature
+		// is worth checking once.
+		return v.info, nil
+	}
 	if strings.HasPrefix(token, KeyPrefix) {
 		keys := a.keys.Load()
 		if keys == nil {
@@ -123,14 +128,25 @@ func (a *Authenticator) Require(h http.Handler) http.Handler {
 			challenge(w, opts.ResourceMetadataURL, "missing bearer token")
 			return
 		}
-		if _, err := a.Verify(r.Context(), strings.TrimSpace(token), r); err != nil {
+		token = strings.TrimSpace(token)
+		info, err := a.Verify(r.Context(), token, r)
+		if err != nil {
 			a.refused("invalid")
 			challenge(w, opts.ResourceMetadataURL, err.Error())
 			return
 		}
-		sdk.ServeHTTP(w, r)
+		sdk.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), verifiedKey{}, verified{token, info})))
 	})
 }
+
+// verified is a token Require has checked, for the SDK's middleware to
+// take as it is.
+type verified struct {
+	token string
+	info  *auth.TokenInfo
+}
+
+type verifiedKey struct{}
 
 func (a *Authenticator) refused(reason string) {
 	if a.OnRefused != nil {
