@@ -170,13 +170,22 @@ func waitLog(t *testing.T, host Host, name, entry string) {
 // is for asynchronous effects whose timing the case does not assert.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
+	if !eventually(cond) {
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+// eventually polls cond for up to ten times promptly and says whether it
+// came to hold.
+func eventually(cond func() bool) bool {
 	deadline := time.Now().Add(10 * promptly)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+			return false
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
+	return true
 }
 
 // audited reduces audit records to "tool ok" / "tool CODE" strings.
