@@ -38,7 +38,7 @@ func keyCommand(e *env) *cobra.Command {
 				return printJSON(e.stdout, map[string]any{"ok": true, "name": args[0], "key": k, "file": path})
 			}
 			fmt.Fprintln(e.stdout, k)
-			fmt.Fprintf(e.stderr, "added key %q to %s: this is the only time the key is shown, store it now\n", args[0], path)
+			fmt.Fprintf(e.stderr, "added key %q to %s: this is the only time the key is shown, store it now\n", args[0], shortPath(path))
 			return nil
 		},
 	}
@@ -57,4 +57,16 @@ func (e *env) keysFile() string {
 		}
 	}
 	return filepath.Join(filepath.Dir(e.config), "keys.hcl")
+}
+
+// shortPath is path relative to the working folder when it is below it.
+func shortPath(path string) string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return path
+	}
+	if rel, err := filepath.Rel(wd, path); err == nil && filepath.IsLocal(rel) {
+		return rel
+	}
+	return path
 }
