@@ -28,7 +28,8 @@ func startMetrics(d *deployment.Deployment, h *host.Host, log hclog.Logger) (sto
 	mux := http.NewServeMux()
 	mux.Handle(metrics.Path, h.Metrics.Handler())
 	lim := httplimit.Limits{MaxConns: 16, MaxBodyBytes: 1 << 10}
-	srv := lim.Server(lim.Body(mux))
+	// Loopback only, and a DNS name rebound to 127.0.0.1 gets nothing.
+	srv := lim.Server(lim.Body(httplimit.LoopbackHost(mux)))
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(lim.Listener(srv, ln)) }()
 	log.Info("serving metrics", "url", "http://"+d.Host.Metrics+metrics.Path)

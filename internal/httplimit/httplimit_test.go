@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -296,5 +297,22 @@ func TestIdleConnsMakeRoom(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("the first client again: %d", resp.StatusCode)
+	}
+}
+
+// TestLoopbackHost: only a Host header naming a loopback address passes.
+func TestLoopbackHost(t *testing.T) {
+	h := httplimit.LoopbackHost(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	for host, want := range map[string]int{
+		"127.0.0.1:9464": 200, "localhost:9464": 200, "[::1]:9464": 200, "localhost": 200,
+		"evil.example:9464": 403, "10.0.0.1:9464": 403, "": 403,
+	} {
+		r := httptest.NewRequest("GET", "/metrics", nil)
+		r.Host = host
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != want {
+			t.Errorf("Host %q: %d, want %d", host, w.Code, want)
+		}
 	}
 }
