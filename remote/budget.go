@@ -120,6 +120,14 @@ func (b *budget) stop() (expired bool) {
 	return b.expired
 }
 
+// ranOut is err when expired (what stop returned), else nil.
+func (b *budget) ranOut(expired bool, in *instance, op string) error {
+	if !expired {
+		return nil
+	}
+	return b.err(in, op)
+}
+
 // err says that the listener did not answer within its budget.
 func (b *budget) err(in *instance, op string) error {
 	return fmt.Errorf("plugin %s: %s: no answer within %s (listener_timeout, not counting the rest of the chain)", in.name, op, b.limit)

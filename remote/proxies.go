@@ -99,6 +99,22 @@ func (in *instance) timed(kind string, start time.Time) {
 // filterCtx bounds a filter's RPC by the listener timeout. The deadline
 // crosses the boundary, so the plugin's handler sees it too. (A wrapper's
 // bound is a budget instead: see budget.go.)
+// answered is the error a listener answered with. A listener whose time
+// ran out (a filter's deadline, or a wrapper's budget, ranOut) may answer
+// "context deadline exceeded" just before gRPC's own DEADLINE_EXCEEDED
+// reaches the host, since the plugin runs the same deadline: that answer
+// is the listener's timeout, and says so, as gRPC's would.
+func (in *instance) answered(ctx, rctx context.Context, ranOut error, op, msg string) error {
+	switch {
+	case ctx.Err() != nil:
+	case ranOut != nil:
+		return ranOut
+	case errors.Is(rctx.Err(), context.DeadlineExceeded):
+		return fmt.Errorf("plugin %s: %s: no answer in time", in.name, op)
+	}
+	return errors.New(msg)
+}
+
 func (in *instance) filterCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	if in.listenerTimeout <= 0 {
 		return ctx, func() {}
@@ -129,18 +145,18 @@ func (in *instance) toolProxy(handler, name string) pipeline.ToolFunc {
 
 func (in *instance) guardProxy(handler string) pipeline.GuardFunc {
 	return func(ctx context.Context, e *pipeline.Execution) (string, error) {
-		ctx, cancel := in.filterCtx(ctx)
+		rctx, cancel := in.filterCtx(ctx)
 		defer cancel()
 		start := time.Now()
-		resp, err := in.client.Guard(ctx, &pb.GuardRequest{HandlerId: handler, Execution: toExecution(e)})
+		resp, err := in.client.Guard(rctx, &pb.GuardRequest{HandlerId: handler, Execution: toExecution(e)})
 		in.timed("guard", start)
 		if err != nil {
-			_ = settle(ctx)
+			_ = settle(rctx)
 			return "", in.callErr("guard", err)
 		}
 		if resp.GetError() != "" {
-			_ = settle(ctx)
-			return "", errors.New(resp.GetError())
+			_ = settle(rctx)
+			return "", in.answered(ctx, rctx, nil, "guard", resp.GetError())
 		}
 		return resp.GetReason(), nil
 	}
@@ -199,7 +215,7 @@ func (in *instance) preProxy(h *hostService, handler string, wrap bool) pipeline
 		}
 		if resp.GetError() != "" {
 			_ = settle(rctx)
-			return pipeline.Decision{}, errors.New(resp.GetError())
+			return pipeline.Decision{}, in.answered(ctx, rctx, b.ranOut(expired, in, "pre-execute listener"), "pre-execute listener", resp.GetError())
 		}
 		d := resp.GetDecision()
 		var out pipeline.Decision
@@ -261,6 +277,10 @@ func (in *instance) execProxy(h *hostService, handler string, wrap bool) pipelin
 			if cerr := settle(ctx); cerr != nil {
 				return pipeline.Fail(pipeline.CodeAborted, "call cancelled: "+cerr.Error())
 			}
+			if expired {
+				// Its "context deadline exceeded" beat gRPC's to the host.
+				return pipeline.Fail(pipeline.CodeToolTimeout, b.err(in, "execute listener").Error())
+			}
 			return pipeline.Fail(pipeline.CodeToolError, "execute listener of "+in.name+" failed: "+resp.GetError())
 		case resp.GetPass():
 			return next(ctx)
@@ -305,7 +325,7 @@ func (in *instance) postProxy(h *hostService, handler string, wrap bool) pipelin
 		}
 		if resp.GetError() != "" {
 			_ = settle(rctx)
-			return pipeline.Review{}, errors.New(resp.GetError())
+			return pipeline.Review{}, in.answered(ctx, rctx, b.ranOut(expired, in, "post-execute listener"), "post-execute listener", resp.GetError())
 		}
 		rv := resp.GetReview()
 		var out pipeline.Review
