@@ -44,6 +44,15 @@ func host(t testing.TB, m *metrics.Metrics, sample uint64) *pipeline.Tools {
 	return tools
 }
 
+// metered is a host whose calls a new Metrics counts, timing the stages of
+// one call in sample.
+func metered(t testing.TB, sample uint64) (*metrics.Metrics, *pipeline.Tools) {
+	var tools *pipeline.Tools
+	m := newMetrics(func() *pipeline.Tools { return tools })
+	tools = host(t, m, sample)
+	return m, tools
+}
+
 func newMetrics(tools func() *pipeline.Tools) *metrics.Metrics {
 	return metrics.New("test", func() []remote.Status { return nil }, func() int64 {
 		if t := tools(); t != nil {
@@ -56,9 +65,7 @@ func newMetrics(tools func() *pipeline.Tools) *metrics.Metrics {
 // TestCallsByToolAndCode: each result is counted once under its tool and
 // code; every call of a tool that does not exist under one label.
 func TestCallsByToolAndCode(t *testing.T) {
-	var tools *pipeline.Tools
-	m := newMetrics(func() *pipeline.Tools { return tools })
-	tools = host(t, m, 1)
+	m, tools := metered(t, 1)
 	ctx := context.Background()
 	for range 3 {
 		tools.Execute(ctx, "add", json.RawMessage(`{}`), "c")
@@ -82,16 +89,12 @@ plugkit_calls_total{code="ok",decided_by="",tool="add"} 3
 // BenchmarkPipelineMetricsEveryStage times every call's stages;
 // BenchmarkPipelineNoMetrics is their baseline.
 func BenchmarkPipelineMetrics(b *testing.B) {
-	var tools *pipeline.Tools
-	m := newMetrics(func() *pipeline.Tools { return tools })
-	tools = host(b, m, 0)
+	_, tools := metered(b, 0)
 	benchCalls(b, tools)
 }
 
 func BenchmarkPipelineMetricsEveryStage(b *testing.B) {
-	var tools *pipeline.Tools
-	m := newMetrics(func() *pipeline.Tools { return tools })
-	tools = host(b, m, 1)
+	_, tools := metered(b, 1)
 	benchCalls(b, tools)
 }
 
@@ -110,9 +113,7 @@ func benchCalls(b *testing.B, tools *pipeline.Tools) {
 // TestStageDurations: each stage a call reaches is timed once; a call that
 // ends at stage 0 (an unknown tool) is timed in lookup and result only.
 func TestStageDurations(t *testing.T) {
-	var tools *pipeline.Tools
-	m := newMetrics(func() *pipeline.Tools { return tools })
-	tools = host(t, m, 1)
+	m, tools := metered(t, 1)
 	ctx := context.Background()
 	for range 3 {
 		tools.Execute(ctx, "add", json.RawMessage(`{}`), "c")

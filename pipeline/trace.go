@@ -80,8 +80,10 @@ type clock struct {
 func (c *clock) begin(ctx context.Context, o *Options, start time.Time, e *Execution, sampled bool) context.Context {
 	c.onCall, c.tracer = o.OnCall != nil, o.Tracer
 	c.timed = c.onCall && sampled
-	for i := range c.times {
-		c.times[i] = -1
+	if c.onCall {
+		for i := range c.times {
+			c.times[i] = -1
+		}
 	}
 	if !c.timed && c.tracer == nil {
 		return ctx

@@ -63,6 +63,14 @@ func tree(t *testing.T, spans []sdktrace.ReadOnlySpan) []string {
 	return lines
 }
 
+// wantTree fails t unless spans make the tree want (as tree writes it).
+func wantTree(t *testing.T, spans []sdktrace.ReadOnlySpan, want ...string) {
+	t.Helper()
+	if got := tree(t, spans); !slices.Equal(got, want) {
+		t.Errorf("span tree:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
 func attrs(s sdktrace.ReadOnlySpan) map[attribute.Key]string {
 	m := map[attribute.Key]string{}
 	for _, kv := range s.Attributes() {
@@ -90,7 +98,7 @@ func TestCallSpanTree(t *testing.T) {
 		t.Fatal(r.Error)
 	}
 	spans := rec.Ended()
-	want := []string{
+	wantTree(t, spans,
 		"(root) > plugkit call",
 		"plugkit call > stage 0 lookup",
 		"plugkit call > stage 1 pre-execute",
@@ -99,10 +107,7 @@ func TestCallSpanTree(t *testing.T) {
 		"plugkit call > stage 4 post-execute",
 		"plugkit call > stage 5 result",
 		"stage 3 execute > inside the tool",
-	}
-	if got := tree(t, spans); !slices.Equal(got, want) {
-		t.Errorf("span tree:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
+	)
 	call := callSpan(t, spans)
 	a := attrs(call)
 	if a[pipeline.AttrTool] != "own" || a[pipeline.AttrCaller] != "client#1" || a[pipeline.AttrCode] != "ok" || a[pipeline.AttrCallID] == "" {
@@ -122,16 +127,13 @@ func TestDeniedCallSpan(t *testing.T) {
 		t.Fatalf("result = %+v, want DENIED", r)
 	}
 	spans := rec.Ended()
-	want := []string{
+	wantTree(t, spans,
 		"(root) > plugkit call",
 		"plugkit call > stage 0 lookup",
 		"plugkit call > stage 1 pre-execute",
 		"plugkit call > stage 2 guards",
 		"plugkit call > stage 5 result",
-	}
-	if got := tree(t, spans); !slices.Equal(got, want) {
-		t.Errorf("span tree:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
+	)
 	call := callSpan(t, spans)
 	if a := attrs(call); a[pipeline.AttrCode] != "DENIED" || a[pipeline.AttrDecidedBy] != "G" {
 		t.Errorf("call span attributes = %v", a)
