@@ -32,7 +32,7 @@ import (
 //   - RawGoPluginRPC is the floor: one go-plugin gRPC unary call
 //     (Plugin.ExecuteTool of the test plugin's add tool) through the
 //     dispensed client, with the transport the manager uses (AutoMTLS,
-//     broker multiplexing, the same limits) and no pipeline;
+//     no broker multiplexing, the same limits) and no pipeline;
 //   - RemoteTool is the same tool through the whole pipeline, no listener:
 //     the host's overhead on top of the floor;
 //   - RemotePipeline adds a pre-execute filter, a guard, a post-execute
@@ -77,20 +77,22 @@ func startRaw(b *testing.B) (*wire.PluginClient, *pb.ExecuteToolRequest) {
 	limit := wire.DefaultMaxMessageBytes
 	cmd := exec.Command(testPlugin)
 	// Its socket in the benchmark's folder, removed with it: a killed
-	// plugin leaves its socket behind.
+	// plugin leaves its socket behind. So does the host's callback
+	// listener, which go-plugin (without a runner of ours) makes in the
+	// process's temporary folder.
 	socketDir := b.TempDir()
+	b.Setenv("TMPDIR", socketDir)
 	cmd.Env = []string{wire.MaxMessageEnv(limit), "PLUGIN_UNIX_SOCKET_DIR=" + socketDir}
 	client := plugin.NewClient(&plugin.ClientConfig{
-		HandshakeConfig:     wire.Handshake,
-		Plugins:             wire.ClientPlugins(limit),
-		Cmd:                 cmd,
-		AllowedProtocols:    []plugin.Protocol{plugin.ProtocolGRPC},
-		AutoMTLS:            true,
-		Logger:              hclog.NewNullLogger(),
-		GRPCDialOptions:     wire.DialOptions(limit),
-		SkipHostEnv:         true,
-		GRPCBrokerMultiplex: true,
-		UnixSocketConfig:    &plugin.UnixSocketConfig{TempDir: socketDir},
+		HandshakeConfig:  wire.Handshake,
+		Plugins:          wire.ClientPlugins(limit),
+		Cmd:              cmd,
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		AutoMTLS:         true,
+		Logger:           hclog.NewNullLogger(),
+		GRPCDialOptions:  wire.DialOptions(limit),
+		SkipHostEnv:      true,
+		UnixSocketConfig: &plugin.UnixSocketConfig{TempDir: socketDir},
 	})
 	b.Cleanup(client.Kill)
 	rpc, err := client.Client()

@@ -102,6 +102,21 @@ func chownUser(dir, name string) error {
 	return nil
 }
 
+// socketGroup is the group that may use the plugin's socket folder and the
+// host's callback socket: the plugin user's own, when a root host runs the
+// plugin as another user (go-plugin makes both group-writable for it);
+// empty otherwise, leaving them the host user's alone.
+func socketGroup(spec Spec) (string, error) {
+	if spec.Sandbox == nil || spec.Sandbox.User == "" || os.Geteuid() != 0 {
+		return "", nil
+	}
+	_, gid, err := confine.UserIDs(spec.Sandbox.User)
+	if err != nil {
+		return "", err
+	}
+	return strconv.Itoa(gid), nil
+}
+
 // Sandbox says what of the plugin's sandbox the host enforces.
 func (m *Manager) sandbox(spec Spec) confine.Enforcement {
 	if spec.Sandbox == nil {
