@@ -1,10 +1,12 @@
 package remote_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"sync"
@@ -331,6 +333,59 @@ func BenchmarkRemoteGuards4(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		hostCall(b, ctx, h, args)
+	}
+}
+
+// BenchmarkRemoteGuard is RemoteTool plus one silent guard in a process of
+// its own; BenchmarkRemoteGuardPython is the same guard written in Python
+// (internal/pytestplugin). The difference of each from RemoteTool is what
+// one remote check costs in that language.
+func BenchmarkRemoteGuard(b *testing.B) { benchGuard(b, false) }
+
+func BenchmarkRemoteGuardPython(b *testing.B) { benchGuard(b, true) }
+
+func benchGuard(b *testing.B, python bool) {
+	h := benchHost(b)
+	if python {
+		h.binary = pythonPlugin(b)
+	}
+	mustLoad(b, h, conformance.PluginSpec{Name: "G", Guards: []conformance.GuardSpec{{Behaviour: conformance.GuardSilent}}}, pluginConfig{})
+	ctx, args := context.Background(), json.RawMessage(benchArgs)
+	b.ReportAllocs()
+	for b.Loop() {
+		hostCall(b, ctx, h, args)
+	}
+}
+
+// pythonHook is a policy check the way agents that shell out run one: a
+// Python program started per check, the call as JSON on stdin, the
+// decision as JSON on stdout.
+const pythonHook = `import json, sys
+call = json.load(sys.stdin)
+json.dump({"deny": "a is over 100" if call["arguments"].get("a", 0) > 100 else ""}, sys.stdout)
+`
+
+// BenchmarkPythonHookPerCheck is one such check: what RemoteGuardPython
+// replaces.
+func BenchmarkPythonHookPerCheck(b *testing.B) {
+	pythonPlugin(b) // the same python3, or the reason it is missing
+	script := filepath.Join(b.TempDir(), "hook.py")
+	if err := os.WriteFile(script, []byte(pythonHook), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	in := []byte(`{"tool":"add","arguments":` + benchArgs + `}`)
+	for b.Loop() {
+		cmd := exec.Command("/usr/bin/env", "python3", script)
+		cmd.Env = []string{}
+		cmd.Stdin = bytes.NewReader(in)
+		out, err := cmd.Output()
+		if err != nil {
+			b.Fatalf("hook: %v", err)
+		}
+		var d struct{ Deny string }
+		if err := json.Unmarshal(out, &d); err != nil || d.Deny != "" {
+			b.Fatalf("hook answered %q (%v)", out, err)
+		}
 	}
 }
 

@@ -20,6 +20,14 @@ func TestConformanceSandboxed(t *testing.T) {
 	conformance.Run(t, processHarness{sandboxed: true})
 }
 
+// TestConformancePython runs the same cases with every plugin under test
+// written in Python (internal/pytestplugin, on the SDK in sdk/python),
+// through the same host, AutoMTLS on: the protocol as shared/README.md
+// describes it, spoken by a stock gRPC library.
+func TestConformancePython(t *testing.T) {
+	conformance.Run(t, processHarness{python: true})
+}
+
 // testSandbox is the least a test plugin needs: its log folder (the
 // host's dir) to write, no network.
 func testSandbox(dir string) *confine.Policy {

@@ -35,6 +35,9 @@ type processHarness struct {
 	opts remote.Options
 	// sandboxed confines every plugin under test (testSandbox).
 	sandboxed bool
+	// python runs every plugin under test as internal/pytestplugin, the
+	// test plugin's twin written with the Python SDK.
+	python bool
 }
 
 // testRestart is the restart policy of the plugins under test: a crash is
@@ -83,6 +86,9 @@ func (h processHarness) New(t *testing.T, cfg conformance.Config) conformance.Ho
 	host := newHost(t, cfg, h.opts)
 	if h.sandboxed {
 		host.sandbox = testSandbox(host.dir)
+	}
+	if h.python {
+		host.binary = pythonPlugin(t)
 	}
 	return host
 }
@@ -148,6 +154,8 @@ type processHost struct {
 	listenerTimeout time.Duration
 	// sandbox confines the plugins the host loads; nil: unconfined.
 	sandbox *confine.Policy
+	// binary is the test plugin the host loads; empty: testPlugin.
+	binary string
 
 	mu       sync.Mutex
 	observed map[string]*observedLog // by log name
@@ -209,8 +217,12 @@ func (h *processHost) spec(t testing.TB, p conformance.PluginSpec, extra pluginC
 	if err != nil {
 		t.Fatalf("config of plugin %q: %v", p.Name, err)
 	}
+	path := testPlugin
+	if h.binary != "" {
+		path = h.binary
+	}
 	return remote.Spec{
-		Name: p.Name, Path: testPlugin, Config: raw, Critical: p.Critical,
+		Name: p.Name, Path: path, Config: raw, Critical: p.Critical,
 		Restart: testRestart, Env: env, Sandbox: h.sandbox,
 	}
 }

@@ -9,10 +9,13 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/plugkit-go/plugkit/internal/testenv"
 
 	"github.com/plugkit-go/plugkit/confine"
 )
@@ -57,7 +60,11 @@ func run(m *testing.M) int {
 	code := m.Run()
 
 	// No test may leave a plugin process behind.
-	if left := waitNoPlugins(testPlugin, 3*time.Second); len(left) > 0 {
+	left := waitNoPlugins(testPlugin, 3*time.Second)
+	if script, err := filepath.Abs(filepath.Join("..", "internal", "pytestplugin", "testplugin.py")); err == nil {
+		left = append(left, scriptPids(script)...)
+	}
+	if len(left) > 0 {
 		fmt.Fprintf(os.Stderr, "plugin processes left running after the tests: %v\n", left)
 		for _, pid := range left {
 			_ = killPid(pid)
@@ -127,4 +134,49 @@ func waitNoPlugins(bin string, d time.Duration) []int {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// pythonPlugin returns the path of internal/pytestplugin's plugin, once
+// Python 3 with grpcio and protobuf is there as the plugin will find it
+// (`/usr/bin/env python3` with no PATH searches /bin and /usr/bin).
+func pythonPlugin(t testing.TB) string {
+	t.Helper()
+	pythonOnce.Do(func() {
+		cmd := exec.Command("/usr/bin/env", "python3", "-c", "import grpc, google.protobuf")
+		cmd.Env = []string{}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			pythonErr = fmt.Errorf("python3 with grpcio and protobuf (Debian: python3-grpcio python3-protobuf): %v: %s", err, bytes.TrimSpace(out))
+		}
+	})
+	if pythonErr != nil {
+		testenv.Missing(t, "%v", pythonErr)
+	}
+	path, err := filepath.Abs(filepath.Join("..", "internal", "pytestplugin", "testplugin.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+var (
+	pythonOnce sync.Once
+	pythonErr  error
+)
+
+// scriptPids returns the live processes whose command line runs script.
+func scriptPids(script string) []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || !bytes.Contains(cmdline, []byte(script)) || processGone(pid) {
+			continue
+		}
+		out = append(out, pid)
+	}
+	return out
 }

@@ -94,9 +94,19 @@ func reloadPlugin(t *testing.T, ctx context.Context, h *processHost, name string
 	}
 }
 
-func TestReloadUnderLoad(t *testing.T) {
+func TestReloadUnderLoad(t *testing.T) { testReloadUnderLoad(t, false) }
+
+// TestReloadUnderLoadPython: the same with both plugins written in Python
+// (internal/pytestplugin): a reload starts the new process, applies it and
+// stops the old one without failing a call.
+func TestReloadUnderLoadPython(t *testing.T) { testReloadUnderLoad(t, true) }
+
+func testReloadUnderLoad(t *testing.T, python bool) {
 	ctx := testCtx(t, 2*time.Minute)
 	h := newHost(t, conformance.Config{}, remote.Options{})
+	if python {
+		h.binary = pythonPlugin(t)
+	}
 	// The tool's owner has a stage-1 listener and a guard of its own; a
 	// critical guard plugin sits in front of every call.
 	mustLoad(t, h, conformance.PluginSpec{

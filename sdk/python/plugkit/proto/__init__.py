@@ -1,0 +1,1 @@
+"""Generated protobuf and gRPC modules (sdk/python/gen.sh); do not edit."""
