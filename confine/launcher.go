@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"syscall"
@@ -158,6 +159,9 @@ func restrict(s spec) error {
 	}
 	exe := append([]string{s.Binary}, s.Exec...)
 	for _, x := range exe {
+		exe = append(exe, scriptInterpreters(x)...)
+	}
+	for _, x := range exe {
 		if in := interpreter(x); in != "" {
 			exe = append(exe, in)
 		}
@@ -230,6 +234,46 @@ func pathRule(access landlock.AccessFSSet, p string) (landlock.Rule, error) {
 		access &= accFile
 	}
 	return landlock.PathAccess(access, p), nil
+}
+
+// scriptInterpreters returns what the kernel runs to run a script: the
+// program on its "#!" line and, for "#!/usr/bin/env NAME", the program env
+// finds for NAME where it looks when the environment has no PATH (/bin,
+// then /usr/bin: a plugin gets no PATH from the host unless its sandbox
+// declares one). Nil for anything that is not a script.
+func scriptInterpreters(path string) []string {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	head := make([]byte, 256)
+	n, _ := f.Read(head)
+	line, _, _ := strings.Cut(string(head[:n]), "\n")
+	rest, ok := strings.CutPrefix(line, "#!")
+	if !ok {
+		return nil
+	}
+	fields := strings.Fields(rest)
+	if len(fields) == 0 {
+		return nil
+	}
+	out := []string{fields[0]}
+	if filepath.Base(fields[0]) == "env" {
+		for _, arg := range fields[1:] {
+			if strings.HasPrefix(arg, "-") || strings.Contains(arg, "=") {
+				continue
+			}
+			for _, dir := range []string{"/bin", "/usr/bin"} {
+				if p, err := filepath.EvalSymlinks(filepath.Join(dir, arg)); err == nil {
+					out = append(out, p)
+					break
+				}
+			}
+			break
+		}
+	}
+	return out
 }
 
 // interpreter returns the ELF interpreter (dynamic loader) of a binary, ""

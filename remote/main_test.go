@@ -9,7 +9,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -137,31 +136,16 @@ func waitNoPlugins(bin string, d time.Duration) []int {
 }
 
 // pythonPlugin returns the path of internal/pytestplugin's plugin, once
-// Python 3 with grpcio and protobuf is there as the plugin will find it
-// (`/usr/bin/env python3` with no PATH searches /bin and /usr/bin).
+// Python 3 with grpcio and protobuf is there (testenv.NeedPython).
 func pythonPlugin(t testing.TB) string {
 	t.Helper()
-	pythonOnce.Do(func() {
-		cmd := exec.Command("/usr/bin/env", "python3", "-c", "import grpc, google.protobuf")
-		cmd.Env = []string{}
-		if out, err := cmd.CombinedOutput(); err != nil {
-			pythonErr = fmt.Errorf("python3 with grpcio and protobuf (Debian: python3-grpcio python3-protobuf): %v: %s", err, bytes.TrimSpace(out))
-		}
-	})
-	if pythonErr != nil {
-		testenv.Missing(t, "%v", pythonErr)
-	}
+	testenv.NeedPython(t)
 	path, err := filepath.Abs(filepath.Join("..", "internal", "pytestplugin", "testplugin.py"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return path
 }
-
-var (
-	pythonOnce sync.Once
-	pythonErr  error
-)
 
 // scriptPids returns the live processes whose command line runs script.
 func scriptPids(script string) []int {

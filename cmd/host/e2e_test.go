@@ -137,6 +137,9 @@ type deploymentTweaks struct {
 	safetyRules string
 	// host is added to the host block.
 	host string
+	// search, when set, is the search plugin's path (a twin of the
+	// shipped one); more is added after the last plugin block.
+	search, more string
 }
 
 // deploymentFileWith is deploymentFile with tweaks.
@@ -231,8 +234,11 @@ plugin "audit" {
 }
 `, pluginPath("index"), pluginPath("search"), pluginPath("files"), pluginPath("safety"), pluginPath("audit"), corpusDir(t),
 		extra("index"), extra("search"), extra("files"), extra("safety"), extra("audit"), tw.safetyRules, tw.host)
+	if tw.search != "" {
+		hcl = strings.Replace(hcl, fmt.Sprintf("path   = %q", pluginPath("search")), fmt.Sprintf("path   = %q", tw.search), 1)
+	}
 	path := filepath.Join(dir, "config.hcl")
-	if err := os.WriteFile(path, []byte(hcl), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(hcl+tw.more), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return path

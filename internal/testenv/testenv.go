@@ -6,8 +6,11 @@
 package testenv
 
 import (
+	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
+	"sync"
 	"testing"
 )
 
@@ -34,3 +37,25 @@ func LookPath(t testing.TB, name string) string {
 	}
 	return p
 }
+
+// NeedPython ends the test through Missing unless Python 3 with grpcio and
+// protobuf is there as a Python plugin finds it: its "#!/usr/bin/env
+// python3" line, in the environment the host gives a plugin (no PATH, so
+// env looks in /bin and /usr/bin).
+func NeedPython(t testing.TB) {
+	t.Helper()
+	pythonOnce.Do(func() {
+		cmd := exec.Command("/usr/bin/env", "-i", "python3", "-c", "import grpc, google.protobuf")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			pythonErr = fmt.Errorf("python3 with grpcio and protobuf (Debian: python3-grpcio python3-protobuf): %v: %s", err, bytes.TrimSpace(out))
+		}
+	})
+	if pythonErr != nil {
+		Missing(t, "%v", pythonErr)
+	}
+}
+
+var (
+	pythonOnce sync.Once
+	pythonErr  error
+)
