@@ -79,15 +79,19 @@ const sandboxedEnv = "PLUGKIT_REMOTE_TEST_SANDBOXED"
 // TestHostKilled SIGKILLs a host (this test binary in the "host" role) and
 // checks that its plugin process is gone within one second, and that the
 // socket folder the dead host left is removed by the next host's manager.
-func TestHostKilled(t *testing.T) { testHostKilled(t, "") }
+func TestHostKilled(t *testing.T) { testHostKilled(t, testPlugin, "") }
 
 // TestHostKilledSandboxed is TestHostKilled with the plugin confined: the
 // launcher in between keeps the host its parent.
-func TestHostKilledSandboxed(t *testing.T) { testHostKilled(t, "1") }
+func TestHostKilledSandboxed(t *testing.T) { testHostKilled(t, testPlugin, "1") }
 
-func testHostKilled(t *testing.T, sandboxed string) {
+// TestHostKilledPython is TestHostKilled with the plugin written in Python:
+// the SDK's parent watch ends it.
+func TestHostKilledPython(t *testing.T) { testHostKilled(t, pythonPlugin(t), "") }
+
+func testHostKilled(t *testing.T, plugin, sandboxed string) {
 	host := exec.Command(os.Args[0], "-test.run=^$")
-	host.Env = append(os.Environ(), roleEnv+"=host", pluginBinEnv+"="+testPlugin, sandboxedEnv+"="+sandboxed)
+	host.Env = append(os.Environ(), roleEnv+"=host", pluginBinEnv+"="+plugin, sandboxedEnv+"="+sandboxed)
 	host.Stderr = os.Stderr
 	out, err := host.StdoutPipe()
 	if err != nil {
