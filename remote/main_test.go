@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -61,7 +62,7 @@ func run(m *testing.M) int {
 	// No test may leave a plugin process behind.
 	left := waitNoPlugins(testPlugin, 3*time.Second)
 	if script, err := filepath.Abs(filepath.Join("..", "internal", "pytestplugin", "testplugin.py")); err == nil {
-		left = append(left, scriptPids(script)...)
+		left = append(left, waitNoPlugins(script, time.Second)...)
 	}
 	if len(left) > 0 {
 		fmt.Fprintf(os.Stderr, "plugin processes left running after the tests: %v\n", left)
@@ -101,25 +102,29 @@ func goBuild(out, pkg string) error {
 	return nil
 }
 
-// pluginPids returns the live (not zombie) processes running bin.
+// pluginPids returns the live (not zombie) processes running bin: a
+// binary, or a script (whose interpreter is the executable).
 func pluginPids(bin string) []int {
 	entries, _ := os.ReadDir("/proc")
 	var out []int
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe"))
-		if err != nil || strings.TrimSuffix(exe, " (deleted)") != bin {
-			continue
-		}
-		if processGone(pid) {
+		if err != nil || !runs(e.Name(), bin) || processGone(pid) {
 			continue
 		}
 		out = append(out, pid)
 	}
 	return out
+}
+
+// runs says whether the process with /proc entry name runs bin, as its
+// executable or as the script its command line names.
+func runs(name, bin string) bool {
+	if exe, err := os.Readlink(filepath.Join("/proc", name, "exe")); err == nil && strings.TrimSuffix(exe, " (deleted)") == bin {
+		return true
+	}
+	cmdline, err := os.ReadFile(filepath.Join("/proc", name, "cmdline"))
+	return err == nil && slices.Contains(strings.Split(string(cmdline), "\x00"), bin)
 }
 
 // waitNoPlugins waits up to d for every process running bin to end and
@@ -145,22 +150,4 @@ func pythonPlugin(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return path
-}
-
-// scriptPids returns the live processes whose command line runs script.
-func scriptPids(script string) []int {
-	entries, _ := os.ReadDir("/proc")
-	var out []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || !bytes.Contains(cmdline, []byte(script)) || processGone(pid) {
-			continue
-		}
-		out = append(out, pid)
-	}
-	return out
 }
