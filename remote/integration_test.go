@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -508,4 +509,17 @@ func TestStdoutBeforeServe(t *testing.T) {
 		mustLoad(t, h, conformance.PluginSpec{Name: fmt.Sprintf("early%d", i), Tools: []conformance.ToolSpec{tool}}, pluginConfig{}, "TESTPLUGIN_EARLY_NOISE=1")
 		wantOK(t, call(ctx, h, "add"+strconv.Itoa(i), `{"a":2,"b":3}`), "5")
 	}
+}
+
+// TestLongSocketFolder: a socket folder base too long for a Unix socket's
+// path (107 bytes, with go-plugin's folder and socket names below it) is
+// replaced by /tmp rather than making every plugin fail to start.
+func TestLongSocketFolder(t *testing.T) {
+	long := filepath.Join(t.TempDir(), strings.Repeat("a-long-folder-name", 4))
+	if err := os.MkdirAll(long, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	h := newHost(t, conformance.Config{}, remote.Options{SocketDir: long})
+	mustLoad(t, h, conformance.PluginSpec{Name: "P", Tools: []conformance.ToolSpec{addTool("")}}, pluginConfig{})
+	wantOK(t, call(testCtx(t, 10*time.Second), h, "add", `{"a":2,"b":3}`), "5")
 }

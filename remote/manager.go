@@ -62,6 +62,11 @@ func NewManager(k *kernel.Kernel, tools *pipeline.Tools, opts Options) (*Manager
 	if base == "" {
 		base = os.TempDir()
 	}
+	if len(base) > maxSocketBase {
+		// A socket path longer than the kernel's limit cannot be bound.
+		opts.Logger.Debug("socket folder base too long for Unix socket paths; using /tmp", "base", base)
+		base = "/tmp"
+	}
 	removeStaleSocketDirs(base)
 	dir, err := os.MkdirTemp(base, socketDirPrefix+strconv.Itoa(os.Getpid())+"-")
 	if err != nil {
@@ -77,6 +82,12 @@ func NewManager(k *kernel.Kernel, tools *pipeline.Tools, opts Options) (*Manager
 }
 
 const socketDirPrefix = "plugkit-"
+
+// maxSocketBase is the longest folder the private socket folder can be
+// made in: a Unix socket's path is at most 107 bytes, and below the base
+// go in "/plugkit-PID-N/plugin-dirN/pluginN" (at most 65 bytes: go-plugin
+// names the last two).
+const maxSocketBase = 107 - 65
 
 // removeStaleSocketDirs removes socket folders whose host process is gone.
 func removeStaleSocketDirs(base string) {

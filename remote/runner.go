@@ -61,7 +61,7 @@ func (r *processRunner) ID() string {
 }
 
 func (r *processRunner) Diagnose(context.Context) string {
-	return "the plugin exited or printed something other than the go-plugin handshake line; see its stderr above"
+	return "the plugin exited or printed something other than the go-plugin handshake line"
 }
 
 // Addresses are the same on both sides of a local process.

@@ -30,7 +30,7 @@ func (m *Manager) command(spec Spec) (cmd *exec.Cmd, socketDir string, done func
 	if pol.User != "" && os.Geteuid() == 0 {
 		// The host's socket folder is the host user's alone: a plugin
 		// running as another user gets a private one of its own.
-		dir, err := os.MkdirTemp(m.base, socketDirPrefix+strconv.Itoa(os.Getpid())+"-"+spec.Name+"-")
+		dir, err := os.MkdirTemp(m.base, socketDirPrefix+strconv.Itoa(os.Getpid())+"-")
 		if err != nil {
 			return nil, "", done, fmt.Errorf("plugin socket folder: %w", err)
 		}

@@ -5,13 +5,13 @@ shared/README.md in the plugkit repository describes each step; this
 module is that description in code.
 """
 
-import base64
 import concurrent.futures
 import ctypes
 import datetime
 import json
 import logging
 import os
+import secrets
 import signal
 import sys
 import tempfile
@@ -224,7 +224,8 @@ def serve(plugin):
     health_pb2_grpc.add_HealthServicer_to_server(_Health(), server)
 
     folder = os.environ.get("PLUGIN_UNIX_SOCKET_DIR") or tempfile.gettempdir()
-    path = os.path.join(folder, "plugin%d-%s" % (os.getpid(), base64.b32encode(os.urandom(5)).decode().lower()))
+    # Short, as go-plugin's own names are: a socket path is at most 107 bytes.
+    path = os.path.join(folder, "plugin%d" % secrets.randbelow(10**10))
     if cert is not None:
         creds = grpc.ssl_server_credentials([(cert.key_pem, cert.cert_pem)], root_certificates=host_cert, require_client_auth=True)
         server.add_secure_port("unix:" + path, creds)
