@@ -70,15 +70,24 @@ func (in *instance) waitExited(d time.Duration) bool {
 // TOOL_ERROR, "timed out" against "failed"), so once the deadline has passed
 // this waits for ctx to be done and returns its error. It returns nil when
 // ctx is live and its deadline has not passed.
-func settle(ctx context.Context) error {
+//
+// rpcErr is the RPC's own error, nil for an answer. A DEADLINE_EXCEEDED
+// status is the plugin saying the deadline passed by its clock, which may
+// be a little ahead of the host's (gRPC's C core, under Python's grpcio,
+// keeps deadlines to the millisecond): when ctx's deadline is within
+// clockSkew, it is the same deadline.
+func settle(ctx context.Context, rpcErr error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	d, ok := ctx.Deadline()
-	if !ok || time.Now().Before(d) {
+	if !ok {
 		return nil
 	}
-	t := time.NewTimer(time.Second)
+	if left := time.Until(d); left > clockSkew || left > 0 && status.Code(rpcErr) != codes.DeadlineExceeded {
+		return nil
+	}
+	t := time.NewTimer(time.Until(d) + time.Second)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
@@ -87,6 +96,10 @@ func settle(ctx context.Context) error {
 		return context.DeadlineExceeded
 	}
 }
+
+// clockSkew bounds how far ahead of the host a plugin's clock may see a
+// deadline pass.
+const clockSkew = 50 * time.Millisecond
 
 // timed reports, when the host asked (Options.OnRPC), how long a call into
 // the plugin took: defer in.timed(kind, time.Now()).
@@ -128,13 +141,13 @@ func (in *instance) toolProxy(handler, name string) pipeline.ToolFunc {
 		resp, err := in.client.ExecuteTool(ctx, &pb.ExecuteToolRequest{HandlerId: handler, Execution: toExecution(e)})
 		in.timed("tool", start)
 		if err != nil {
-			if cerr := settle(ctx); cerr != nil {
+			if cerr := settle(ctx, err); cerr != nil {
 				return nil, cerr
 			}
 			return nil, &pipeline.Error{Code: pipeline.CodeToolError, Message: in.callErr("tool "+name, err).Error()}
 		}
 		if resp.GetError() != "" {
-			if cerr := settle(ctx); cerr != nil {
+			if cerr := settle(ctx, nil); cerr != nil {
 				return nil, cerr
 			}
 			return nil, errors.New(resp.GetError())
@@ -151,11 +164,11 @@ func (in *instance) guardProxy(handler string) pipeline.GuardFunc {
 		resp, err := in.client.Guard(rctx, &pb.GuardRequest{HandlerId: handler, Execution: toExecution(e)})
 		in.timed("guard", start)
 		if err != nil {
-			_ = settle(rctx)
+			_ = settle(rctx, err)
 			return "", in.callErr("guard", err)
 		}
 		if resp.GetError() != "" {
-			_ = settle(rctx)
+			_ = settle(rctx, nil)
 			return "", in.answered(ctx, rctx, nil, "guard", resp.GetError())
 		}
 		return resp.GetReason(), nil
@@ -168,11 +181,11 @@ func (in *instance) approverProxy(handler string) pipeline.ApproverFunc {
 		resp, err := in.client.Approve(ctx, &pb.ApproveRequest{HandlerId: handler, Execution: toExecution(e), Question: question})
 		in.timed("approver", start)
 		if err != nil {
-			_ = settle(ctx)
+			_ = settle(ctx, err)
 			return false, in.callErr("approver", err)
 		}
 		if resp.GetError() != "" {
-			_ = settle(ctx)
+			_ = settle(ctx, nil)
 			return false, errors.New(resp.GetError())
 		}
 		return resp.GetApproved(), nil
@@ -210,11 +223,11 @@ func (in *instance) preProxy(h *hostService, handler string, wrap bool) pipeline
 			if expired && ctx.Err() == nil {
 				return pipeline.Decision{}, b.err(in, "pre-execute listener")
 			}
-			_ = settle(rctx)
+			_ = settle(rctx, err)
 			return pipeline.Decision{}, in.callErr("pre-execute listener", err)
 		}
 		if resp.GetError() != "" {
-			_ = settle(rctx)
+			_ = settle(rctx, nil)
 			return pipeline.Decision{}, in.answered(ctx, rctx, b.ranOut(expired, in, "pre-execute listener"), "pre-execute listener", resp.GetError())
 		}
 		d := resp.GetDecision()
@@ -266,7 +279,7 @@ func (in *instance) execProxy(h *hostService, handler string, wrap bool) pipelin
 		expired := b.stop()
 		switch {
 		case err != nil:
-			if cerr := settle(ctx); cerr != nil {
+			if cerr := settle(ctx, err); cerr != nil {
 				return pipeline.Fail(pipeline.CodeAborted, "call cancelled: "+cerr.Error())
 			}
 			if expired {
@@ -274,7 +287,7 @@ func (in *instance) execProxy(h *hostService, handler string, wrap bool) pipelin
 			}
 			return pipeline.Fail(pipeline.CodeToolError, in.callErr("execute listener", err).Error())
 		case resp.GetError() != "":
-			if cerr := settle(ctx); cerr != nil {
+			if cerr := settle(ctx, nil); cerr != nil {
 				return pipeline.Fail(pipeline.CodeAborted, "call cancelled: "+cerr.Error())
 			}
 			if expired {
@@ -320,11 +333,11 @@ func (in *instance) postProxy(h *hostService, handler string, wrap bool) pipelin
 			if expired && ctx.Err() == nil {
 				return pipeline.Review{}, b.err(in, "post-execute listener")
 			}
-			_ = settle(rctx)
+			_ = settle(rctx, err)
 			return pipeline.Review{}, in.callErr("post-execute listener", err)
 		}
 		if resp.GetError() != "" {
-			_ = settle(rctx)
+			_ = settle(rctx, nil)
 			return pipeline.Review{}, in.answered(ctx, rctx, b.ranOut(expired, in, "post-execute listener"), "post-execute listener", resp.GetError())
 		}
 		rv := resp.GetReview()

@@ -6,6 +6,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // lateCtx is a context whose deadline has passed but whose timer has not
@@ -44,7 +47,7 @@ func TestSettle(t *testing.T) {
 		if ctx.Err() != nil {
 			t.Fatal("the fake fired early")
 		}
-		if err := settle(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		if err := settle(ctx, nil); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("settle = %v, want DeadlineExceeded", err)
 		}
 		if ctx.Err() == nil {
@@ -55,17 +58,42 @@ func TestSettle(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		start := time.Now()
-		if err := settle(ctx); err != nil || time.Since(start) > 100*time.Millisecond {
+		if err := settle(ctx, nil); err != nil || time.Since(start) > 100*time.Millisecond {
 			t.Errorf("settle = %v after %v, want nil at once", err, time.Since(start))
 		}
-		if err := settle(context.Background()); err != nil {
+		if err := settle(context.Background(), nil); err != nil {
 			t.Errorf("settle without a deadline = %v", err)
+		}
+	})
+	t.Run("plugin_clock_ahead", func(t *testing.T) {
+		// The plugin's DEADLINE_EXCEEDED arrives 5ms before the host's
+		// deadline: the same deadline, seen by a clock a little ahead.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
+		defer cancel()
+		if err := settle(ctx, status.Error(codes.DeadlineExceeded, "deadline exceeded")); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("settle = %v, want DeadlineExceeded", err)
+		}
+		if ctx.Err() == nil {
+			t.Error("settle returned before ctx agreed")
+		}
+	})
+	t.Run("plugin_failure_before_the_deadline", func(t *testing.T) {
+		// Any other failure, or a deadline far off, is the plugin's own.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
+		defer cancel()
+		if err := settle(ctx, status.Error(codes.Unavailable, "gone")); err != nil {
+			t.Errorf("settle = %v, want nil", err)
+		}
+		far, cancelFar := context.WithTimeout(context.Background(), time.Minute)
+		defer cancelFar()
+		if err := settle(far, status.Error(codes.DeadlineExceeded, "deadline exceeded")); err != nil {
+			t.Errorf("settle with a deadline a minute away = %v, want nil", err)
 		}
 	})
 	t.Run("cancelled", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		if err := settle(ctx); !errors.Is(err, context.Canceled) {
+		if err := settle(ctx, nil); !errors.Is(err, context.Canceled) {
 			t.Errorf("settle = %v, want Canceled", err)
 		}
 	})
