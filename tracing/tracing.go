@@ -1,6 +1,6 @@
 // Package tracing sends a deployment's traces to an OpenTelemetry collector
 // over OTLP/HTTP: a span for each call and each stage it reaches (package
-// pipeline), a span for each RPC into a plugin process (otelgrpc, package
+// pipeline), a span for each RPC into a plugin process (package wire, used by
 // remote), and the spans plugins make inside a traced call.
 //
 // Plugins do not reach the collector themselves (a sandboxed plugin has no

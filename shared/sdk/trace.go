@@ -22,9 +22,9 @@ import (
 
 // tracing is the plugin's side of the host's traces, on when the host
 // started the process with PLUGKIT_TRACE=1. Each handler's context then
-// holds the span of the host's RPC (otelgrpc reads the trace context from
-// the metadata), so a span the plugin starts from it with the global
-// provider (otel.Tracer) joins the call's trace; so does a call back to the
+// holds the span of the host's RPC (wire.TraceServerOption reads the trace
+// context from the metadata), so a span the plugin starts from it with the
+// global provider (otel.Tracer) joins the call's trace; so does a call back to the
 // host (Next, ExecuteTool). Finished spans go to the host in batches
 // (Host.ExportSpans), which sends them on: the plugin needs no network.
 //

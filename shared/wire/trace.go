@@ -2,13 +2,15 @@ package wire
 
 import (
 	"context"
+	"strings"
 
-	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/stats"
+	"google.golang.org/grpc/status"
 )
 
 // EnvTrace is set to "1" in a plugin's environment when the host traces
@@ -19,58 +21,84 @@ import (
 // can say anything over gRPC.
 const EnvTrace = "PLUGKIT_TRACE"
 
-// TraceDialOption gives each RPC on a connection a client span of tp (the
-// child of the span in the call's context) and sends its W3C trace context
-// in the metadata, for the RPCs of a sampled trace only (see sampledOnly).
+// The RPC spans are made by unary interceptors that act only on the RPCs
+// of a traced call: an RPC of a call the sampler left out, or outside any
+// call (a plugin's start, a stage-5 result), costs one context lookup and
+// nothing else. (otelgrpc's stats handlers, which this replaces, run for
+// every RPC of the connection and allocate a stats event at each step of
+// each one, traced or not.) The spans are named and described as
+// otelgrpc's are: the method without its leading slash, rpc.system,
+// rpc.service, rpc.method and rpc.grpc.status_code.
+
+const instrumentation = "github.com/plugkit-go/plugkit/shared/wire"
+
+var propagator = propagation.TraceContext{}
+
+// TraceDialOption gives each RPC of a sampled trace a client span of tp
+// (the child of the span in the call's context) and sends its W3C trace
+// context in the metadata.
 func TraceDialOption(tp trace.TracerProvider) grpc.DialOption {
-	return grpc.WithStatsHandler(sampledOnly{
-		h: otelgrpc.NewClientHandler(otelgrpc.WithTracerProvider(tp), otelgrpc.WithPropagators(propagation.TraceContext{})),
-		wants: func(ctx context.Context) bool {
-			return trace.SpanContextFromContext(ctx).IsSampled()
-		},
-	})
+	return grpc.WithChainUnaryInterceptor(clientSpans(tp.Tracer(instrumentation)))
+}
+
+func clientSpans(tracer trace.Tracer) grpc.UnaryClientInterceptor {
+	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		if !trace.SpanContextFromContext(ctx).IsSampled() {
+			return invoker(ctx, method, req, reply, cc, opts...)
+		}
+		ctx, span := tracer.Start(ctx, strings.TrimPrefix(method, "/"), trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(rpcAttributes(method)...))
+		defer span.End()
+		carrier := propagation.MapCarrier{}
+		propagator.Inject(ctx, carrier)
+		for k, v := range carrier {
+			ctx = metadata.AppendToOutgoingContext(ctx, k, v)
+		}
+		err := invoker(ctx, method, req, reply, cc, opts...)
+		endRPC(span, err)
+		return err
+	}
 }
 
 // TraceServerOption gives each RPC that arrives with a W3C trace context a
 // server span of tp, the child of the caller's, in the handler's context.
 func TraceServerOption(tp trace.TracerProvider) grpc.ServerOption {
-	return grpc.StatsHandler(sampledOnly{
-		h: otelgrpc.NewServerHandler(otelgrpc.WithTracerProvider(tp), otelgrpc.WithPropagators(propagation.TraceContext{})),
-		wants: func(ctx context.Context) bool {
-			md, _ := metadata.FromIncomingContext(ctx)
-			return len(md.Get("traceparent")) > 0
-		},
-	})
+	return grpc.ChainUnaryInterceptor(serverSpans(tp.Tracer(instrumentation)))
 }
 
-// sampledOnly runs otelgrpc's handler for the RPCs it wants only: the RPCs
-// of a call that is not traced (sampled out, or outside any call, such as
-// a plugin's start) pay one context lookup instead of otelgrpc's spans,
-// attributes, metadata and metrics. A skipped RPC is marked in its context,
-// since otelgrpc's HandleRPC would otherwise act on whatever span the
-// context holds (the caller's own).
-type sampledOnly struct {
-	h     stats.Handler
-	wants func(context.Context) bool
-}
-
-type skippedKey struct{}
-
-func (s sampledOnly) TagRPC(ctx context.Context, info *stats.RPCTagInfo) context.Context {
-	if !s.wants(ctx) {
-		return context.WithValue(ctx, skippedKey{}, true)
-	}
-	return s.h.TagRPC(ctx, info)
-}
-
-func (s sampledOnly) HandleRPC(ctx context.Context, rs stats.RPCStats) {
-	if ctx.Value(skippedKey{}) == nil {
-		s.h.HandleRPC(ctx, rs)
+func serverSpans(tracer trace.Tracer) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		parent := metadata.ValueFromIncomingContext(ctx, "traceparent")
+		if len(parent) == 0 {
+			return handler(ctx, req)
+		}
+		carrier := propagation.MapCarrier{"traceparent": parent[0]}
+		if state := metadata.ValueFromIncomingContext(ctx, "tracestate"); len(state) > 0 {
+			carrier["tracestate"] = state[0]
+		}
+		ctx = propagator.Extract(ctx, carrier)
+		ctx, span := tracer.Start(ctx, strings.TrimPrefix(info.FullMethod, "/"), trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(rpcAttributes(info.FullMethod)...))
+		defer span.End()
+		resp, err := handler(ctx, req)
+		endRPC(span, err)
+		return resp, err
 	}
 }
 
-func (s sampledOnly) TagConn(ctx context.Context, info *stats.ConnTagInfo) context.Context {
-	return s.h.TagConn(ctx, info)
+// rpcAttributes describes the RPC "/package.Service/Method".
+func rpcAttributes(fullMethod string) []attribute.KeyValue {
+	service, method, _ := strings.Cut(strings.TrimPrefix(fullMethod, "/"), "/")
+	return []attribute.KeyValue{
+		attribute.String("rpc.system", "grpc"),
+		attribute.String("rpc.service", service),
+		attribute.String("rpc.method", method),
+	}
 }
 
-func (s sampledOnly) HandleConn(ctx context.Context, cs stats.ConnStats) { s.h.HandleConn(ctx, cs) }
+// endRPC records the RPC's gRPC status on its span.
+func endRPC(span trace.Span, err error) {
+	st := status.Convert(err)
+	span.SetAttributes(attribute.Int64("rpc.grpc.status_code", int64(st.Code())))
+	if err != nil {
+		span.SetStatus(codes.Error, st.Message())
+	}
+}
