@@ -36,7 +36,8 @@ import (
 //     dispensed client, with the transport the manager uses (AutoMTLS,
 //     no broker multiplexing, the same limits) and no pipeline;
 //   - RemoteTool is the same tool through the whole pipeline, no listener:
-//     the host's overhead on top of the floor;
+//     the host's overhead on top of the floor, less what the call stream
+//     (Plugin.Calls) saves against an RPC per call (RemoteToolUnary);
 //   - RemotePipeline adds a pre-execute filter, a guard, a post-execute
 //     filter and a stage-5 observer, each in its own process: four RPCs the
 //     caller waits for (tool + three filters); the observer must add none.
@@ -227,6 +228,18 @@ func hostCall(b *testing.B, ctx context.Context, h *processHost, args json.RawMe
 // listener.
 func BenchmarkRemoteTool(b *testing.B) {
 	h := benchHost(b)
+	ctx, args := context.Background(), json.RawMessage(benchArgs)
+	b.ReportAllocs()
+	for b.Loop() {
+		hostCall(b, ctx, h, args)
+	}
+}
+
+// BenchmarkRemoteToolUnary is RemoteTool with the call as an RPC of its
+// own (Options.UnaryCalls) instead of a frame on the plugin's call stream.
+func BenchmarkRemoteToolUnary(b *testing.B) {
+	h := newBareHost(b, conformance.Config{}, remote.Options{UnaryCalls: true})
+	mustLoad(b, h, conformance.PluginSpec{Name: "P", Tools: []conformance.ToolSpec{addTool("")}}, pluginConfig{})
 	ctx, args := context.Background(), json.RawMessage(benchArgs)
 	b.ReportAllocs()
 	for b.Loop() {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/plugkit-go/plugkit/confine"
 	"github.com/plugkit-go/plugkit/internal/conformance"
+	"github.com/plugkit-go/plugkit/remote"
 )
 
 // TestConformance runs every case of CONFORMANCE.md, the (remote) ones
@@ -18,6 +19,13 @@ func TestConformance(t *testing.T) {
 // stderr, crashes, restarts and reloads work the same sandboxed.
 func TestConformanceSandboxed(t *testing.T) {
 	conformance.Run(t, processHarness{sandboxed: true})
+}
+
+// TestConformanceUnary runs the same cases with every call into a plugin
+// as an RPC of its own (Options.UnaryCalls) rather than on the plugin's
+// call stream: what a plugin that does not serve the stream gets.
+func TestConformanceUnary(t *testing.T) {
+	conformance.Run(t, processHarness{opts: remote.Options{UnaryCalls: true}})
 }
 
 // TestConformancePython runs the same cases with every plugin under test

@@ -217,7 +217,7 @@ type remoteService struct {
 }
 
 func (s *remoteService) Call(ctx context.Context, caller, method string, args json.RawMessage) (json.RawMessage, error) {
-	resp, err := s.inst.client.CallService(ctx, &pb.CallServiceRequest{HandlerId: s.handler, Method: method, ArgsJson: args, Caller: caller})
+	resp, err := s.inst.calls.CallService(ctx, &pb.CallServiceRequest{HandlerId: s.handler, Method: method, ArgsJson: args, Caller: caller})
 	if err != nil {
 		return nil, s.inst.callErr("service call "+method, err)
 	}

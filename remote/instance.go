@@ -31,6 +31,8 @@ type instance struct {
 	log             hclog.Logger
 	gp              *plugin.Client
 	client          *wire.PluginClient
+	calls           *calls      // the stage handlers' calls: on the call stream, or as RPCs
+	unaryCalls      bool        // Options.UnaryCalls
 	cmd             *exec.Cmd   // go-plugin's: it runs and waits for it
 	stderr          *stderrTail // the last lines of the process's stderr
 	pid             int
@@ -194,6 +196,7 @@ func (m *Manager) launch(ctx context.Context, spec Spec) (*instance, error) {
 		startTook:       time.Since(began),
 		maxMessage:      m.opts.MaxMessageBytes,
 		listenerTimeout: m.opts.ListenerTimeout,
+		unaryCalls:      m.opts.UnaryCalls,
 		onRPC:           m.opts.OnRPC,
 		exportSpans:     m.opts.ExportSpans,
 		serveHost:       serveHost,
@@ -208,6 +211,7 @@ func (m *Manager) launch(ctx context.Context, spec Spec) (*instance, error) {
 	if cmd.Process != nil {
 		in.pid = cmd.Process.Pid
 	}
+	in.calls = newCalls(in)
 	in.obs = newObservers(in)
 	return in, nil
 }
@@ -217,6 +221,9 @@ func (in *instance) describe(ctx context.Context) (*pb.DescribeResponse, error) 
 	resp, err := in.client.Describe(ctx, &pb.DescribeRequest{})
 	if err != nil {
 		return nil, in.callErr("describe", err)
+	}
+	if resp.GetCallStream() && !in.unaryCalls {
+		in.calls.enable()
 	}
 	return resp, nil
 }
@@ -350,6 +357,7 @@ func (in *instance) stop() {
 			}
 			cancel()
 		}
+		in.calls.close()
 		in.gp.Kill()
 		in.cleanup()
 	})

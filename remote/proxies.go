@@ -138,7 +138,7 @@ func (in *instance) filterCtx(ctx context.Context) (context.Context, context.Can
 func (in *instance) toolProxy(handler, name string) pipeline.ToolFunc {
 	return func(ctx context.Context, e *pipeline.Execution) (any, error) {
 		start := time.Now()
-		resp, err := in.client.ExecuteTool(ctx, &pb.ExecuteToolRequest{HandlerId: handler, Execution: toExecution(e)})
+		resp, err := in.calls.ExecuteTool(ctx, &pb.ExecuteToolRequest{HandlerId: handler, Execution: toExecution(e)})
 		in.timed("tool", start)
 		if err != nil {
 			if cerr := settle(ctx, err); cerr != nil {
@@ -161,7 +161,7 @@ func (in *instance) guardProxy(handler string) pipeline.GuardFunc {
 		rctx, cancel := in.filterCtx(ctx)
 		defer cancel()
 		start := time.Now()
-		resp, err := in.client.Guard(rctx, &pb.GuardRequest{HandlerId: handler, Execution: toExecution(e)})
+		resp, err := in.calls.Guard(rctx, &pb.GuardRequest{HandlerId: handler, Execution: toExecution(e)})
 		in.timed("guard", start)
 		if err != nil {
 			_ = settle(rctx, err)
@@ -178,7 +178,7 @@ func (in *instance) guardProxy(handler string) pipeline.GuardFunc {
 func (in *instance) approverProxy(handler string) pipeline.ApproverFunc {
 	return func(ctx context.Context, e *pipeline.Execution, question string) (bool, error) {
 		start := time.Now()
-		resp, err := in.client.Approve(ctx, &pb.ApproveRequest{HandlerId: handler, Execution: toExecution(e), Question: question})
+		resp, err := in.calls.Approve(ctx, &pb.ApproveRequest{HandlerId: handler, Execution: toExecution(e), Question: question})
 		in.timed("approver", start)
 		if err != nil {
 			_ = settle(ctx, err)
@@ -216,7 +216,7 @@ func (in *instance) preProxy(h *hostService, handler string, wrap bool) pipeline
 			defer cancel()
 		}
 		start := time.Now()
-		resp, err := in.client.PreExecute(rctx, req)
+		resp, err := in.calls.PreExecute(rctx, req)
 		in.timed("pre_execute", start)
 		expired := b.stop()
 		if err != nil {
@@ -274,7 +274,7 @@ func (in *instance) execProxy(h *hostService, handler string, wrap bool) pipelin
 			defer h.tokens.remove(req.CallToken)
 		}
 		start := time.Now()
-		resp, err := in.client.WrapExecute(rctx, req)
+		resp, err := in.calls.WrapExecute(rctx, req)
 		in.timed("execute", start)
 		expired := b.stop()
 		switch {
@@ -326,7 +326,7 @@ func (in *instance) postProxy(h *hostService, handler string, wrap bool) pipelin
 			defer cancel()
 		}
 		start := time.Now()
-		resp, err := in.client.PostExecute(rctx, req)
+		resp, err := in.calls.PostExecute(rctx, req)
 		in.timed("post_execute", start)
 		expired := b.stop()
 		if err != nil {

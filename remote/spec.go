@@ -84,6 +84,10 @@ func (p RestartPolicy) withDefaults() RestartPolicy {
 type Options struct {
 	// DisableMTLS turns off go-plugin's AutoMTLS (on by default).
 	DisableMTLS bool
+	// UnaryCalls sends every call into a plugin as an RPC of its own, even
+	// to a plugin that serves the call stream (Plugin.Calls), which is
+	// otherwise used.
+	UnaryCalls bool
 	// MaxMessageBytes is the gRPC message limit on both sides.
 	MaxMessageBytes int
 	// ListenerTimeout bounds each remote listener: a filter's one RPC, a

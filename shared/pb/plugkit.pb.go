@@ -867,6 +867,129 @@ func (x *Review) GetFeedback() string {
 	return ""
 }
 
+// CallFrame is one message of Plugin.Calls. The host sends a call (id,
+// method, request, deadline, metadata) and may later cancel it (id,
+// cancel); the plugin answers each call once (id, and response or a gRPC
+// status code and message), in any order, and never answers a call it was
+// told to cancel with anything but its answer or CANCELLED. Ids are the
+// host's, unique on the stream. The host bounds the calls in flight on a
+// stream; each frame is at most the message limit.
+type CallFrame struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The host's frames: a call names its method ("ExecuteTool", "Guard",
+	// ...), carries the method's request message serialized, its deadline
+	// (Unix nanoseconds; 0 for none) and gRPC metadata (such as
+	// traceparent); a cancel frame carries only the id.
+	Method           string            `protobuf:"bytes,2,opt,name=method,proto3" json:"method,omitempty"`
+	Request          []byte            `protobuf:"bytes,3,opt,name=request,proto3" json:"request,omitempty"`
+	DeadlineUnixNano int64             `protobuf:"varint,4,opt,name=deadline_unix_nano,json=deadlineUnixNano,proto3" json:"deadline_unix_nano,omitempty"`
+	Metadata         map[string]string `protobuf:"bytes,5,rep,name=metadata,proto3" json:"metadata,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Cancel           bool              `protobuf:"varint,6,opt,name=cancel,proto3" json:"cancel,omitempty"`
+	// The plugin's answer: the method's response message serialized, or the
+	// gRPC status code (non-zero) and message the RPC would have failed
+	// with (NOT_FOUND for an unknown handler id, UNAVAILABLE when shutting
+	// down, DEADLINE_EXCEEDED, CANCELLED).
+	Response      []byte `protobuf:"bytes,7,opt,name=response,proto3" json:"response,omitempty"`
+	Code          int32  `protobuf:"varint,8,opt,name=code,proto3" json:"code,omitempty"`
+	Message       string `protobuf:"bytes,9,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CallFrame) Reset() {
+	*x = CallFrame{}
+	mi := &file_plugkit_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CallFrame) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CallFrame) ProtoMessage() {}
+
+func (x *CallFrame) ProtoReflect() protoreflect.Message {
+	mi := &file_plugkit_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CallFrame.ProtoReflect.Descriptor instead.
+func (*CallFrame) Descriptor() ([]byte, []int) {
+	return file_plugkit_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *CallFrame) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *CallFrame) GetMethod() string {
+	if x != nil {
+		return x.Method
+	}
+	return ""
+}
+
+func (x *CallFrame) GetRequest() []byte {
+	if x != nil {
+		return x.Request
+	}
+	return nil
+}
+
+func (x *CallFrame) GetDeadlineUnixNano() int64 {
+	if x != nil {
+		return x.DeadlineUnixNano
+	}
+	return 0
+}
+
+func (x *CallFrame) GetMetadata() map[string]string {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *CallFrame) GetCancel() bool {
+	if x != nil {
+		return x.Cancel
+	}
+	return false
+}
+
+func (x *CallFrame) GetResponse() []byte {
+	if x != nil {
+		return x.Response
+	}
+	return nil
+}
+
+func (x *CallFrame) GetCode() int32 {
+	if x != nil {
+		return x.Code
+	}
+	return 0
+}
+
+func (x *CallFrame) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 type DescribeRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -875,7 +998,7 @@ type DescribeRequest struct {
 
 func (x *DescribeRequest) Reset() {
 	*x = DescribeRequest{}
-	mi := &file_plugkit_proto_msgTypes[8]
+	mi := &file_plugkit_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -887,7 +1010,7 @@ func (x *DescribeRequest) String() string {
 func (*DescribeRequest) ProtoMessage() {}
 
 func (x *DescribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[8]
+	mi := &file_plugkit_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -900,7 +1023,7 @@ func (x *DescribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeRequest.ProtoReflect.Descriptor instead.
 func (*DescribeRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{8}
+	return file_plugkit_proto_rawDescGZIP(), []int{9}
 }
 
 type DescribeResponse struct {
@@ -920,14 +1043,17 @@ type DescribeResponse struct {
 	// Services the plugin will Provide once applied. Declared up front so the
 	// host can order plugins (providers before the plugins that inject them)
 	// before starting anything; providing an undeclared service is refused.
-	Provides      []string `protobuf:"bytes,7,rep,name=provides,proto3" json:"provides,omitempty"`
+	Provides []string `protobuf:"bytes,7,rep,name=provides,proto3" json:"provides,omitempty"`
+	// The plugin serves Plugin.Calls: the host may send the stage handlers'
+	// calls on it.
+	CallStream    bool `protobuf:"varint,8,opt,name=call_stream,json=callStream,proto3" json:"call_stream,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DescribeResponse) Reset() {
 	*x = DescribeResponse{}
-	mi := &file_plugkit_proto_msgTypes[9]
+	mi := &file_plugkit_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -939,7 +1065,7 @@ func (x *DescribeResponse) String() string {
 func (*DescribeResponse) ProtoMessage() {}
 
 func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[9]
+	mi := &file_plugkit_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -952,7 +1078,7 @@ func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeResponse.ProtoReflect.Descriptor instead.
 func (*DescribeResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{9}
+	return file_plugkit_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *DescribeResponse) GetName() string {
@@ -1004,6 +1130,13 @@ func (x *DescribeResponse) GetProvides() []string {
 	return nil
 }
 
+func (x *DescribeResponse) GetCallStream() bool {
+	if x != nil {
+		return x.CallStream
+	}
+	return false
+}
+
 type ApplyRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The plugin's configuration as a JSON object.
@@ -1017,7 +1150,7 @@ type ApplyRequest struct {
 
 func (x *ApplyRequest) Reset() {
 	*x = ApplyRequest{}
-	mi := &file_plugkit_proto_msgTypes[10]
+	mi := &file_plugkit_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1029,7 +1162,7 @@ func (x *ApplyRequest) String() string {
 func (*ApplyRequest) ProtoMessage() {}
 
 func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[10]
+	mi := &file_plugkit_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1042,7 +1175,7 @@ func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyRequest.ProtoReflect.Descriptor instead.
 func (*ApplyRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{10}
+	return file_plugkit_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ApplyRequest) GetConfigJson() []byte {
@@ -1070,7 +1203,7 @@ type ApplyResponse struct {
 
 func (x *ApplyResponse) Reset() {
 	*x = ApplyResponse{}
-	mi := &file_plugkit_proto_msgTypes[11]
+	mi := &file_plugkit_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1082,7 +1215,7 @@ func (x *ApplyResponse) String() string {
 func (*ApplyResponse) ProtoMessage() {}
 
 func (x *ApplyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[11]
+	mi := &file_plugkit_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1095,7 +1228,7 @@ func (x *ApplyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyResponse.ProtoReflect.Descriptor instead.
 func (*ApplyResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{11}
+	return file_plugkit_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ApplyResponse) GetError() string {
@@ -1115,7 +1248,7 @@ type ExecuteToolRequest struct {
 
 func (x *ExecuteToolRequest) Reset() {
 	*x = ExecuteToolRequest{}
-	mi := &file_plugkit_proto_msgTypes[12]
+	mi := &file_plugkit_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1127,7 +1260,7 @@ func (x *ExecuteToolRequest) String() string {
 func (*ExecuteToolRequest) ProtoMessage() {}
 
 func (x *ExecuteToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[12]
+	mi := &file_plugkit_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1140,7 +1273,7 @@ func (x *ExecuteToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteToolRequest.ProtoReflect.Descriptor instead.
 func (*ExecuteToolRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{12}
+	return file_plugkit_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ExecuteToolRequest) GetHandlerId() string {
@@ -1170,7 +1303,7 @@ type ExecuteToolResponse struct {
 
 func (x *ExecuteToolResponse) Reset() {
 	*x = ExecuteToolResponse{}
-	mi := &file_plugkit_proto_msgTypes[13]
+	mi := &file_plugkit_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1182,7 +1315,7 @@ func (x *ExecuteToolResponse) String() string {
 func (*ExecuteToolResponse) ProtoMessage() {}
 
 func (x *ExecuteToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[13]
+	mi := &file_plugkit_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1195,7 +1328,7 @@ func (x *ExecuteToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteToolResponse.ProtoReflect.Descriptor instead.
 func (*ExecuteToolResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{13}
+	return file_plugkit_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ExecuteToolResponse) GetValueJson() []byte {
@@ -1224,7 +1357,7 @@ type PreExecuteRequest struct {
 
 func (x *PreExecuteRequest) Reset() {
 	*x = PreExecuteRequest{}
-	mi := &file_plugkit_proto_msgTypes[14]
+	mi := &file_plugkit_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1236,7 +1369,7 @@ func (x *PreExecuteRequest) String() string {
 func (*PreExecuteRequest) ProtoMessage() {}
 
 func (x *PreExecuteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[14]
+	mi := &file_plugkit_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1249,7 +1382,7 @@ func (x *PreExecuteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreExecuteRequest.ProtoReflect.Descriptor instead.
 func (*PreExecuteRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{14}
+	return file_plugkit_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *PreExecuteRequest) GetHandlerId() string {
@@ -1284,7 +1417,7 @@ type PreExecuteResponse struct {
 
 func (x *PreExecuteResponse) Reset() {
 	*x = PreExecuteResponse{}
-	mi := &file_plugkit_proto_msgTypes[15]
+	mi := &file_plugkit_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1296,7 +1429,7 @@ func (x *PreExecuteResponse) String() string {
 func (*PreExecuteResponse) ProtoMessage() {}
 
 func (x *PreExecuteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[15]
+	mi := &file_plugkit_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1309,7 +1442,7 @@ func (x *PreExecuteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreExecuteResponse.ProtoReflect.Descriptor instead.
 func (*PreExecuteResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{15}
+	return file_plugkit_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *PreExecuteResponse) GetDecision() *Decision {
@@ -1336,7 +1469,7 @@ type GuardRequest struct {
 
 func (x *GuardRequest) Reset() {
 	*x = GuardRequest{}
-	mi := &file_plugkit_proto_msgTypes[16]
+	mi := &file_plugkit_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1348,7 +1481,7 @@ func (x *GuardRequest) String() string {
 func (*GuardRequest) ProtoMessage() {}
 
 func (x *GuardRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[16]
+	mi := &file_plugkit_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1361,7 +1494,7 @@ func (x *GuardRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GuardRequest.ProtoReflect.Descriptor instead.
 func (*GuardRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{16}
+	return file_plugkit_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GuardRequest) GetHandlerId() string {
@@ -1390,7 +1523,7 @@ type GuardResponse struct {
 
 func (x *GuardResponse) Reset() {
 	*x = GuardResponse{}
-	mi := &file_plugkit_proto_msgTypes[17]
+	mi := &file_plugkit_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1402,7 +1535,7 @@ func (x *GuardResponse) String() string {
 func (*GuardResponse) ProtoMessage() {}
 
 func (x *GuardResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[17]
+	mi := &file_plugkit_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1415,7 +1548,7 @@ func (x *GuardResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GuardResponse.ProtoReflect.Descriptor instead.
 func (*GuardResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{17}
+	return file_plugkit_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GuardResponse) GetReason() string {
@@ -1444,7 +1577,7 @@ type WrapExecuteRequest struct {
 
 func (x *WrapExecuteRequest) Reset() {
 	*x = WrapExecuteRequest{}
-	mi := &file_plugkit_proto_msgTypes[18]
+	mi := &file_plugkit_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1456,7 +1589,7 @@ func (x *WrapExecuteRequest) String() string {
 func (*WrapExecuteRequest) ProtoMessage() {}
 
 func (x *WrapExecuteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[18]
+	mi := &file_plugkit_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1469,7 +1602,7 @@ func (x *WrapExecuteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WrapExecuteRequest.ProtoReflect.Descriptor instead.
 func (*WrapExecuteRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{18}
+	return file_plugkit_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *WrapExecuteRequest) GetHandlerId() string {
@@ -1507,7 +1640,7 @@ type WrapExecuteResponse struct {
 
 func (x *WrapExecuteResponse) Reset() {
 	*x = WrapExecuteResponse{}
-	mi := &file_plugkit_proto_msgTypes[19]
+	mi := &file_plugkit_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1519,7 +1652,7 @@ func (x *WrapExecuteResponse) String() string {
 func (*WrapExecuteResponse) ProtoMessage() {}
 
 func (x *WrapExecuteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[19]
+	mi := &file_plugkit_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1532,7 +1665,7 @@ func (x *WrapExecuteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WrapExecuteResponse.ProtoReflect.Descriptor instead.
 func (*WrapExecuteResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{19}
+	return file_plugkit_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *WrapExecuteResponse) GetPass() bool {
@@ -1570,7 +1703,7 @@ type PostExecuteRequest struct {
 
 func (x *PostExecuteRequest) Reset() {
 	*x = PostExecuteRequest{}
-	mi := &file_plugkit_proto_msgTypes[20]
+	mi := &file_plugkit_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1582,7 +1715,7 @@ func (x *PostExecuteRequest) String() string {
 func (*PostExecuteRequest) ProtoMessage() {}
 
 func (x *PostExecuteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[20]
+	mi := &file_plugkit_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1595,7 +1728,7 @@ func (x *PostExecuteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PostExecuteRequest.ProtoReflect.Descriptor instead.
 func (*PostExecuteRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{20}
+	return file_plugkit_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *PostExecuteRequest) GetHandlerId() string {
@@ -1637,7 +1770,7 @@ type PostExecuteResponse struct {
 
 func (x *PostExecuteResponse) Reset() {
 	*x = PostExecuteResponse{}
-	mi := &file_plugkit_proto_msgTypes[21]
+	mi := &file_plugkit_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1649,7 +1782,7 @@ func (x *PostExecuteResponse) String() string {
 func (*PostExecuteResponse) ProtoMessage() {}
 
 func (x *PostExecuteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[21]
+	mi := &file_plugkit_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1662,7 +1795,7 @@ func (x *PostExecuteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PostExecuteResponse.ProtoReflect.Descriptor instead.
 func (*PostExecuteResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{21}
+	return file_plugkit_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *PostExecuteResponse) GetReview() *Review {
@@ -1691,7 +1824,7 @@ type ApproveRequest struct {
 
 func (x *ApproveRequest) Reset() {
 	*x = ApproveRequest{}
-	mi := &file_plugkit_proto_msgTypes[22]
+	mi := &file_plugkit_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1703,7 +1836,7 @@ func (x *ApproveRequest) String() string {
 func (*ApproveRequest) ProtoMessage() {}
 
 func (x *ApproveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[22]
+	mi := &file_plugkit_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1716,7 +1849,7 @@ func (x *ApproveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApproveRequest.ProtoReflect.Descriptor instead.
 func (*ApproveRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{22}
+	return file_plugkit_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ApproveRequest) GetHandlerId() string {
@@ -1754,7 +1887,7 @@ type ApproveResponse struct {
 
 func (x *ApproveResponse) Reset() {
 	*x = ApproveResponse{}
-	mi := &file_plugkit_proto_msgTypes[23]
+	mi := &file_plugkit_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1766,7 +1899,7 @@ func (x *ApproveResponse) String() string {
 func (*ApproveResponse) ProtoMessage() {}
 
 func (x *ApproveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[23]
+	mi := &file_plugkit_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1779,7 +1912,7 @@ func (x *ApproveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApproveResponse.ProtoReflect.Descriptor instead.
 func (*ApproveResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{23}
+	return file_plugkit_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ApproveResponse) GetApproved() bool {
@@ -1817,7 +1950,7 @@ type CallServiceRequest struct {
 
 func (x *CallServiceRequest) Reset() {
 	*x = CallServiceRequest{}
-	mi := &file_plugkit_proto_msgTypes[24]
+	mi := &file_plugkit_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1829,7 +1962,7 @@ func (x *CallServiceRequest) String() string {
 func (*CallServiceRequest) ProtoMessage() {}
 
 func (x *CallServiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[24]
+	mi := &file_plugkit_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1842,7 +1975,7 @@ func (x *CallServiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallServiceRequest.ProtoReflect.Descriptor instead.
 func (*CallServiceRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{24}
+	return file_plugkit_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *CallServiceRequest) GetHandlerId() string {
@@ -1884,7 +2017,7 @@ type CallServiceResponse struct {
 
 func (x *CallServiceResponse) Reset() {
 	*x = CallServiceResponse{}
-	mi := &file_plugkit_proto_msgTypes[25]
+	mi := &file_plugkit_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1896,7 +2029,7 @@ func (x *CallServiceResponse) String() string {
 func (*CallServiceResponse) ProtoMessage() {}
 
 func (x *CallServiceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[25]
+	mi := &file_plugkit_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1909,7 +2042,7 @@ func (x *CallServiceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallServiceResponse.ProtoReflect.Descriptor instead.
 func (*CallServiceResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{25}
+	return file_plugkit_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *CallServiceResponse) GetResultJson() []byte {
@@ -1937,7 +2070,7 @@ type ObserveRequest struct {
 
 func (x *ObserveRequest) Reset() {
 	*x = ObserveRequest{}
-	mi := &file_plugkit_proto_msgTypes[26]
+	mi := &file_plugkit_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1949,7 +2082,7 @@ func (x *ObserveRequest) String() string {
 func (*ObserveRequest) ProtoMessage() {}
 
 func (x *ObserveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[26]
+	mi := &file_plugkit_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1962,7 +2095,7 @@ func (x *ObserveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObserveRequest.ProtoReflect.Descriptor instead.
 func (*ObserveRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{26}
+	return file_plugkit_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ObserveRequest) GetHandlerId() string {
@@ -1996,7 +2129,7 @@ type ObserveResponse struct {
 
 func (x *ObserveResponse) Reset() {
 	*x = ObserveResponse{}
-	mi := &file_plugkit_proto_msgTypes[27]
+	mi := &file_plugkit_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2008,7 +2141,7 @@ func (x *ObserveResponse) String() string {
 func (*ObserveResponse) ProtoMessage() {}
 
 func (x *ObserveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[27]
+	mi := &file_plugkit_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2021,7 +2154,7 @@ func (x *ObserveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObserveResponse.ProtoReflect.Descriptor instead.
 func (*ObserveResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{27}
+	return file_plugkit_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ObserveResponse) GetReceived() uint64 {
@@ -2039,7 +2172,7 @@ type ShutdownRequest struct {
 
 func (x *ShutdownRequest) Reset() {
 	*x = ShutdownRequest{}
-	mi := &file_plugkit_proto_msgTypes[28]
+	mi := &file_plugkit_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2051,7 +2184,7 @@ func (x *ShutdownRequest) String() string {
 func (*ShutdownRequest) ProtoMessage() {}
 
 func (x *ShutdownRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[28]
+	mi := &file_plugkit_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2064,7 +2197,7 @@ func (x *ShutdownRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShutdownRequest.ProtoReflect.Descriptor instead.
 func (*ShutdownRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{28}
+	return file_plugkit_proto_rawDescGZIP(), []int{29}
 }
 
 type ShutdownResponse struct {
@@ -2077,7 +2210,7 @@ type ShutdownResponse struct {
 
 func (x *ShutdownResponse) Reset() {
 	*x = ShutdownResponse{}
-	mi := &file_plugkit_proto_msgTypes[29]
+	mi := &file_plugkit_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2089,7 +2222,7 @@ func (x *ShutdownResponse) String() string {
 func (*ShutdownResponse) ProtoMessage() {}
 
 func (x *ShutdownResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[29]
+	mi := &file_plugkit_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2102,7 +2235,7 @@ func (x *ShutdownResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShutdownResponse.ProtoReflect.Descriptor instead.
 func (*ShutdownResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{29}
+	return file_plugkit_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ShutdownResponse) GetError() string {
@@ -2125,7 +2258,7 @@ type RegisterToolRequest struct {
 
 func (x *RegisterToolRequest) Reset() {
 	*x = RegisterToolRequest{}
-	mi := &file_plugkit_proto_msgTypes[30]
+	mi := &file_plugkit_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2137,7 +2270,7 @@ func (x *RegisterToolRequest) String() string {
 func (*RegisterToolRequest) ProtoMessage() {}
 
 func (x *RegisterToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[30]
+	mi := &file_plugkit_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2150,7 +2283,7 @@ func (x *RegisterToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterToolRequest.ProtoReflect.Descriptor instead.
 func (*RegisterToolRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{30}
+	return file_plugkit_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *RegisterToolRequest) GetHandlerId() string {
@@ -2177,7 +2310,7 @@ type RegisterToolResponse struct {
 
 func (x *RegisterToolResponse) Reset() {
 	*x = RegisterToolResponse{}
-	mi := &file_plugkit_proto_msgTypes[31]
+	mi := &file_plugkit_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2189,7 +2322,7 @@ func (x *RegisterToolResponse) String() string {
 func (*RegisterToolResponse) ProtoMessage() {}
 
 func (x *RegisterToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[31]
+	mi := &file_plugkit_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2202,7 +2335,7 @@ func (x *RegisterToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterToolResponse.ProtoReflect.Descriptor instead.
 func (*RegisterToolResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{31}
+	return file_plugkit_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *RegisterToolResponse) GetRegistrationId() string {
@@ -2225,7 +2358,7 @@ type AddGuardRequest struct {
 
 func (x *AddGuardRequest) Reset() {
 	*x = AddGuardRequest{}
-	mi := &file_plugkit_proto_msgTypes[32]
+	mi := &file_plugkit_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2237,7 +2370,7 @@ func (x *AddGuardRequest) String() string {
 func (*AddGuardRequest) ProtoMessage() {}
 
 func (x *AddGuardRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[32]
+	mi := &file_plugkit_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2250,7 +2383,7 @@ func (x *AddGuardRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddGuardRequest.ProtoReflect.Descriptor instead.
 func (*AddGuardRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{32}
+	return file_plugkit_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *AddGuardRequest) GetHandlerId() string {
@@ -2283,7 +2416,7 @@ type AddGuardResponse struct {
 
 func (x *AddGuardResponse) Reset() {
 	*x = AddGuardResponse{}
-	mi := &file_plugkit_proto_msgTypes[33]
+	mi := &file_plugkit_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2295,7 +2428,7 @@ func (x *AddGuardResponse) String() string {
 func (*AddGuardResponse) ProtoMessage() {}
 
 func (x *AddGuardResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[33]
+	mi := &file_plugkit_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2308,7 +2441,7 @@ func (x *AddGuardResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddGuardResponse.ProtoReflect.Descriptor instead.
 func (*AddGuardResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{33}
+	return file_plugkit_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *AddGuardResponse) GetRegistrationId() string {
@@ -2334,7 +2467,7 @@ type ListenRequest struct {
 
 func (x *ListenRequest) Reset() {
 	*x = ListenRequest{}
-	mi := &file_plugkit_proto_msgTypes[34]
+	mi := &file_plugkit_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2346,7 +2479,7 @@ func (x *ListenRequest) String() string {
 func (*ListenRequest) ProtoMessage() {}
 
 func (x *ListenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[34]
+	mi := &file_plugkit_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2359,7 +2492,7 @@ func (x *ListenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListenRequest.ProtoReflect.Descriptor instead.
 func (*ListenRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{34}
+	return file_plugkit_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ListenRequest) GetHandlerId() string {
@@ -2406,7 +2539,7 @@ type ListenResponse struct {
 
 func (x *ListenResponse) Reset() {
 	*x = ListenResponse{}
-	mi := &file_plugkit_proto_msgTypes[35]
+	mi := &file_plugkit_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2418,7 +2551,7 @@ func (x *ListenResponse) String() string {
 func (*ListenResponse) ProtoMessage() {}
 
 func (x *ListenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[35]
+	mi := &file_plugkit_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2431,7 +2564,7 @@ func (x *ListenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListenResponse.ProtoReflect.Descriptor instead.
 func (*ListenResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{35}
+	return file_plugkit_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ListenResponse) GetRegistrationId() string {
@@ -2452,7 +2585,7 @@ type SetApproverRequest struct {
 
 func (x *SetApproverRequest) Reset() {
 	*x = SetApproverRequest{}
-	mi := &file_plugkit_proto_msgTypes[36]
+	mi := &file_plugkit_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2464,7 +2597,7 @@ func (x *SetApproverRequest) String() string {
 func (*SetApproverRequest) ProtoMessage() {}
 
 func (x *SetApproverRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[36]
+	mi := &file_plugkit_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2477,7 +2610,7 @@ func (x *SetApproverRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetApproverRequest.ProtoReflect.Descriptor instead.
 func (*SetApproverRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{36}
+	return file_plugkit_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *SetApproverRequest) GetHandlerId() string {
@@ -2503,7 +2636,7 @@ type SetApproverResponse struct {
 
 func (x *SetApproverResponse) Reset() {
 	*x = SetApproverResponse{}
-	mi := &file_plugkit_proto_msgTypes[37]
+	mi := &file_plugkit_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2515,7 +2648,7 @@ func (x *SetApproverResponse) String() string {
 func (*SetApproverResponse) ProtoMessage() {}
 
 func (x *SetApproverResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[37]
+	mi := &file_plugkit_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2528,7 +2661,7 @@ func (x *SetApproverResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetApproverResponse.ProtoReflect.Descriptor instead.
 func (*SetApproverResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{37}
+	return file_plugkit_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *SetApproverResponse) GetRegistrationId() string {
@@ -2551,7 +2684,7 @@ type ProvideRequest struct {
 
 func (x *ProvideRequest) Reset() {
 	*x = ProvideRequest{}
-	mi := &file_plugkit_proto_msgTypes[38]
+	mi := &file_plugkit_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2563,7 +2696,7 @@ func (x *ProvideRequest) String() string {
 func (*ProvideRequest) ProtoMessage() {}
 
 func (x *ProvideRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[38]
+	mi := &file_plugkit_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2576,7 +2709,7 @@ func (x *ProvideRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProvideRequest.ProtoReflect.Descriptor instead.
 func (*ProvideRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{38}
+	return file_plugkit_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ProvideRequest) GetHandlerId() string {
@@ -2609,7 +2742,7 @@ type ProvideResponse struct {
 
 func (x *ProvideResponse) Reset() {
 	*x = ProvideResponse{}
-	mi := &file_plugkit_proto_msgTypes[39]
+	mi := &file_plugkit_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2621,7 +2754,7 @@ func (x *ProvideResponse) String() string {
 func (*ProvideResponse) ProtoMessage() {}
 
 func (x *ProvideResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[39]
+	mi := &file_plugkit_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2634,7 +2767,7 @@ func (x *ProvideResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProvideResponse.ProtoReflect.Descriptor instead.
 func (*ProvideResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{39}
+	return file_plugkit_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ProvideResponse) GetRegistrationId() string {
@@ -2655,7 +2788,7 @@ type HostCallServiceRequest struct {
 
 func (x *HostCallServiceRequest) Reset() {
 	*x = HostCallServiceRequest{}
-	mi := &file_plugkit_proto_msgTypes[40]
+	mi := &file_plugkit_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2667,7 +2800,7 @@ func (x *HostCallServiceRequest) String() string {
 func (*HostCallServiceRequest) ProtoMessage() {}
 
 func (x *HostCallServiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[40]
+	mi := &file_plugkit_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2680,7 +2813,7 @@ func (x *HostCallServiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostCallServiceRequest.ProtoReflect.Descriptor instead.
 func (*HostCallServiceRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{40}
+	return file_plugkit_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *HostCallServiceRequest) GetService() string {
@@ -2715,7 +2848,7 @@ type HostCallServiceResponse struct {
 
 func (x *HostCallServiceResponse) Reset() {
 	*x = HostCallServiceResponse{}
-	mi := &file_plugkit_proto_msgTypes[41]
+	mi := &file_plugkit_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2727,7 +2860,7 @@ func (x *HostCallServiceResponse) String() string {
 func (*HostCallServiceResponse) ProtoMessage() {}
 
 func (x *HostCallServiceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[41]
+	mi := &file_plugkit_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2740,7 +2873,7 @@ func (x *HostCallServiceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostCallServiceResponse.ProtoReflect.Descriptor instead.
 func (*HostCallServiceResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{41}
+	return file_plugkit_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *HostCallServiceResponse) GetResultJson() []byte {
@@ -2767,7 +2900,7 @@ type HostExecuteToolRequest struct {
 
 func (x *HostExecuteToolRequest) Reset() {
 	*x = HostExecuteToolRequest{}
-	mi := &file_plugkit_proto_msgTypes[42]
+	mi := &file_plugkit_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2779,7 +2912,7 @@ func (x *HostExecuteToolRequest) String() string {
 func (*HostExecuteToolRequest) ProtoMessage() {}
 
 func (x *HostExecuteToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[42]
+	mi := &file_plugkit_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2792,7 +2925,7 @@ func (x *HostExecuteToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostExecuteToolRequest.ProtoReflect.Descriptor instead.
 func (*HostExecuteToolRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{42}
+	return file_plugkit_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *HostExecuteToolRequest) GetName() string {
@@ -2819,7 +2952,7 @@ type HostExecuteToolResponse struct {
 
 func (x *HostExecuteToolResponse) Reset() {
 	*x = HostExecuteToolResponse{}
-	mi := &file_plugkit_proto_msgTypes[43]
+	mi := &file_plugkit_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2831,7 +2964,7 @@ func (x *HostExecuteToolResponse) String() string {
 func (*HostExecuteToolResponse) ProtoMessage() {}
 
 func (x *HostExecuteToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[43]
+	mi := &file_plugkit_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2844,7 +2977,7 @@ func (x *HostExecuteToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostExecuteToolResponse.ProtoReflect.Descriptor instead.
 func (*HostExecuteToolResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{43}
+	return file_plugkit_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *HostExecuteToolResponse) GetResult() *ToolResult {
@@ -2866,7 +2999,7 @@ type ContributeRequest struct {
 
 func (x *ContributeRequest) Reset() {
 	*x = ContributeRequest{}
-	mi := &file_plugkit_proto_msgTypes[44]
+	mi := &file_plugkit_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2878,7 +3011,7 @@ func (x *ContributeRequest) String() string {
 func (*ContributeRequest) ProtoMessage() {}
 
 func (x *ContributeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[44]
+	mi := &file_plugkit_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2891,7 +3024,7 @@ func (x *ContributeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContributeRequest.ProtoReflect.Descriptor instead.
 func (*ContributeRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{44}
+	return file_plugkit_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ContributeRequest) GetPoint() string {
@@ -2931,7 +3064,7 @@ type ContributeResponse struct {
 
 func (x *ContributeResponse) Reset() {
 	*x = ContributeResponse{}
-	mi := &file_plugkit_proto_msgTypes[45]
+	mi := &file_plugkit_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2943,7 +3076,7 @@ func (x *ContributeResponse) String() string {
 func (*ContributeResponse) ProtoMessage() {}
 
 func (x *ContributeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[45]
+	mi := &file_plugkit_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2956,7 +3089,7 @@ func (x *ContributeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContributeResponse.ProtoReflect.Descriptor instead.
 func (*ContributeResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{45}
+	return file_plugkit_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ContributeResponse) GetRegistrationId() string {
@@ -2975,7 +3108,7 @@ type DisposeRequest struct {
 
 func (x *DisposeRequest) Reset() {
 	*x = DisposeRequest{}
-	mi := &file_plugkit_proto_msgTypes[46]
+	mi := &file_plugkit_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2987,7 +3120,7 @@ func (x *DisposeRequest) String() string {
 func (*DisposeRequest) ProtoMessage() {}
 
 func (x *DisposeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[46]
+	mi := &file_plugkit_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3000,7 +3133,7 @@ func (x *DisposeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DisposeRequest.ProtoReflect.Descriptor instead.
 func (*DisposeRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{46}
+	return file_plugkit_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *DisposeRequest) GetRegistrationId() string {
@@ -3018,7 +3151,7 @@ type DisposeResponse struct {
 
 func (x *DisposeResponse) Reset() {
 	*x = DisposeResponse{}
-	mi := &file_plugkit_proto_msgTypes[47]
+	mi := &file_plugkit_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3030,7 +3163,7 @@ func (x *DisposeResponse) String() string {
 func (*DisposeResponse) ProtoMessage() {}
 
 func (x *DisposeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[47]
+	mi := &file_plugkit_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3043,7 +3176,7 @@ func (x *DisposeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DisposeResponse.ProtoReflect.Descriptor instead.
 func (*DisposeResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{47}
+	return file_plugkit_proto_rawDescGZIP(), []int{48}
 }
 
 type ReportProblemRequest struct {
@@ -3056,7 +3189,7 @@ type ReportProblemRequest struct {
 
 func (x *ReportProblemRequest) Reset() {
 	*x = ReportProblemRequest{}
-	mi := &file_plugkit_proto_msgTypes[48]
+	mi := &file_plugkit_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3068,7 +3201,7 @@ func (x *ReportProblemRequest) String() string {
 func (*ReportProblemRequest) ProtoMessage() {}
 
 func (x *ReportProblemRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[48]
+	mi := &file_plugkit_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3081,7 +3214,7 @@ func (x *ReportProblemRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportProblemRequest.ProtoReflect.Descriptor instead.
 func (*ReportProblemRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{48}
+	return file_plugkit_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ReportProblemRequest) GetProblem() string {
@@ -3099,7 +3232,7 @@ type ReportProblemResponse struct {
 
 func (x *ReportProblemResponse) Reset() {
 	*x = ReportProblemResponse{}
-	mi := &file_plugkit_proto_msgTypes[49]
+	mi := &file_plugkit_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3111,7 +3244,7 @@ func (x *ReportProblemResponse) String() string {
 func (*ReportProblemResponse) ProtoMessage() {}
 
 func (x *ReportProblemResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[49]
+	mi := &file_plugkit_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3124,7 +3257,7 @@ func (x *ReportProblemResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportProblemResponse.ProtoReflect.Descriptor instead.
 func (*ReportProblemResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{49}
+	return file_plugkit_proto_rawDescGZIP(), []int{50}
 }
 
 type ExportSpansRequest struct {
@@ -3138,7 +3271,7 @@ type ExportSpansRequest struct {
 
 func (x *ExportSpansRequest) Reset() {
 	*x = ExportSpansRequest{}
-	mi := &file_plugkit_proto_msgTypes[50]
+	mi := &file_plugkit_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3150,7 +3283,7 @@ func (x *ExportSpansRequest) String() string {
 func (*ExportSpansRequest) ProtoMessage() {}
 
 func (x *ExportSpansRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[50]
+	mi := &file_plugkit_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3163,7 +3296,7 @@ func (x *ExportSpansRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportSpansRequest.ProtoReflect.Descriptor instead.
 func (*ExportSpansRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{50}
+	return file_plugkit_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ExportSpansRequest) GetOtlp() []byte {
@@ -3181,7 +3314,7 @@ type ExportSpansResponse struct {
 
 func (x *ExportSpansResponse) Reset() {
 	*x = ExportSpansResponse{}
-	mi := &file_plugkit_proto_msgTypes[51]
+	mi := &file_plugkit_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3193,7 +3326,7 @@ func (x *ExportSpansResponse) String() string {
 func (*ExportSpansResponse) ProtoMessage() {}
 
 func (x *ExportSpansResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[51]
+	mi := &file_plugkit_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3206,7 +3339,7 @@ func (x *ExportSpansResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportSpansResponse.ProtoReflect.Descriptor instead.
 func (*ExportSpansResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{51}
+	return file_plugkit_proto_rawDescGZIP(), []int{52}
 }
 
 type NextRequest struct {
@@ -3219,7 +3352,7 @@ type NextRequest struct {
 
 func (x *NextRequest) Reset() {
 	*x = NextRequest{}
-	mi := &file_plugkit_proto_msgTypes[52]
+	mi := &file_plugkit_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3231,7 +3364,7 @@ func (x *NextRequest) String() string {
 func (*NextRequest) ProtoMessage() {}
 
 func (x *NextRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[52]
+	mi := &file_plugkit_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3244,7 +3377,7 @@ func (x *NextRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NextRequest.ProtoReflect.Descriptor instead.
 func (*NextRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{52}
+	return file_plugkit_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *NextRequest) GetCallToken() string {
@@ -3270,7 +3403,7 @@ type NextResponse struct {
 
 func (x *NextResponse) Reset() {
 	*x = NextResponse{}
-	mi := &file_plugkit_proto_msgTypes[53]
+	mi := &file_plugkit_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3282,7 +3415,7 @@ func (x *NextResponse) String() string {
 func (*NextResponse) ProtoMessage() {}
 
 func (x *NextResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[53]
+	mi := &file_plugkit_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3295,7 +3428,7 @@ func (x *NextResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NextResponse.ProtoReflect.Descriptor instead.
 func (*NextResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{53}
+	return file_plugkit_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *NextResponse) GetAnswer() isNextResponse_Answer {
@@ -3411,8 +3544,21 @@ const file_plugkit_proto_rawDesc = "" +
 	"\averdict\x18\x01 \x01(\x0e2\x19.plugkit.v1.ReviewVerdictR\averdict\x12\x1d\n" +
 	"\n" +
 	"value_json\x18\x02 \x01(\fR\tvalueJson\x12\x1a\n" +
-	"\bfeedback\x18\x03 \x01(\tR\bfeedback\"\x11\n" +
-	"\x0fDescribeRequest\"\xee\x01\n" +
+	"\bfeedback\x18\x03 \x01(\tR\bfeedback\"\xdb\x02\n" +
+	"\tCallFrame\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x16\n" +
+	"\x06method\x18\x02 \x01(\tR\x06method\x12\x18\n" +
+	"\arequest\x18\x03 \x01(\fR\arequest\x12,\n" +
+	"\x12deadline_unix_nano\x18\x04 \x01(\x03R\x10deadlineUnixNano\x12?\n" +
+	"\bmetadata\x18\x05 \x03(\v2#.plugkit.v1.CallFrame.MetadataEntryR\bmetadata\x12\x16\n" +
+	"\x06cancel\x18\x06 \x01(\bR\x06cancel\x12\x1a\n" +
+	"\bresponse\x18\a \x01(\fR\bresponse\x12\x12\n" +
+	"\x04code\x18\b \x01(\x05R\x04code\x12\x18\n" +
+	"\amessage\x18\t \x01(\tR\amessage\x1a;\n" +
+	"\rMetadataEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x11\n" +
+	"\x0fDescribeRequest\"\x8f\x02\n" +
 	"\x10DescribeResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\x1f\n" +
@@ -3421,7 +3567,9 @@ const file_plugkit_proto_rawDesc = "" +
 	"\x10protocol_version\x18\x04 \x01(\rR\x0fprotocolVersion\x12,\n" +
 	"\x12config_schema_json\x18\x05 \x01(\fR\x10configSchemaJson\x12\x16\n" +
 	"\x06inject\x18\x06 \x03(\tR\x06inject\x12\x1a\n" +
-	"\bprovides\x18\a \x03(\tR\bprovides\"U\n" +
+	"\bprovides\x18\a \x03(\tR\bprovides\x12\x1f\n" +
+	"\vcall_stream\x18\b \x01(\bR\n" +
+	"callStream\"U\n" +
 	"\fApplyRequest\x12\x1f\n" +
 	"\vconfig_json\x18\x01 \x01(\fR\n" +
 	"configJson\x12$\n" +
@@ -3597,7 +3745,7 @@ const file_plugkit_proto_rawDesc = "" +
 	"ListenMode\x12\x1b\n" +
 	"\x17LISTEN_MODE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12LISTEN_MODE_FILTER\x10\x01\x12\x14\n" +
-	"\x10LISTEN_MODE_WRAP\x10\x022\xa9\x06\n" +
+	"\x10LISTEN_MODE_WRAP\x10\x022\xe4\x06\n" +
 	"\x06Plugin\x12E\n" +
 	"\bDescribe\x12\x1b.plugkit.v1.DescribeRequest\x1a\x1c.plugkit.v1.DescribeResponse\x12<\n" +
 	"\x05Apply\x12\x18.plugkit.v1.ApplyRequest\x1a\x19.plugkit.v1.ApplyResponse\x12N\n" +
@@ -3610,7 +3758,8 @@ const file_plugkit_proto_rawDesc = "" +
 	"\aApprove\x12\x1a.plugkit.v1.ApproveRequest\x1a\x1b.plugkit.v1.ApproveResponse\x12N\n" +
 	"\vCallService\x12\x1e.plugkit.v1.CallServiceRequest\x1a\x1f.plugkit.v1.CallServiceResponse\x12D\n" +
 	"\aObserve\x12\x1a.plugkit.v1.ObserveRequest\x1a\x1b.plugkit.v1.ObserveResponse(\x01\x12E\n" +
-	"\bShutdown\x12\x1b.plugkit.v1.ShutdownRequest\x1a\x1c.plugkit.v1.ShutdownResponse2\x97\a\n" +
+	"\bShutdown\x12\x1b.plugkit.v1.ShutdownRequest\x1a\x1c.plugkit.v1.ShutdownResponse\x129\n" +
+	"\x05Calls\x12\x15.plugkit.v1.CallFrame\x1a\x15.plugkit.v1.CallFrame(\x010\x012\x97\a\n" +
 	"\x04Host\x12Q\n" +
 	"\fRegisterTool\x12\x1f.plugkit.v1.RegisterToolRequest\x1a .plugkit.v1.RegisterToolResponse\x12E\n" +
 	"\bAddGuard\x12\x1b.plugkit.v1.AddGuardRequest\x1a\x1c.plugkit.v1.AddGuardResponse\x12?\n" +
@@ -3639,7 +3788,7 @@ func file_plugkit_proto_rawDescGZIP() []byte {
 }
 
 var file_plugkit_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_plugkit_proto_msgTypes = make([]protoimpl.MessageInfo, 54)
+var file_plugkit_proto_msgTypes = make([]protoimpl.MessageInfo, 56)
 var file_plugkit_proto_goTypes = []any{
 	(Verdict)(0),                    // 0: plugkit.v1.Verdict
 	(ReviewVerdict)(0),              // 1: plugkit.v1.ReviewVerdict
@@ -3653,52 +3802,54 @@ var file_plugkit_proto_goTypes = []any{
 	(*Outcome)(nil),                 // 9: plugkit.v1.Outcome
 	(*Decision)(nil),                // 10: plugkit.v1.Decision
 	(*Review)(nil),                  // 11: plugkit.v1.Review
-	(*DescribeRequest)(nil),         // 12: plugkit.v1.DescribeRequest
-	(*DescribeResponse)(nil),        // 13: plugkit.v1.DescribeResponse
-	(*ApplyRequest)(nil),            // 14: plugkit.v1.ApplyRequest
-	(*ApplyResponse)(nil),           // 15: plugkit.v1.ApplyResponse
-	(*ExecuteToolRequest)(nil),      // 16: plugkit.v1.ExecuteToolRequest
-	(*ExecuteToolResponse)(nil),     // 17: plugkit.v1.ExecuteToolResponse
-	(*PreExecuteRequest)(nil),       // 18: plugkit.v1.PreExecuteRequest
-	(*PreExecuteResponse)(nil),      // 19: plugkit.v1.PreExecuteResponse
-	(*GuardRequest)(nil),            // 20: plugkit.v1.GuardRequest
-	(*GuardResponse)(nil),           // 21: plugkit.v1.GuardResponse
-	(*WrapExecuteRequest)(nil),      // 22: plugkit.v1.WrapExecuteRequest
-	(*WrapExecuteResponse)(nil),     // 23: plugkit.v1.WrapExecuteResponse
-	(*PostExecuteRequest)(nil),      // 24: plugkit.v1.PostExecuteRequest
-	(*PostExecuteResponse)(nil),     // 25: plugkit.v1.PostExecuteResponse
-	(*ApproveRequest)(nil),          // 26: plugkit.v1.ApproveRequest
-	(*ApproveResponse)(nil),         // 27: plugkit.v1.ApproveResponse
-	(*CallServiceRequest)(nil),      // 28: plugkit.v1.CallServiceRequest
-	(*CallServiceResponse)(nil),     // 29: plugkit.v1.CallServiceResponse
-	(*ObserveRequest)(nil),          // 30: plugkit.v1.ObserveRequest
-	(*ObserveResponse)(nil),         // 31: plugkit.v1.ObserveResponse
-	(*ShutdownRequest)(nil),         // 32: plugkit.v1.ShutdownRequest
-	(*ShutdownResponse)(nil),        // 33: plugkit.v1.ShutdownResponse
-	(*RegisterToolRequest)(nil),     // 34: plugkit.v1.RegisterToolRequest
-	(*RegisterToolResponse)(nil),    // 35: plugkit.v1.RegisterToolResponse
-	(*AddGuardRequest)(nil),         // 36: plugkit.v1.AddGuardRequest
-	(*AddGuardResponse)(nil),        // 37: plugkit.v1.AddGuardResponse
-	(*ListenRequest)(nil),           // 38: plugkit.v1.ListenRequest
-	(*ListenResponse)(nil),          // 39: plugkit.v1.ListenResponse
-	(*SetApproverRequest)(nil),      // 40: plugkit.v1.SetApproverRequest
-	(*SetApproverResponse)(nil),     // 41: plugkit.v1.SetApproverResponse
-	(*ProvideRequest)(nil),          // 42: plugkit.v1.ProvideRequest
-	(*ProvideResponse)(nil),         // 43: plugkit.v1.ProvideResponse
-	(*HostCallServiceRequest)(nil),  // 44: plugkit.v1.HostCallServiceRequest
-	(*HostCallServiceResponse)(nil), // 45: plugkit.v1.HostCallServiceResponse
-	(*HostExecuteToolRequest)(nil),  // 46: plugkit.v1.HostExecuteToolRequest
-	(*HostExecuteToolResponse)(nil), // 47: plugkit.v1.HostExecuteToolResponse
-	(*ContributeRequest)(nil),       // 48: plugkit.v1.ContributeRequest
-	(*ContributeResponse)(nil),      // 49: plugkit.v1.ContributeResponse
-	(*DisposeRequest)(nil),          // 50: plugkit.v1.DisposeRequest
-	(*DisposeResponse)(nil),         // 51: plugkit.v1.DisposeResponse
-	(*ReportProblemRequest)(nil),    // 52: plugkit.v1.ReportProblemRequest
-	(*ReportProblemResponse)(nil),   // 53: plugkit.v1.ReportProblemResponse
-	(*ExportSpansRequest)(nil),      // 54: plugkit.v1.ExportSpansRequest
-	(*ExportSpansResponse)(nil),     // 55: plugkit.v1.ExportSpansResponse
-	(*NextRequest)(nil),             // 56: plugkit.v1.NextRequest
-	(*NextResponse)(nil),            // 57: plugkit.v1.NextResponse
+	(*CallFrame)(nil),               // 12: plugkit.v1.CallFrame
+	(*DescribeRequest)(nil),         // 13: plugkit.v1.DescribeRequest
+	(*DescribeResponse)(nil),        // 14: plugkit.v1.DescribeResponse
+	(*ApplyRequest)(nil),            // 15: plugkit.v1.ApplyRequest
+	(*ApplyResponse)(nil),           // 16: plugkit.v1.ApplyResponse
+	(*ExecuteToolRequest)(nil),      // 17: plugkit.v1.ExecuteToolRequest
+	(*ExecuteToolResponse)(nil),     // 18: plugkit.v1.ExecuteToolResponse
+	(*PreExecuteRequest)(nil),       // 19: plugkit.v1.PreExecuteRequest
+	(*PreExecuteResponse)(nil),      // 20: plugkit.v1.PreExecuteResponse
+	(*GuardRequest)(nil),            // 21: plugkit.v1.GuardRequest
+	(*GuardResponse)(nil),           // 22: plugkit.v1.GuardResponse
+	(*WrapExecuteRequest)(nil),      // 23: plugkit.v1.WrapExecuteRequest
+	(*WrapExecuteResponse)(nil),     // 24: plugkit.v1.WrapExecuteResponse
+	(*PostExecuteRequest)(nil),      // 25: plugkit.v1.PostExecuteRequest
+	(*PostExecuteResponse)(nil),     // 26: plugkit.v1.PostExecuteResponse
+	(*ApproveRequest)(nil),          // 27: plugkit.v1.ApproveRequest
+	(*ApproveResponse)(nil),         // 28: plugkit.v1.ApproveResponse
+	(*CallServiceRequest)(nil),      // 29: plugkit.v1.CallServiceRequest
+	(*CallServiceResponse)(nil),     // 30: plugkit.v1.CallServiceResponse
+	(*ObserveRequest)(nil),          // 31: plugkit.v1.ObserveRequest
+	(*ObserveResponse)(nil),         // 32: plugkit.v1.ObserveResponse
+	(*ShutdownRequest)(nil),         // 33: plugkit.v1.ShutdownRequest
+	(*ShutdownResponse)(nil),        // 34: plugkit.v1.ShutdownResponse
+	(*RegisterToolRequest)(nil),     // 35: plugkit.v1.RegisterToolRequest
+	(*RegisterToolResponse)(nil),    // 36: plugkit.v1.RegisterToolResponse
+	(*AddGuardRequest)(nil),         // 37: plugkit.v1.AddGuardRequest
+	(*AddGuardResponse)(nil),        // 38: plugkit.v1.AddGuardResponse
+	(*ListenRequest)(nil),           // 39: plugkit.v1.ListenRequest
+	(*ListenResponse)(nil),          // 40: plugkit.v1.ListenResponse
+	(*SetApproverRequest)(nil),      // 41: plugkit.v1.SetApproverRequest
+	(*SetApproverResponse)(nil),     // 42: plugkit.v1.SetApproverResponse
+	(*ProvideRequest)(nil),          // 43: plugkit.v1.ProvideRequest
+	(*ProvideResponse)(nil),         // 44: plugkit.v1.ProvideResponse
+	(*HostCallServiceRequest)(nil),  // 45: plugkit.v1.HostCallServiceRequest
+	(*HostCallServiceResponse)(nil), // 46: plugkit.v1.HostCallServiceResponse
+	(*HostExecuteToolRequest)(nil),  // 47: plugkit.v1.HostExecuteToolRequest
+	(*HostExecuteToolResponse)(nil), // 48: plugkit.v1.HostExecuteToolResponse
+	(*ContributeRequest)(nil),       // 49: plugkit.v1.ContributeRequest
+	(*ContributeResponse)(nil),      // 50: plugkit.v1.ContributeResponse
+	(*DisposeRequest)(nil),          // 51: plugkit.v1.DisposeRequest
+	(*DisposeResponse)(nil),         // 52: plugkit.v1.DisposeResponse
+	(*ReportProblemRequest)(nil),    // 53: plugkit.v1.ReportProblemRequest
+	(*ReportProblemResponse)(nil),   // 54: plugkit.v1.ReportProblemResponse
+	(*ExportSpansRequest)(nil),      // 55: plugkit.v1.ExportSpansRequest
+	(*ExportSpansResponse)(nil),     // 56: plugkit.v1.ExportSpansResponse
+	(*NextRequest)(nil),             // 57: plugkit.v1.NextRequest
+	(*NextResponse)(nil),            // 58: plugkit.v1.NextResponse
+	nil,                             // 59: plugkit.v1.CallFrame.MetadataEntry
 }
 var file_plugkit_proto_depIdxs = []int32{
 	4,  // 0: plugkit.v1.Execution.tool:type_name -> plugkit.v1.ToolDescriptor
@@ -3707,76 +3858,79 @@ var file_plugkit_proto_depIdxs = []int32{
 	7,  // 3: plugkit.v1.Outcome.error:type_name -> plugkit.v1.ToolError
 	0,  // 4: plugkit.v1.Decision.verdict:type_name -> plugkit.v1.Verdict
 	1,  // 5: plugkit.v1.Review.verdict:type_name -> plugkit.v1.ReviewVerdict
-	5,  // 6: plugkit.v1.ExecuteToolRequest.execution:type_name -> plugkit.v1.Execution
-	5,  // 7: plugkit.v1.PreExecuteRequest.execution:type_name -> plugkit.v1.Execution
-	10, // 8: plugkit.v1.PreExecuteResponse.decision:type_name -> plugkit.v1.Decision
-	5,  // 9: plugkit.v1.GuardRequest.execution:type_name -> plugkit.v1.Execution
-	5,  // 10: plugkit.v1.WrapExecuteRequest.execution:type_name -> plugkit.v1.Execution
-	9,  // 11: plugkit.v1.WrapExecuteResponse.outcome:type_name -> plugkit.v1.Outcome
-	5,  // 12: plugkit.v1.PostExecuteRequest.execution:type_name -> plugkit.v1.Execution
-	9,  // 13: plugkit.v1.PostExecuteRequest.outcome:type_name -> plugkit.v1.Outcome
-	11, // 14: plugkit.v1.PostExecuteResponse.review:type_name -> plugkit.v1.Review
-	5,  // 15: plugkit.v1.ApproveRequest.execution:type_name -> plugkit.v1.Execution
-	5,  // 16: plugkit.v1.ObserveRequest.execution:type_name -> plugkit.v1.Execution
-	8,  // 17: plugkit.v1.ObserveRequest.result:type_name -> plugkit.v1.ToolResult
-	4,  // 18: plugkit.v1.RegisterToolRequest.tool:type_name -> plugkit.v1.ToolDescriptor
-	2,  // 19: plugkit.v1.ListenRequest.stage:type_name -> plugkit.v1.Stage
-	3,  // 20: plugkit.v1.ListenRequest.mode:type_name -> plugkit.v1.ListenMode
-	8,  // 21: plugkit.v1.HostExecuteToolResponse.result:type_name -> plugkit.v1.ToolResult
-	10, // 22: plugkit.v1.NextResponse.pre_execute:type_name -> plugkit.v1.Decision
-	9,  // 23: plugkit.v1.NextResponse.execute:type_name -> plugkit.v1.Outcome
-	11, // 24: plugkit.v1.NextResponse.post_execute:type_name -> plugkit.v1.Review
-	12, // 25: plugkit.v1.Plugin.Describe:input_type -> plugkit.v1.DescribeRequest
-	14, // 26: plugkit.v1.Plugin.Apply:input_type -> plugkit.v1.ApplyRequest
-	16, // 27: plugkit.v1.Plugin.ExecuteTool:input_type -> plugkit.v1.ExecuteToolRequest
-	18, // 28: plugkit.v1.Plugin.PreExecute:input_type -> plugkit.v1.PreExecuteRequest
-	20, // 29: plugkit.v1.Plugin.Guard:input_type -> plugkit.v1.GuardRequest
-	22, // 30: plugkit.v1.Plugin.WrapExecute:input_type -> plugkit.v1.WrapExecuteRequest
-	24, // 31: plugkit.v1.Plugin.PostExecute:input_type -> plugkit.v1.PostExecuteRequest
-	26, // 32: plugkit.v1.Plugin.Approve:input_type -> plugkit.v1.ApproveRequest
-	28, // 33: plugkit.v1.Plugin.CallService:input_type -> plugkit.v1.CallServiceRequest
-	30, // 34: plugkit.v1.Plugin.Observe:input_type -> plugkit.v1.ObserveRequest
-	32, // 35: plugkit.v1.Plugin.Shutdown:input_type -> plugkit.v1.ShutdownRequest
-	34, // 36: plugkit.v1.Host.RegisterTool:input_type -> plugkit.v1.RegisterToolRequest
-	36, // 37: plugkit.v1.Host.AddGuard:input_type -> plugkit.v1.AddGuardRequest
-	38, // 38: plugkit.v1.Host.Listen:input_type -> plugkit.v1.ListenRequest
-	40, // 39: plugkit.v1.Host.SetApprover:input_type -> plugkit.v1.SetApproverRequest
-	42, // 40: plugkit.v1.Host.Provide:input_type -> plugkit.v1.ProvideRequest
-	44, // 41: plugkit.v1.Host.CallService:input_type -> plugkit.v1.HostCallServiceRequest
-	46, // 42: plugkit.v1.Host.ExecuteTool:input_type -> plugkit.v1.HostExecuteToolRequest
-	48, // 43: plugkit.v1.Host.Contribute:input_type -> plugkit.v1.ContributeRequest
-	50, // 44: plugkit.v1.Host.Dispose:input_type -> plugkit.v1.DisposeRequest
-	56, // 45: plugkit.v1.Host.Next:input_type -> plugkit.v1.NextRequest
-	52, // 46: plugkit.v1.Host.ReportProblem:input_type -> plugkit.v1.ReportProblemRequest
-	54, // 47: plugkit.v1.Host.ExportSpans:input_type -> plugkit.v1.ExportSpansRequest
-	13, // 48: plugkit.v1.Plugin.Describe:output_type -> plugkit.v1.DescribeResponse
-	15, // 49: plugkit.v1.Plugin.Apply:output_type -> plugkit.v1.ApplyResponse
-	17, // 50: plugkit.v1.Plugin.ExecuteTool:output_type -> plugkit.v1.ExecuteToolResponse
-	19, // 51: plugkit.v1.Plugin.PreExecute:output_type -> plugkit.v1.PreExecuteResponse
-	21, // 52: plugkit.v1.Plugin.Guard:output_type -> plugkit.v1.GuardResponse
-	23, // 53: plugkit.v1.Plugin.WrapExecute:output_type -> plugkit.v1.WrapExecuteResponse
-	25, // 54: plugkit.v1.Plugin.PostExecute:output_type -> plugkit.v1.PostExecuteResponse
-	27, // 55: plugkit.v1.Plugin.Approve:output_type -> plugkit.v1.ApproveResponse
-	29, // 56: plugkit.v1.Plugin.CallService:output_type -> plugkit.v1.CallServiceResponse
-	31, // 57: plugkit.v1.Plugin.Observe:output_type -> plugkit.v1.ObserveResponse
-	33, // 58: plugkit.v1.Plugin.Shutdown:output_type -> plugkit.v1.ShutdownResponse
-	35, // 59: plugkit.v1.Host.RegisterTool:output_type -> plugkit.v1.RegisterToolResponse
-	37, // 60: plugkit.v1.Host.AddGuard:output_type -> plugkit.v1.AddGuardResponse
-	39, // 61: plugkit.v1.Host.Listen:output_type -> plugkit.v1.ListenResponse
-	41, // 62: plugkit.v1.Host.SetApprover:output_type -> plugkit.v1.SetApproverResponse
-	43, // 63: plugkit.v1.Host.Provide:output_type -> plugkit.v1.ProvideResponse
-	45, // 64: plugkit.v1.Host.CallService:output_type -> plugkit.v1.HostCallServiceResponse
-	47, // 65: plugkit.v1.Host.ExecuteTool:output_type -> plugkit.v1.HostExecuteToolResponse
-	49, // 66: plugkit.v1.Host.Contribute:output_type -> plugkit.v1.ContributeResponse
-	51, // 67: plugkit.v1.Host.Dispose:output_type -> plugkit.v1.DisposeResponse
-	57, // 68: plugkit.v1.Host.Next:output_type -> plugkit.v1.NextResponse
-	53, // 69: plugkit.v1.Host.ReportProblem:output_type -> plugkit.v1.ReportProblemResponse
-	55, // 70: plugkit.v1.Host.ExportSpans:output_type -> plugkit.v1.ExportSpansResponse
-	48, // [48:71] is the sub-list for method output_type
-	25, // [25:48] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	59, // 6: plugkit.v1.CallFrame.metadata:type_name -> plugkit.v1.CallFrame.MetadataEntry
+	5,  // 7: plugkit.v1.ExecuteToolRequest.execution:type_name -> plugkit.v1.Execution
+	5,  // 8: plugkit.v1.PreExecuteRequest.execution:type_name -> plugkit.v1.Execution
+	10, // 9: plugkit.v1.PreExecuteResponse.decision:type_name -> plugkit.v1.Decision
+	5,  // 10: plugkit.v1.GuardRequest.execution:type_name -> plugkit.v1.Execution
+	5,  // 11: plugkit.v1.WrapExecuteRequest.execution:type_name -> plugkit.v1.Execution
+	9,  // 12: plugkit.v1.WrapExecuteResponse.outcome:type_name -> plugkit.v1.Outcome
+	5,  // 13: plugkit.v1.PostExecuteRequest.execution:type_name -> plugkit.v1.Execution
+	9,  // 14: plugkit.v1.PostExecuteRequest.outcome:type_name -> plugkit.v1.Outcome
+	11, // 15: plugkit.v1.PostExecuteResponse.review:type_name -> plugkit.v1.Review
+	5,  // 16: plugkit.v1.ApproveRequest.execution:type_name -> plugkit.v1.Execution
+	5,  // 17: plugkit.v1.ObserveRequest.execution:type_name -> plugkit.v1.Execution
+	8,  // 18: plugkit.v1.ObserveRequest.result:type_name -> plugkit.v1.ToolResult
+	4,  // 19: plugkit.v1.RegisterToolRequest.tool:type_name -> plugkit.v1.ToolDescriptor
+	2,  // 20: plugkit.v1.ListenRequest.stage:type_name -> plugkit.v1.Stage
+	3,  // 21: plugkit.v1.ListenRequest.mode:type_name -> plugkit.v1.ListenMode
+	8,  // 22: plugkit.v1.HostExecuteToolResponse.result:type_name -> plugkit.v1.ToolResult
+	10, // 23: plugkit.v1.NextResponse.pre_execute:type_name -> plugkit.v1.Decision
+	9,  // 24: plugkit.v1.NextResponse.execute:type_name -> plugkit.v1.Outcome
+	11, // 25: plugkit.v1.NextResponse.post_execute:type_name -> plugkit.v1.Review
+	13, // 26: plugkit.v1.Plugin.Describe:input_type -> plugkit.v1.DescribeRequest
+	15, // 27: plugkit.v1.Plugin.Apply:input_type -> plugkit.v1.ApplyRequest
+	17, // 28: plugkit.v1.Plugin.ExecuteTool:input_type -> plugkit.v1.ExecuteToolRequest
+	19, // 29: plugkit.v1.Plugin.PreExecute:input_type -> plugkit.v1.PreExecuteRequest
+	21, // 30: plugkit.v1.Plugin.Guard:input_type -> plugkit.v1.GuardRequest
+	23, // 31: plugkit.v1.Plugin.WrapExecute:input_type -> plugkit.v1.WrapExecuteRequest
+	25, // 32: plugkit.v1.Plugin.PostExecute:input_type -> plugkit.v1.PostExecuteRequest
+	27, // 33: plugkit.v1.Plugin.Approve:input_type -> plugkit.v1.ApproveRequest
+	29, // 34: plugkit.v1.Plugin.CallService:input_type -> plugkit.v1.CallServiceRequest
+	31, // 35: plugkit.v1.Plugin.Observe:input_type -> plugkit.v1.ObserveRequest
+	33, // 36: plugkit.v1.Plugin.Shutdown:input_type -> plugkit.v1.ShutdownRequest
+	12, // 37: plugkit.v1.Plugin.Calls:input_type -> plugkit.v1.CallFrame
+	35, // 38: plugkit.v1.Host.RegisterTool:input_type -> plugkit.v1.RegisterToolRequest
+	37, // 39: plugkit.v1.Host.AddGuard:input_type -> plugkit.v1.AddGuardRequest
+	39, // 40: plugkit.v1.Host.Listen:input_type -> plugkit.v1.ListenRequest
+	41, // 41: plugkit.v1.Host.SetApprover:input_type -> plugkit.v1.SetApproverRequest
+	43, // 42: plugkit.v1.Host.Provide:input_type -> plugkit.v1.ProvideRequest
+	45, // 43: plugkit.v1.Host.CallService:input_type -> plugkit.v1.HostCallServiceRequest
+	47, // 44: plugkit.v1.Host.ExecuteTool:input_type -> plugkit.v1.HostExecuteToolRequest
+	49, // 45: plugkit.v1.Host.Contribute:input_type -> plugkit.v1.ContributeRequest
+	51, // 46: plugkit.v1.Host.Dispose:input_type -> plugkit.v1.DisposeRequest
+	57, // 47: plugkit.v1.Host.Next:input_type -> plugkit.v1.NextRequest
+	53, // 48: plugkit.v1.Host.ReportProblem:input_type -> plugkit.v1.ReportProblemRequest
+	55, // 49: plugkit.v1.Host.ExportSpans:input_type -> plugkit.v1.ExportSpansRequest
+	14, // 50: plugkit.v1.Plugin.Describe:output_type -> plugkit.v1.DescribeResponse
+	16, // 51: plugkit.v1.Plugin.Apply:output_type -> plugkit.v1.ApplyResponse
+	18, // 52: plugkit.v1.Plugin.ExecuteTool:output_type -> plugkit.v1.ExecuteToolResponse
+	20, // 53: plugkit.v1.Plugin.PreExecute:output_type -> plugkit.v1.PreExecuteResponse
+	22, // 54: plugkit.v1.Plugin.Guard:output_type -> plugkit.v1.GuardResponse
+	24, // 55: plugkit.v1.Plugin.WrapExecute:output_type -> plugkit.v1.WrapExecuteResponse
+	26, // 56: plugkit.v1.Plugin.PostExecute:output_type -> plugkit.v1.PostExecuteResponse
+	28, // 57: plugkit.v1.Plugin.Approve:output_type -> plugkit.v1.ApproveResponse
+	30, // 58: plugkit.v1.Plugin.CallService:output_type -> plugkit.v1.CallServiceResponse
+	32, // 59: plugkit.v1.Plugin.Observe:output_type -> plugkit.v1.ObserveResponse
+	34, // 60: plugkit.v1.Plugin.Shutdown:output_type -> plugkit.v1.ShutdownResponse
+	12, // 61: plugkit.v1.Plugin.Calls:output_type -> plugkit.v1.CallFrame
+	36, // 62: plugkit.v1.Host.RegisterTool:output_type -> plugkit.v1.RegisterToolResponse
+	38, // 63: plugkit.v1.Host.AddGuard:output_type -> plugkit.v1.AddGuardResponse
+	40, // 64: plugkit.v1.Host.Listen:output_type -> plugkit.v1.ListenResponse
+	42, // 65: plugkit.v1.Host.SetApprover:output_type -> plugkit.v1.SetApproverResponse
+	44, // 66: plugkit.v1.Host.Provide:output_type -> plugkit.v1.ProvideResponse
+	46, // 67: plugkit.v1.Host.CallService:output_type -> plugkit.v1.HostCallServiceResponse
+	48, // 68: plugkit.v1.Host.ExecuteTool:output_type -> plugkit.v1.HostExecuteToolResponse
+	50, // 69: plugkit.v1.Host.Contribute:output_type -> plugkit.v1.ContributeResponse
+	52, // 70: plugkit.v1.Host.Dispose:output_type -> plugkit.v1.DisposeResponse
+	58, // 71: plugkit.v1.Host.Next:output_type -> plugkit.v1.NextResponse
+	54, // 72: plugkit.v1.Host.ReportProblem:output_type -> plugkit.v1.ReportProblemResponse
+	56, // 73: plugkit.v1.Host.ExportSpans:output_type -> plugkit.v1.ExportSpansResponse
+	50, // [50:74] is the sub-list for method output_type
+	26, // [26:50] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_plugkit_proto_init() }
@@ -3784,7 +3938,7 @@ func file_plugkit_proto_init() {
 	if File_plugkit_proto != nil {
 		return
 	}
-	file_plugkit_proto_msgTypes[53].OneofWrappers = []any{
+	file_plugkit_proto_msgTypes[54].OneofWrappers = []any{
 		(*NextResponse_PreExecute)(nil),
 		(*NextResponse_Execute)(nil),
 		(*NextResponse_PostExecute)(nil),
@@ -3795,7 +3949,7 @@ func file_plugkit_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugkit_proto_rawDesc), len(file_plugkit_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   54,
+			NumMessages:   56,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

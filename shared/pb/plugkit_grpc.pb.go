@@ -47,6 +47,7 @@ const (
 	Plugin_CallService_FullMethodName = "/plugkit.v1.Plugin/CallService"
 	Plugin_Observe_FullMethodName     = "/plugkit.v1.Plugin/Observe"
 	Plugin_Shutdown_FullMethodName    = "/plugkit.v1.Plugin/Shutdown"
+	Plugin_Calls_FullMethodName       = "/plugkit.v1.Plugin/Calls"
 )
 
 // PluginClient is the client API for Plugin service.
@@ -75,6 +76,14 @@ type PluginClient interface {
 	// Graceful stop: the plugin finishes calls in flight, runs its stop hook
 	// and closes its host connection. The host then ends the process.
 	Shutdown(ctx context.Context, in *ShutdownRequest, opts ...grpc.CallOption) (*ShutdownResponse, error)
+	// The stage handlers above (ExecuteTool, PreExecute, Guard, WrapExecute,
+	// PostExecute, Approve, CallService) as frames on one long-lived stream
+	// instead of one RPC each: faster, since a call then costs two messages
+	// on an open stream and no HTTP/2 stream of its own. Optional: the host
+	// opens it only when Describe says the plugin serves it
+	// (DescribeResponse.call_stream), and uses the RPCs otherwise, or for a
+	// call the stream cannot carry. See CallFrame.
+	Calls(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[CallFrame, CallFrame], error)
 }
 
 type pluginClient struct {
@@ -198,6 +207,19 @@ func (c *pluginClient) Shutdown(ctx context.Context, in *ShutdownRequest, opts .
 	return out, nil
 }
 
+func (c *pluginClient) Calls(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[CallFrame, CallFrame], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Plugin_ServiceDesc.Streams[1], Plugin_Calls_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[CallFrame, CallFrame]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Plugin_CallsClient = grpc.BidiStreamingClient[CallFrame, CallFrame]
+
 // PluginServer is the server API for Plugin service.
 // All implementations must embed UnimplementedPluginServer
 // for forward compatibility.
@@ -224,6 +246,14 @@ type PluginServer interface {
 	// Graceful stop: the plugin finishes calls in flight, runs its stop hook
 	// and closes its host connection. The host then ends the process.
 	Shutdown(context.Context, *ShutdownRequest) (*ShutdownResponse, error)
+	// The stage handlers above (ExecuteTool, PreExecute, Guard, WrapExecute,
+	// PostExecute, Approve, CallService) as frames on one long-lived stream
+	// instead of one RPC each: faster, since a call then costs two messages
+	// on an open stream and no HTTP/2 stream of its own. Optional: the host
+	// opens it only when Describe says the plugin serves it
+	// (DescribeResponse.call_stream), and uses the RPCs otherwise, or for a
+	// call the stream cannot carry. See CallFrame.
+	Calls(grpc.BidiStreamingServer[CallFrame, CallFrame]) error
 	mustEmbedUnimplementedPluginServer()
 }
 
@@ -266,6 +296,9 @@ func (UnimplementedPluginServer) Observe(grpc.ClientStreamingServer[ObserveReque
 }
 func (UnimplementedPluginServer) Shutdown(context.Context, *ShutdownRequest) (*ShutdownResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Shutdown not implemented")
+}
+func (UnimplementedPluginServer) Calls(grpc.BidiStreamingServer[CallFrame, CallFrame]) error {
+	return status.Error(codes.Unimplemented, "method Calls not implemented")
 }
 func (UnimplementedPluginServer) mustEmbedUnimplementedPluginServer() {}
 func (UnimplementedPluginServer) testEmbeddedByValue()                {}
@@ -475,6 +508,13 @@ func _Plugin_Shutdown_Handler(srv interface{}, ctx context.Context, dec func(int
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Plugin_Calls_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(PluginServer).Calls(&grpc.GenericServerStream[CallFrame, CallFrame]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Plugin_CallsServer = grpc.BidiStreamingServer[CallFrame, CallFrame]
+
 // Plugin_ServiceDesc is the grpc.ServiceDesc for Plugin service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -527,6 +567,12 @@ var Plugin_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "Observe",
 			Handler:       _Plugin_Observe_Handler,
+			ClientStreams: true,
+		},
+		{
+			StreamName:    "Calls",
+			Handler:       _Plugin_Calls_Handler,
+			ServerStreams: true,
 			ClientStreams: true,
 		},
 	},

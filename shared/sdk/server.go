@@ -74,6 +74,7 @@ func (s *server) Describe(context.Context, *pb.DescribeRequest) (*pb.DescribeRes
 		ConfigSchemaJson: s.def.schema,
 		Inject:           s.def.inject,
 		Provides:         s.def.provides,
+		CallStream:       true,
 	}, nil
 }
 
