@@ -386,9 +386,24 @@ func BenchmarkPythonHookPerCheck(b *testing.B) {
 	if err := os.WriteFile(script, []byte(pythonHook), 0o600); err != nil {
 		b.Fatal(err)
 	}
+	benchHook(b, "/usr/bin/env", "python3", script)
+}
+
+// BenchmarkGoHookPerCheck is the same check by a minimal Go program
+// (internal/testhook) started per check: what RemoteGuard replaces.
+func BenchmarkGoHookPerCheck(b *testing.B) {
+	hook := filepath.Join(b.TempDir(), "testhook")
+	if err := goBuild(hook, "github.com/plugkit-go/plugkit/internal/testhook"); err != nil {
+		b.Fatal(err)
+	}
+	benchHook(b, hook)
+}
+
+// benchHook starts the hook command per check, the call on its stdin.
+func benchHook(b *testing.B, command ...string) {
 	in := []byte(`{"tool":"add","arguments":` + benchArgs + `}`)
 	for b.Loop() {
-		cmd := exec.Command("/usr/bin/env", "python3", script)
+		cmd := exec.Command(command[0], command[1:]...)
 		cmd.Env = []string{}
 		cmd.Stdin = bytes.NewReader(in)
 		out, err := cmd.Output()
