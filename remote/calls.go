@@ -22,8 +22,8 @@ import (
 //
 // A call still goes as an RPC when the stream cannot carry it: a call of a
 // traced trace (its RPC spans and trace context come from the unary
-// interceptors), a request too large for a frame, or a stream the plugin
-// refused. A call on the stream fails as its RPC would: the plugin's
+// interceptors), a request too large for a frame, a stream the plugin
+// refused or that ended while the process lives on. A call on the stream fails as its RPC would: the plugin's
 // status, DEADLINE_EXCEEDED or CANCELLED when ctx ends (the plugin is told
 // with a cancel frame), UNAVAILABLE when the stream breaks (the process
 // died), so the proxies read both alike.
@@ -36,6 +36,7 @@ type calls struct {
 	mu      sync.Mutex
 	stream  pb.Plugin_CallsClient // nil until the first call opens it
 	open    func() (pb.Plugin_CallsClient, context.CancelFunc, error)
+	exited  func() bool
 	stop    context.CancelFunc
 	broken  error // why the stream ended; no new call goes on it
 	nextID  uint64
@@ -55,7 +56,7 @@ const frameOverhead = 1 << 10
 var errUnary = errors.New("call goes as an RPC")
 
 func newCalls(in *instance) *calls {
-	c := &calls{unary: in.client, limit: in.maxMessage, slots: make(chan struct{}, maxStreamCalls), pending: map[uint64]chan *pb.CallFrame{}}
+	c := &calls{unary: in.client, limit: in.maxMessage, slots: make(chan struct{}, maxStreamCalls), pending: map[uint64]chan *pb.CallFrame{}, exited: in.exited}
 	c.open = func() (pb.Plugin_CallsClient, context.CancelFunc, error) {
 		ctx, cancel := in.untilExit(context.Background())
 		s, err := in.client.Calls(ctx)
@@ -93,6 +94,9 @@ func (c *calls) register() (pb.Plugin_CallsClient, uint64, chan *pb.CallFrame, e
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.broken != nil {
+		if !c.exited() {
+			return nil, 0, nil, errUnary // the stream ended, the process did not
+		}
 		return nil, 0, nil, c.broken
 	}
 	if c.stream == nil {
