@@ -7,11 +7,14 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/plugkit-go/plugkit/shared/pb"
+	"github.com/plugkit-go/plugkit/shared/wire"
 )
 
 // calls sends the stage handlers' calls into one plugin process: on the
@@ -20,10 +23,10 @@ import (
 // one unary RPC each otherwise. The stream saves each call an HTTP/2
 // stream of its own, its headers and the goroutines gRPC runs for it.
 //
-// A call still goes as an RPC when the stream cannot carry it: a call of a
-// traced trace (its RPC spans and trace context come from the unary
-// interceptors), a request too large for a frame, a stream the plugin
-// refused or that ended while the process lives on. A call on the stream fails as its RPC would: the plugin's
+// A call of a traced trace gets the RPC span the unary interceptor would
+// make, its trace context in the frame's metadata. A call still goes as an
+// RPC when the stream cannot carry it: a request too large for a frame, a
+// stream the plugin refused or that ended while the process lives on. A call on the stream fails as its RPC would: the plugin's
 // status, DEADLINE_EXCEEDED or CANCELLED when ctx ends (the plugin is told
 // with a cancel frame), UNAVAILABLE when the stream breaks (the process
 // died), so the proxies read both alike.
@@ -33,10 +36,13 @@ type calls struct {
 	slots   chan struct{} // bounds the calls in flight on the stream
 	streams bool          // the plugin serves Plugin.Calls
 
-	mu      sync.Mutex
-	stream  pb.Plugin_CallsClient // nil until the first call opens it
-	open    func() (pb.Plugin_CallsClient, context.CancelFunc, error)
-	exited  func() bool
+	mu     sync.Mutex
+	stream pb.Plugin_CallsClient // nil until the first call opens it
+	open   func() (pb.Plugin_CallsClient, context.CancelFunc, error)
+	exited func() bool
+	// traced makes the RPC span of a traced call and passes its trace
+	// context in the frame's metadata; nil when the host does not trace.
+	traced  grpc.UnaryClientInterceptor
 	stop    context.CancelFunc
 	broken  error // why the stream ended; no new call goes on it
 	nextID  uint64
@@ -57,6 +63,9 @@ var errUnary = errors.New("call goes as an RPC")
 
 func newCalls(in *instance) *calls {
 	c := &calls{unary: in.client, limit: in.maxMessage, slots: make(chan struct{}, maxStreamCalls), pending: map[uint64]chan *pb.CallFrame{}, exited: in.exited}
+	if in.tracerProvider != nil {
+		c.traced = wire.TraceClientInterceptor(in.tracerProvider)
+	}
 	c.open = func() (pb.Plugin_CallsClient, context.CancelFunc, error) {
 		ctx, cancel := in.untilExit(context.Background())
 		s, err := in.client.Calls(ctx)
@@ -162,9 +171,20 @@ func (c *calls) invoke(ctx context.Context, method string, req, resp proto.Messa
 	c.mu.Lock()
 	streams := c.streams
 	c.mu.Unlock()
-	if !streams || trace.SpanContextFromContext(ctx).IsSampled() {
+	if !streams {
 		return errUnary
 	}
+	if c.traced != nil && trace.SpanContextFromContext(ctx).IsSampled() {
+		// The RPC's span, as the unary interceptor makes it.
+		return c.traced(ctx, "/plugkit.v1.Plugin/"+method, req, resp, nil, func(ctx context.Context, _ string, req, resp any, _ *grpc.ClientConn, _ ...grpc.CallOption) error {
+			return c.send1(ctx, method, req.(proto.Message), resp.(proto.Message))
+		})
+	}
+	return c.send1(ctx, method, req, resp)
+}
+
+// send1 sends one call on the stream and waits for its answer.
+func (c *calls) send1(ctx context.Context, method string, req, resp proto.Message) error {
 	raw, err := proto.Marshal(req)
 	if err != nil || len(raw) > c.limit-frameOverhead {
 		return errUnary // the RPC fails as it should, or fits where a frame would not
@@ -183,6 +203,14 @@ func (c *calls) invoke(ctx context.Context, method string, req, resp proto.Messa
 		return status.Error(codes.Unavailable, "call stream closed: "+err.Error())
 	}
 	f := &pb.CallFrame{Id: id, Method: method, Request: raw}
+	if md, ok := metadata.FromOutgoingContext(ctx); ok {
+		f.Metadata = make(map[string]string, len(md))
+		for k, v := range md {
+			if len(v) > 0 {
+				f.Metadata[k] = v[0]
+			}
+		}
+	}
 	if d, ok := ctx.Deadline(); ok {
 		f.DeadlineUnixNano = d.UnixNano()
 		if !time.Now().Before(d) {

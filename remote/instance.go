@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 	"github.com/hashicorp/go-plugin/runner"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 
 	"github.com/plugkit-go/plugkit/kernel"
@@ -31,10 +32,11 @@ type instance struct {
 	log             hclog.Logger
 	gp              *plugin.Client
 	client          *wire.PluginClient
-	calls           *calls      // the stage handlers' calls: on the call stream, or as RPCs
-	unaryCalls      bool        // Options.UnaryCalls
-	cmd             *exec.Cmd   // go-plugin's: it runs and waits for it
-	stderr          *stderrTail // the last lines of the process's stderr
+	calls           *calls               // the stage handlers' calls: on the call stream, or as RPCs
+	unaryCalls      bool                 // Options.UnaryCalls
+	tracerProvider  trace.TracerProvider // Options.TracerProvider
+	cmd             *exec.Cmd            // go-plugin's: it runs and waits for it
+	stderr          *stderrTail          // the last lines of the process's stderr
 	pid             int
 	started         time.Time
 	maxMessage      int
@@ -197,6 +199,7 @@ func (m *Manager) launch(ctx context.Context, spec Spec) (*instance, error) {
 		maxMessage:      m.opts.MaxMessageBytes,
 		listenerTimeout: m.opts.ListenerTimeout,
 		unaryCalls:      m.opts.UnaryCalls,
+		tracerProvider:  m.opts.TracerProvider,
 		onRPC:           m.opts.OnRPC,
 		exportSpans:     m.opts.ExportSpans,
 		serveHost:       serveHost,

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -96,19 +97,19 @@ func (s *server) answer(ctx context.Context, f *pb.CallFrame) (ans *pb.CallFrame
 	)
 	switch f.GetMethod() {
 	case "ExecuteTool":
-		resp, err = handle(ctx, f, s.ExecuteTool)
+		resp, err = handle(ctx, f, s.ExecuteTool, s.tracing.callInterceptor())
 	case "PreExecute":
-		resp, err = handle(ctx, f, s.PreExecute)
+		resp, err = handle(ctx, f, s.PreExecute, s.tracing.callInterceptor())
 	case "Guard":
-		resp, err = handle(ctx, f, s.Guard)
+		resp, err = handle(ctx, f, s.Guard, s.tracing.callInterceptor())
 	case "WrapExecute":
-		resp, err = handle(ctx, f, s.WrapExecute)
+		resp, err = handle(ctx, f, s.WrapExecute, s.tracing.callInterceptor())
 	case "PostExecute":
-		resp, err = handle(ctx, f, s.PostExecute)
+		resp, err = handle(ctx, f, s.PostExecute, s.tracing.callInterceptor())
 	case "Approve":
-		resp, err = handle(ctx, f, s.Approve)
+		resp, err = handle(ctx, f, s.Approve, s.tracing.callInterceptor())
 	case "CallService":
-		resp, err = handle(ctx, f, s.CallService)
+		resp, err = handle(ctx, f, s.CallService, s.tracing.callInterceptor())
 	default:
 		err = status.Errorf(codes.Unimplemented, "no method %q on the call stream", f.GetMethod())
 	}
@@ -129,14 +130,24 @@ func (s *server) answer(ctx context.Context, f *pb.CallFrame) (ans *pb.CallFrame
 // frameOverhead is room for a frame's own fields around a response.
 const frameOverhead = 1 << 10
 
-// handle decodes f's request for fn and calls it.
+// handle decodes f's request for fn and calls it, through icpt when the
+// host traces (the server span its RPC would get).
 func handle[Req any, PReq interface {
 	*Req
 	proto.Message
-}, Resp proto.Message](ctx context.Context, f *pb.CallFrame, fn func(context.Context, PReq) (Resp, error)) (proto.Message, error) {
+}, Resp proto.Message](ctx context.Context, f *pb.CallFrame, fn func(context.Context, PReq) (Resp, error), icpt grpc.UnaryServerInterceptor) (proto.Message, error) {
 	req := PReq(new(Req))
 	if err := proto.Unmarshal(f.GetRequest(), req); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "decode the %s request: %v", f.GetMethod(), err)
 	}
-	return fn(ctx, req)
+	if icpt == nil {
+		return fn(ctx, req)
+	}
+	resp, err := icpt(ctx, req, &grpc.UnaryServerInfo{FullMethod: "/plugkit.v1.Plugin/" + f.GetMethod()}, func(ctx context.Context, r any) (any, error) {
+		return fn(ctx, r.(PReq))
+	})
+	if err != nil {
+		return nil, err
+	}
+	return resp.(proto.Message), nil
 }

@@ -33,6 +33,7 @@ import (
 type tracing struct {
 	tp    *sdktrace.TracerProvider
 	relay *spanRelay
+	calls grpc.UnaryServerInterceptor // the server span of a call on the call stream
 }
 
 // traceBatchTimeout is how long a finished span may wait before it goes to
@@ -52,7 +53,7 @@ func newTracing() *tracing {
 	)
 	otel.SetTracerProvider(tp)
 	otel.SetTextMapPropagator(propagation.TraceContext{})
-	return &tracing{tp: tp, relay: relay}
+	return &tracing{tp: tp, relay: relay, calls: wire.TraceServerInterceptor(tp)}
 }
 
 // attach gives the relay the server whose host connection carries the spans.
@@ -68,6 +69,16 @@ func (t *tracing) serverOptions() []grpc.ServerOption {
 		return nil
 	}
 	return []grpc.ServerOption{wire.TraceServerOption(t.tp)}
+}
+
+// callInterceptor makes the server span of a call that arrives on the call
+// stream, as serverOptions does for an RPC; nil when the host does not
+// trace.
+func (t *tracing) callInterceptor() grpc.UnaryServerInterceptor {
+	if t == nil {
+		return nil
+	}
+	return t.calls
 }
 
 // dialOptions carry the trace context in each call to the host.

@@ -38,7 +38,14 @@ var propagator = propagation.TraceContext{}
 // (the child of the span in the call's context) and sends its W3C trace
 // context in the metadata.
 func TraceDialOption(tp trace.TracerProvider) grpc.DialOption {
-	return grpc.WithChainUnaryInterceptor(clientSpans(tp.Tracer(instrumentation)))
+	return grpc.WithChainUnaryInterceptor(TraceClientInterceptor(tp))
+}
+
+// TraceClientInterceptor is TraceDialOption's interceptor, for a call made
+// some other way than a unary RPC (a frame on the call stream): its
+// invoker finds the trace context in ctx's outgoing metadata.
+func TraceClientInterceptor(tp trace.TracerProvider) grpc.UnaryClientInterceptor {
+	return clientSpans(tp.Tracer(instrumentation))
 }
 
 func clientSpans(tracer trace.Tracer) grpc.UnaryClientInterceptor {
@@ -62,7 +69,14 @@ func clientSpans(tracer trace.Tracer) grpc.UnaryClientInterceptor {
 // TraceServerOption gives each RPC that arrives with a W3C trace context a
 // server span of tp, the child of the caller's, in the handler's context.
 func TraceServerOption(tp trace.TracerProvider) grpc.ServerOption {
-	return grpc.ChainUnaryInterceptor(serverSpans(tp.Tracer(instrumentation)))
+	return grpc.ChainUnaryInterceptor(TraceServerInterceptor(tp))
+}
+
+// TraceServerInterceptor is TraceServerOption's interceptor, for a call
+// that arrives some other way than a unary RPC, its trace context in ctx's
+// incoming metadata.
+func TraceServerInterceptor(tp trace.TracerProvider) grpc.UnaryServerInterceptor {
+	return serverSpans(tp.Tracer(instrumentation))
 }
 
 func serverSpans(tracer trace.Tracer) grpc.UnaryServerInterceptor {
