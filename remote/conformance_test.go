@@ -36,6 +36,12 @@ func TestConformancePython(t *testing.T) {
 	conformance.Run(t, processHarness{python: true})
 }
 
+// TestConformancePythonUnary is TestConformancePython with a call per RPC
+// instead of the Python SDK's call stream.
+func TestConformancePythonUnary(t *testing.T) {
+	conformance.Run(t, processHarness{python: true, opts: remote.Options{UnaryCalls: true}})
+}
+
 // testSandbox is the least a test plugin needs: its log folder (the
 // host's dir) to write, no network.
 func testSandbox(dir string) *confine.Policy {

@@ -1,6 +1,7 @@
 """The plugin's side of the plugkit protocol: the Plugin service the host
 calls, and the Context through which the plugin registers with the host."""
 
+import concurrent.futures
 import json
 import logging
 import threading
@@ -9,7 +10,7 @@ import typing
 
 import grpc
 
-from . import _config
+from . import _calls, _config
 from ._values import (
     PASS,
     PASS_REVIEW,
@@ -227,6 +228,8 @@ class PluginServer(pb_grpc.PluginServicer):
         self.stopped = threading.Event()
         self.schema = json.dumps(_config.schema(plugin.config)).encode()
         self.context = Context(self)
+        # The calls that arrive on the call stream run here.
+        self._calls = concurrent.futures.ThreadPoolExecutor(max_workers=64, thread_name_prefix="plugkit-call")
 
     # The handler registry.
 
@@ -292,6 +295,7 @@ class PluginServer(pb_grpc.PluginServicer):
             config_schema_json=self.schema,
             inject=list(p.inject),
             provides=list(p.provides),
+            call_stream=True,
         )
 
     def Apply(self, request, context):
@@ -451,6 +455,9 @@ class PluginServer(pb_grpc.PluginServicer):
                 continue
             _contain(self._log, "observer", h[1], Call(msg.execution), ToolResult.from_proto(msg.result))
         return pb.ObserveResponse(received=n)
+
+    def Calls(self, request_iterator, context):
+        return _calls.serve_calls(self, request_iterator, context, self._calls, self._log)
 
     def Shutdown(self, request, context):
         remaining = context.time_remaining()

@@ -1,0 +1,169 @@
+"""Plugin.Calls: the stage handlers' calls as frames on one stream.
+
+The host sends a frame per call (id, method, request, deadline) and a
+cancel frame when it gives up on one; each call runs on the server's
+worker threads through the same handler as its RPC, with a context that
+stands in for gRPC's, and its answer frame goes back when it is ready, in
+any order. shared/README.md ("The call stream") is the protocol.
+"""
+
+import heapq
+import queue
+import threading
+import time
+
+import grpc
+
+from .proto import plugkit_pb2 as pb
+
+# The methods the stream carries, and their request messages.
+_REQUESTS = {
+    "ExecuteTool": pb.ExecuteToolRequest,
+    "PreExecute": pb.PreExecuteRequest,
+    "Guard": pb.GuardRequest,
+    "WrapExecute": pb.WrapExecuteRequest,
+    "PostExecute": pb.PostExecuteRequest,
+    "Approve": pb.ApproveRequest,
+    "CallService": pb.CallServiceRequest,
+}
+
+
+class _Aborted(Exception):
+    def __init__(self, code, message):
+        super().__init__(message)
+        self.code, self.message = code, message
+
+
+class _Deadlines:
+    """Ends each call's context at its deadline: one thread for all calls."""
+
+    def __init__(self):
+        self._cond = threading.Condition()
+        self._heap = []
+        self._seq = 0
+        self._thread = None
+
+    def add(self, when, fctx):
+        with self._cond:
+            self._seq += 1
+            heapq.heappush(self._heap, (when, self._seq, fctx))
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="plugkit-deadlines", daemon=True)
+                self._thread.start()
+            self._cond.notify()
+
+    def _run(self):
+        while True:
+            with self._cond:
+                while not self._heap:
+                    self._cond.wait()
+                when, _, fctx = self._heap[0]
+                left = when - time.time()
+                if left > 0:
+                    self._cond.wait(left)
+                    continue
+                heapq.heappop(self._heap)
+            fctx.end()
+
+
+_deadlines = _Deadlines()
+
+
+class _FrameContext:
+    """What a handler uses of grpc.ServicerContext, for a call on the stream."""
+
+    def __init__(self, deadline):
+        self._deadline = deadline  # time.time() seconds, or None
+        self._lock = threading.Lock()
+        self._callbacks = []
+        self._ended = False
+        if deadline is not None:
+            _deadlines.add(deadline, self)
+
+    def add_callback(self, callback):
+        with self._lock:
+            if self._ended:
+                return False
+            self._callbacks.append(callback)
+            return True
+
+    def time_remaining(self):
+        return None if self._deadline is None else max(0.0, self._deadline - time.time())
+
+    def is_active(self):
+        return not self._ended
+
+    def abort(self, code, details):
+        raise _Aborted(code, details)
+
+    def end(self):
+        """The call is over (answered, cancelled or past its deadline)."""
+        with self._lock:
+            if self._ended:
+                return
+            self._ended = True
+            callbacks, self._callbacks = self._callbacks, []
+        for cb in callbacks:
+            try:
+                cb()
+            except Exception:
+                pass
+
+
+def _status_code(code):
+    return code.value[0] if isinstance(code, grpc.StatusCode) else int(code)
+
+
+def serve_calls(server, request_iterator, context, executor, log):
+    """The Calls handler of PluginServer: yields answer frames."""
+    answers = queue.Queue()
+    running = {}
+    lock = threading.Lock()
+
+    def run(frame, fctx):
+        ans = pb.CallFrame(id=frame.id)
+        try:
+            request = _REQUESTS[frame.method].FromString(frame.request)
+            ans.response = getattr(server, frame.method)(request, fctx).SerializeToString()
+        except _Aborted as e:
+            ans.code, ans.message = _status_code(e.code), e.message
+        except KeyError:
+            ans.code, ans.message = _status_code(grpc.StatusCode.UNIMPLEMENTED), "no method %r on the call stream" % frame.method
+        except Exception as e:  # the handlers contain their own; this is the SDK's
+            log.error("call stream: %s failed: %s", frame.method, e)
+            ans.code, ans.message = _status_code(grpc.StatusCode.INTERNAL), str(e)
+        finally:
+            with lock:
+                running.pop(frame.id, None)
+            fctx.end()
+        answers.put(ans)
+
+    def read():
+        try:
+            for frame in request_iterator:
+                if frame.cancel:
+                    with lock:
+                        fctx = running.get(frame.id)
+                    if fctx is not None:
+                        fctx.end()
+                    continue
+                deadline = frame.deadline_unix_nano / 1e9 if frame.deadline_unix_nano else None
+                fctx = _FrameContext(deadline)
+                with lock:
+                    running[frame.id] = fctx
+                executor.submit(run, frame, fctx)
+        except grpc.RpcError:
+            pass
+        finally:
+            with lock:
+                left = list(running.values())
+            for fctx in left:
+                fctx.end()
+            answers.put(None)
+
+    threading.Thread(target=read, name="plugkit-calls", daemon=True).start()
+    while True:
+        ans = answers.get()
+        if ans is None or not context.is_active():
+            return
+        yield ans
