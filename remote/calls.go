@@ -54,10 +54,6 @@ type calls struct {
 // a call beyond it waits for a slot (bounded by its context).
 const maxStreamCalls = 256
 
-// frameOverhead is room for a frame's own fields around a request or
-// response.
-const frameOverhead = 1 << 10
-
 // errUnary says a call must go as an RPC.
 var errUnary = errors.New("call goes as an RPC")
 
@@ -186,7 +182,7 @@ func (c *calls) invoke(ctx context.Context, method string, req, resp proto.Messa
 // send1 sends one call on the stream and waits for its answer.
 func (c *calls) send1(ctx context.Context, method string, req, resp proto.Message) error {
 	raw, err := proto.Marshal(req)
-	if err != nil || len(raw) > c.limit-frameOverhead {
+	if err != nil || len(raw) > c.limit-wire.CallFrameOverhead {
 		return errUnary // the RPC fails as it should, or fits where a frame would not
 	}
 	select {

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/plugkit-go/plugkit/shared/pb"
+	"github.com/plugkit-go/plugkit/shared/wire"
 )
 
 // Calls serves the stage handlers on the host's call stream (pb.CallFrame):
@@ -115,7 +116,7 @@ func (s *server) answer(ctx context.Context, f *pb.CallFrame) (ans *pb.CallFrame
 	}
 	if err == nil {
 		ans.Response, err = proto.Marshal(resp)
-		if n := len(ans.Response); err == nil && n+frameOverhead > s.maxBytes {
+		if n := len(ans.Response); err == nil && n+wire.CallFrameOverhead > s.maxBytes {
 			ans.Response = nil
 			err = status.Errorf(codes.ResourceExhausted, "answer to %s is %d bytes, over the %d-byte message limit", f.GetMethod(), n, s.maxBytes)
 		}
@@ -126,9 +127,6 @@ func (s *server) answer(ctx context.Context, f *pb.CallFrame) (ans *pb.CallFrame
 	}
 	return ans
 }
-
-// frameOverhead is room for a frame's own fields around a response.
-const frameOverhead = 1 << 10
 
 // handle decodes f's request for fn and calls it, through icpt when the
 // host traces (the server span its RPC would get).

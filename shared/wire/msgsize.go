@@ -104,3 +104,8 @@ func CheckSize(what string, m proto.Message, maxBytes int) error {
 	}
 	return nil
 }
+
+// CallFrameOverhead is the room a frame of the call stream (pb.CallFrame)
+// needs around the request or response it carries: a request or response
+// larger than the message limit less this does not go on the stream.
+const CallFrameOverhead = 1 << 10
