@@ -16,6 +16,9 @@ import grpc
 
 from .proto import plugkit_pb2 as pb
 
+# Room a frame needs around what it carries (wire.CallFrameOverhead).
+CALL_FRAME_OVERHEAD = 1 << 10
+
 # The methods the stream carries, and their request messages.
 _REQUESTS = {
     "ExecuteTool": pb.ExecuteToolRequest,
@@ -124,7 +127,13 @@ def serve_calls(server, request_iterator, context, executor, log):
         ans = pb.CallFrame(id=frame.id)
         try:
             request = _REQUESTS[frame.method].FromString(frame.request)
-            ans.response = getattr(server, frame.method)(request, fctx).SerializeToString()
+            response = getattr(server, frame.method)(request, fctx).SerializeToString()
+            if len(response) + CALL_FRAME_OVERHEAD > server.max_bytes:
+                # Too large for a frame: the call fails, not the stream.
+                ans.code = _status_code(grpc.StatusCode.RESOURCE_EXHAUSTED)
+                ans.message = "answer to %s is %d bytes, over the %d-byte message limit" % (frame.method, len(response), server.max_bytes)
+            else:
+                ans.response = response
         except _Aborted as e:
             ans.code, ans.message = _status_code(e.code), e.message
         except KeyError:

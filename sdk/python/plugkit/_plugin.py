@@ -219,7 +219,7 @@ class PluginServer(pb_grpc.PluginServicer):
     def __init__(self, plugin, host_link, max_bytes, log):
         self.plugin = plugin
         self._link = host_link
-        self._max = max_bytes
+        self._max = self.max_bytes = max_bytes
         self._log = log
         self._lock = threading.Lock()
         self._handlers = {}
