@@ -9,11 +9,14 @@
 //     the launcher (package confine: Options.Launcher, by default the
 //     running executable), which confines it before it execs the binary.
 //  2. The kernel loads it like any plugin. Its apply step makes the process
-//     an effect of the scope, serves the plugin its Host service on one
-//     broker connection, and runs the plugin's own apply step.
+//     an effect of the scope, serves the plugin its Host service on a
+//     socket of its own (a go-plugin broker id, no multiplexing: the
+//     plugin speaks plain gRPC), and runs the plugin's own apply step.
 //  3. Each registration the process makes is recorded in its scope as a
-//     proxy: a pipeline function that makes one RPC (two for a wrapper) and
-//     turns every failure into the error the pipeline maps fail-closed.
+//     proxy: a pipeline function that makes one call (two for a wrapper)
+//     and turns every failure into the error the pipeline maps fail-closed.
+//     A call is a frame on the plugin's call stream when the plugin serves
+//     one (calls.go), an RPC otherwise.
 //  4. When the process exits for any reason the scope ends and its effects
 //     are undone; calls in flight fail at once. A crash restarts it under its
 //     restart policy; meanwhile a critical plugin holds every call DENIED,
