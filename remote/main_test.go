@@ -7,14 +7,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"slices"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 
+	"github.com/plugkit-go/plugkit/internal/procs"
 	"github.com/plugkit-go/plugkit/internal/testenv"
 
 	"github.com/plugkit-go/plugkit/confine"
@@ -102,30 +100,8 @@ func goBuild(out, pkg string) error {
 	return nil
 }
 
-// pluginPids returns the live (not zombie) processes running bin: a
-// binary, or a script (whose interpreter is the executable).
-func pluginPids(bin string) []int {
-	entries, _ := os.ReadDir("/proc")
-	var out []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || !runs(e.Name(), bin) || processGone(pid) {
-			continue
-		}
-		out = append(out, pid)
-	}
-	return out
-}
-
-// runs says whether the process with /proc entry name runs bin, as its
-// executable or as the script its command line names.
-func runs(name, bin string) bool {
-	if exe, err := os.Readlink(filepath.Join("/proc", name, "exe")); err == nil && strings.TrimSuffix(exe, " (deleted)") == bin {
-		return true
-	}
-	cmdline, err := os.ReadFile(filepath.Join("/proc", name, "cmdline"))
-	return err == nil && slices.Contains(strings.Split(string(cmdline), "\x00"), bin)
-}
+// pluginPids returns the live processes running bin (procs.Running).
+func pluginPids(bin string) []int { return procs.Running(bin) }
 
 // waitNoPlugins waits up to d for every process running bin to end and
 // returns those still running.

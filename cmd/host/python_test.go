@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plugkit-go/plugkit/internal/procs"
 	"github.com/plugkit-go/plugkit/internal/testenv"
 )
 
@@ -150,7 +151,7 @@ func TestPythonPluginsEndToEnd(t *testing.T) {
 	}
 	for name, rel := range pythonPlugins {
 		abs, _ := filepath.Abs(rel)
-		if left := scriptProcesses(abs); len(left) > 0 {
+		if left := procs.Running(abs); len(left) > 0 {
 			t.Errorf("%s: processes left after the host stopped: %v", name, left)
 		}
 	}
@@ -214,21 +215,4 @@ func toJSON(v any) string {
 func jsonEqual(a []byte, b string) bool {
 	var x, y any
 	return json.Unmarshal(a, &x) == nil && json.Unmarshal([]byte(b), &y) == nil && reflect.DeepEqual(x, y)
-}
-
-// scriptProcesses returns the live processes whose command line runs script.
-func scriptProcesses(script string) []string {
-	entries, _ := os.ReadDir("/proc")
-	var out []string
-	for _, e := range entries {
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || !strings.Contains(string(cmdline), script) {
-			continue
-		}
-		if stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil && strings.Contains(string(stat), ") Z ") {
-			continue
-		}
-		out = append(out, e.Name())
-	}
-	return out
 }
