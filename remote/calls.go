@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -34,7 +35,7 @@ type calls struct {
 	unary   pb.PluginClient
 	limit   int           // the message limit, which a frame must fit in
 	slots   chan struct{} // bounds the calls in flight on the stream
-	streams bool          // the plugin serves Plugin.Calls
+	streams atomic.Bool   // the plugin serves Plugin.Calls (read on every call)
 
 	mu     sync.Mutex
 	stream pb.Plugin_CallsClient // nil until the first call opens it
@@ -75,11 +76,7 @@ func newCalls(in *instance) *calls {
 }
 
 // enable lets calls go on the stream: the plugin said it serves it.
-func (c *calls) enable() {
-	c.mu.Lock()
-	c.streams = true
-	c.mu.Unlock()
-}
+func (c *calls) enable() { c.streams.Store(true) }
 
 // close ends the stream; calls in flight on it fail as UNAVAILABLE.
 func (c *calls) close() {
@@ -109,7 +106,7 @@ func (c *calls) register() (pb.Plugin_CallsClient, uint64, chan *pb.CallFrame, e
 		if err != nil {
 			// The plugin said it serves the stream and then did not:
 			// use RPCs from now on.
-			c.streams = false
+			c.streams.Store(false)
 			return nil, 0, nil, errUnary
 		}
 		c.stream, c.stop = s, stop
@@ -164,10 +161,7 @@ func (c *calls) send(s pb.Plugin_CallsClient, f *pb.CallFrame) error {
 
 // invoke runs one call on the stream, or returns errUnary.
 func (c *calls) invoke(ctx context.Context, method string, req, resp proto.Message) error {
-	c.mu.Lock()
-	streams := c.streams
-	c.mu.Unlock()
-	if !streams {
+	if !c.streams.Load() {
 		return errUnary
 	}
 	if c.traced != nil && trace.SpanContextFromContext(ctx).IsSampled() {
