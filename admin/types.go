@@ -30,6 +30,9 @@ type PluginStatus struct {
 	// Problem is what the running process reports keeps it from doing its
 	// job (an audit log that cannot be written).
 	Problem string `json:"problem,omitempty"`
+	// Calls says how the host calls the running process: "lanes",
+	// "stream" or "rpc" (see remote.Status.Calls).
+	Calls string `json:"calls,omitempty"`
 }
 
 // Status is GET /v1/status.

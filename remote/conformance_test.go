@@ -21,9 +21,17 @@ func TestConformanceSandboxed(t *testing.T) {
 	conformance.Run(t, processHarness{sandboxed: true})
 }
 
-// TestConformanceUnary runs the same cases with every call into a plugin
-// as an RPC of its own (Options.UnaryCalls) rather than on the plugin's
-// call stream: what a plugin that does not serve the stream gets.
+// TestConformanceStream runs the same cases with no call lanes
+// (Options.NoCallLanes): the host's calls go on the plugin's call stream
+// (Plugin.Calls), the plugin's calls back as RPCs, as with a plugin that
+// serves the stream but not the lanes.
+func TestConformanceStream(t *testing.T) {
+	conformance.Run(t, processHarness{opts: remote.Options{NoCallLanes: true}})
+}
+
+// TestConformanceUnary runs the same cases with every call into a plugin,
+// and back, as an RPC of its own (Options.UnaryCalls) rather than as
+// frames: what a plugin that serves neither lanes nor stream gets.
 func TestConformanceUnary(t *testing.T) {
 	conformance.Run(t, processHarness{opts: remote.Options{UnaryCalls: true}})
 }

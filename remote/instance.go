@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -27,16 +28,21 @@ import (
 
 // instance is one running plugin process.
 type instance struct {
-	spec            Spec
-	name            string
-	log             hclog.Logger
-	gp              *plugin.Client
-	client          *wire.PluginClient
-	calls           *calls               // the stage handlers' calls: on the call stream, or as RPCs
-	unaryCalls      bool                 // Options.UnaryCalls
-	tracerProvider  trace.TracerProvider // Options.TracerProvider
-	cmd             *exec.Cmd            // go-plugin's: it runs and waits for it
-	stderr          *stderrTail          // the last lines of the process's stderr
+	spec       Spec
+	name       string
+	log        hclog.Logger
+	gp         *plugin.Client
+	client     *wire.PluginClient
+	calls      *calls // the stage handlers' calls: as frames, or as RPCs
+	unaryCalls bool   // Options.UnaryCalls
+	lanes      *lanes // the host's ends of the call lanes; nil without them
+	// host is the Host service of the version the process serves (set at
+	// apply), which answers the calls back on the callback lane.
+	host            atomic.Pointer[hostService]
+	traceCallbacks  grpc.UnaryServerInterceptor // the server span of a traced call back on the lane
+	tracerProvider  trace.TracerProvider        // Options.TracerProvider
+	cmd             *exec.Cmd                   // go-plugin's: it runs and waits for it
+	stderr          *stderrTail                 // the last lines of the process's stderr
 	pid             int
 	started         time.Time
 	maxMessage      int
@@ -124,6 +130,13 @@ func (m *Manager) launch(ctx context.Context, spec Spec) (*instance, error) {
 		dial = append(dial, wire.TraceDialOption(tp))
 		serveHost = append(serveHost, wire.TraceServerOption(tp))
 	}
+	var lanes *lanes
+	if !m.opts.UnaryCalls && !m.opts.NoCallLanes {
+		if lanes, err = newLanes(cmd); err != nil {
+			cleanup()
+			return nil, fmt.Errorf("plugin %s: %w", spec.Name, err)
+		}
+	}
 	stderr := &stderrTail{}
 	cfg := &plugin.ClientConfig{
 		HandshakeConfig:  wire.Handshake,
@@ -172,6 +185,7 @@ func (m *Manager) launch(ctx context.Context, spec Spec) (*instance, error) {
 	gp := plugin.NewClient(cfg)
 	fail := func(what string, err error) (*instance, error) {
 		gp.Kill()
+		lanes.close()
 		cleanup()
 		// Kill has waited for go-plugin's goroutines, the one that reads
 		// stderr and the one that waits for the process among them (or the
@@ -179,6 +193,7 @@ func (m *Manager) launch(ctx context.Context, spec Spec) (*instance, error) {
 		return nil, newLaunchError(fmt.Errorf("plugin %s: %s: %w", spec.Name, what, err), cmd, stderr.Lines())
 	}
 	rpc, err := gp.Client()
+	lanes.started() // the process has its ends, or never will
 	if err != nil {
 		return fail("start "+spec.Path, err)
 	}
@@ -199,6 +214,7 @@ func (m *Manager) launch(ctx context.Context, spec Spec) (*instance, error) {
 		maxMessage:      m.opts.MaxMessageBytes,
 		listenerTimeout: m.opts.ListenerTimeout,
 		unaryCalls:      m.opts.UnaryCalls,
+		lanes:           lanes,
 		tracerProvider:  m.opts.TracerProvider,
 		onRPC:           m.opts.OnRPC,
 		exportSpans:     m.opts.ExportSpans,
@@ -216,6 +232,12 @@ func (m *Manager) launch(ctx context.Context, spec Spec) (*instance, error) {
 	}
 	in.calls = newCalls(in)
 	in.obs = newObservers(in)
+	if in.tracerProvider != nil {
+		in.traceCallbacks = wire.TraceServerInterceptor(in.tracerProvider)
+	}
+	if lanes != nil {
+		go in.serveCallbacks()
+	}
 	return in, nil
 }
 
@@ -225,8 +247,12 @@ func (in *instance) describe(ctx context.Context) (*pb.DescribeResponse, error) 
 	if err != nil {
 		return nil, in.callErr("describe", err)
 	}
-	if resp.GetCallStream() && !in.unaryCalls {
-		in.calls.enable()
+	switch {
+	case in.unaryCalls:
+	case resp.GetCallLanes() && in.lanes != nil:
+		in.calls.enable(in.lanes.calls)
+	case resp.GetCallStream():
+		in.calls.enable(nil)
 	}
 	return resp, nil
 }
@@ -361,6 +387,7 @@ func (in *instance) stop() {
 			cancel()
 		}
 		in.calls.close()
+		in.lanes.close()
 		in.gp.Kill()
 		in.cleanup()
 	})

@@ -389,6 +389,10 @@ type Status struct {
 	// StartTook is how long the running process took from spawn to a
 	// connected client (its apply step not included).
 	StartTook time.Duration
+	// Calls says how the host calls the running process's handlers:
+	// "lanes" (call lanes, the plugin's calls back on them too),
+	// "stream" (Plugin.Calls) or "rpc" (an RPC per call).
+	Calls string
 }
 
 // Status describes every managed plugin in load order.
@@ -411,6 +415,7 @@ func (m *Manager) Status() []Status {
 			st.PID, st.Started = in.pid, in.started
 			st.Problem = in.currentProblem()
 			st.StartTook = in.startTook
+			st.Calls = in.calls.transport()
 		}
 		st.Restarts = mp.restarts
 		st.LastExit, st.Stderr = mp.lastExit, slices.Clone(mp.lastStderr)

@@ -84,10 +84,15 @@ func (p RestartPolicy) withDefaults() RestartPolicy {
 type Options struct {
 	// DisableMTLS turns off go-plugin's AutoMTLS (on by default).
 	DisableMTLS bool
-	// UnaryCalls sends every call into a plugin as an RPC of its own, even
-	// to a plugin that serves the call stream (Plugin.Calls), which is
-	// otherwise used.
+	// UnaryCalls sends every call into a plugin, and the plugin's calls
+	// back, as an RPC of its own, even with a plugin that serves frames
+	// (call lanes, or the call stream Plugin.Calls), which are otherwise
+	// used.
 	UnaryCalls bool
+	// NoCallLanes gives plugins no call lanes (socket pairs they inherit):
+	// calls then go on a plugin's call stream if it serves one, and its
+	// calls back as RPCs.
+	NoCallLanes bool
 	// MaxMessageBytes is the gRPC message limit on both sides.
 	MaxMessageBytes int
 	// ListenerTimeout bounds each remote listener: a filter's one RPC, a

@@ -73,6 +73,7 @@ func (p *plan) apply(ctx context.Context, s *kernel.Scope) error {
 	go mp.watch(in)
 
 	hs := newHostService(in, s)
+	in.host.Store(hs)
 	id := in.client.ServeHost(hs, in.serveHost...)
 	cfg := p.spec.Config
 	if len(cfg) == 0 {

@@ -867,13 +867,14 @@ func (x *Review) GetFeedback() string {
 	return ""
 }
 
-// CallFrame is one message of Plugin.Calls. The host sends a call (id,
-// method, request, deadline, metadata) and may later cancel it (id,
-// cancel); the plugin answers each call once (id, and response or a gRPC
-// status code and message), in any order, and never answers a call it was
-// told to cancel with anything but its answer or CANCELLED. Ids are the
-// host's, unique on the stream. The host bounds the calls in flight on a
-// stream; each frame is at most the message limit.
+// CallFrame is one message of Plugin.Calls or of a call lane. The caller
+// (the host; on the callback lane, the plugin) sends a call (id, method,
+// request, deadline, metadata) and may later cancel it (id, cancel); the
+// other side answers each call once (id, and response or a gRPC status
+// code and message), in any order, and never answers a call it was told
+// to cancel with anything but its answer or CANCELLED. Ids are the
+// caller's, unique on the stream. The caller bounds the calls in flight on
+// a stream; each frame is at most the message limit.
 type CallFrame struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Id    uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -1046,7 +1047,13 @@ type DescribeResponse struct {
 	Provides []string `protobuf:"bytes,7,rep,name=provides,proto3" json:"provides,omitempty"`
 	// The plugin serves Plugin.Calls: the host may send the stage handlers'
 	// calls on it.
-	CallStream    bool `protobuf:"varint,8,opt,name=call_stream,json=callStream,proto3" json:"call_stream,omitempty"`
+	CallStream bool `protobuf:"varint,8,opt,name=call_stream,json=callStream,proto3" json:"call_stream,omitempty"`
+	// The plugin serves call lanes (PLUGKIT_CALL_LANES): CallFrames on the
+	// socket pairs the host gave it at start, length-prefixed, the host's
+	// calls on the first and the plugin's calls back (Next, ExecuteTool,
+	// CallService of the Host service) on the second. The host then prefers
+	// them to Plugin.Calls. See shared/README.md.
+	CallLanes     bool `protobuf:"varint,9,opt,name=call_lanes,json=callLanes,proto3" json:"call_lanes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1133,6 +1140,13 @@ func (x *DescribeResponse) GetProvides() []string {
 func (x *DescribeResponse) GetCallStream() bool {
 	if x != nil {
 		return x.CallStream
+	}
+	return false
+}
+
+func (x *DescribeResponse) GetCallLanes() bool {
+	if x != nil {
+		return x.CallLanes
 	}
 	return false
 }
@@ -3558,7 +3572,7 @@ const file_plugkit_proto_rawDesc = "" +
 	"\rMetadataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x11\n" +
-	"\x0fDescribeRequest\"\x8f\x02\n" +
+	"\x0fDescribeRequest\"\xae\x02\n" +
 	"\x10DescribeResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\x1f\n" +
@@ -3569,7 +3583,9 @@ const file_plugkit_proto_rawDesc = "" +
 	"\x06inject\x18\x06 \x03(\tR\x06inject\x12\x1a\n" +
 	"\bprovides\x18\a \x03(\tR\bprovides\x12\x1f\n" +
 	"\vcall_stream\x18\b \x01(\bR\n" +
-	"callStream\"U\n" +
+	"callStream\x12\x1d\n" +
+	"\n" +
+	"call_lanes\x18\t \x01(\bR\tcallLanes\"U\n" +
 	"\fApplyRequest\x12\x1f\n" +
 	"\vconfig_json\x18\x01 \x01(\fR\n" +
 	"configJson\x12$\n" +

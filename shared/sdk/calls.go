@@ -2,13 +2,9 @@ package sdk
 
 import (
 	"context"
-	"sync"
-	"time"
+	"net"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/plugkit-go/plugkit/shared/pb"
@@ -16,136 +12,102 @@ import (
 )
 
 // Calls serves the stage handlers on the host's call stream (pb.CallFrame):
-// each call runs on a goroutine of its own, under its deadline and a
-// context the host cancels with a cancel frame, through the same handler
-// code as its RPC; its answer goes back when it is ready. When the stream
-// ends, the calls still running are cancelled and waited for.
+// each call runs through the same handler code as its RPC (see
+// wire.FrameServer).
 func (s *server) Calls(stream pb.Plugin_CallsServer) error {
-	ctx := stream.Context()
-	var (
-		sendMu  sync.Mutex
-		mu      sync.Mutex
-		cancels = map[uint64]context.CancelFunc{}
-		running sync.WaitGroup
-	)
-	defer running.Wait()
-	defer func() {
-		mu.Lock()
-		for _, cancel := range cancels {
-			cancel()
-		}
-		mu.Unlock()
-	}()
-	for {
-		f, err := stream.Recv()
-		if err != nil {
-			return nil // the host closed the stream, or the connection ended
-		}
-		if f.GetCancel() {
-			mu.Lock()
-			if cancel := cancels[f.GetId()]; cancel != nil {
-				cancel()
-			}
-			mu.Unlock()
-			continue
-		}
-		cctx, cancel := frameContext(ctx, f)
-		mu.Lock()
-		cancels[f.GetId()] = cancel
-		mu.Unlock()
-		running.Add(1)
-		go func() {
-			defer running.Done()
-			ans := s.answer(cctx, f)
-			mu.Lock()
-			delete(cancels, f.GetId())
-			mu.Unlock()
-			cancel()
-			sendMu.Lock()
-			defer sendMu.Unlock()
-			if err := stream.Send(ans); err != nil {
-				s.log.Debug("call stream: answer not sent", "method", f.GetMethod(), "error", err)
-			}
-		}()
+	s.frameServer().Serve(stream.Context(), stream)
+	return nil // the host closed the stream, or the connection ended
+}
+
+// frameServer answers the host's calls as frames, on the call stream or
+// on a call lane. A panic outside the handlers' own containment fails the
+// call as INTERNAL, as the RPC's recovery interceptor does.
+func (s *server) frameServer() *wire.FrameServer {
+	return &wire.FrameServer{
+		Handle:          s.handleFrame,
+		Panic:           func(method string, r any) error { return panicError(s.log, method, r) },
+		MaxMessageBytes: s.maxBytes,
+		Log:             s.log,
 	}
 }
 
-// frameContext is a call's context: the stream's, with the call's deadline
-// and metadata.
-func frameContext(ctx context.Context, f *pb.CallFrame) (context.Context, context.CancelFunc) {
-	if md := f.GetMetadata(); len(md) > 0 {
-		ctx = metadata.NewIncomingContext(ctx, metadata.New(md))
-	}
-	if d := f.GetDeadlineUnixNano(); d != 0 {
-		return context.WithDeadline(ctx, time.Unix(0, d))
-	}
-	return context.WithCancel(ctx)
-}
-
-// answer runs one call and makes its answer frame. A panic outside the
-// handlers' own containment fails the call as INTERNAL, as the RPC's
-// recovery interceptor does.
-func (s *server) answer(ctx context.Context, f *pb.CallFrame) (ans *pb.CallFrame) {
-	ans = &pb.CallFrame{Id: f.GetId()}
-	defer func() {
-		if r := recover(); r != nil {
-			ans.Response, ans.Code, ans.Message = nil, int32(codes.Internal), panicError(s.log, f.GetMethod(), r).Error()
-		}
-	}()
-	var (
-		resp proto.Message
-		err  error
-	)
+// handleFrame runs one call of the Plugin service's stage handlers.
+func (s *server) handleFrame(ctx context.Context, f *pb.CallFrame) (proto.Message, error) {
+	icpt := s.tracing.callInterceptor()
+	full := "/plugkit.v1.Plugin/" + f.GetMethod()
 	switch f.GetMethod() {
 	case "ExecuteTool":
-		resp, err = handle(ctx, f, s.ExecuteTool, s.tracing.callInterceptor())
+		return wire.HandleFrame(ctx, f, full, s.ExecuteTool, icpt)
 	case "PreExecute":
-		resp, err = handle(ctx, f, s.PreExecute, s.tracing.callInterceptor())
+		return wire.HandleFrame(ctx, f, full, s.PreExecute, icpt)
 	case "Guard":
-		resp, err = handle(ctx, f, s.Guard, s.tracing.callInterceptor())
+		return wire.HandleFrame(ctx, f, full, s.Guard, icpt)
 	case "WrapExecute":
-		resp, err = handle(ctx, f, s.WrapExecute, s.tracing.callInterceptor())
+		return wire.HandleFrame(ctx, f, full, s.WrapExecute, icpt)
 	case "PostExecute":
-		resp, err = handle(ctx, f, s.PostExecute, s.tracing.callInterceptor())
+		return wire.HandleFrame(ctx, f, full, s.PostExecute, icpt)
 	case "Approve":
-		resp, err = handle(ctx, f, s.Approve, s.tracing.callInterceptor())
+		return wire.HandleFrame(ctx, f, full, s.Approve, icpt)
 	case "CallService":
-		resp, err = handle(ctx, f, s.CallService, s.tracing.callInterceptor())
-	default:
-		err = status.Errorf(codes.Unimplemented, "no method %q on the call stream", f.GetMethod())
+		return wire.HandleFrame(ctx, f, full, s.CallService, icpt)
 	}
-	if err == nil {
-		ans.Response, err = proto.Marshal(resp)
-		if n := len(ans.Response); err == nil && n+wire.CallFrameOverhead > s.maxBytes {
-			ans.Response = nil
-			err = status.Errorf(codes.ResourceExhausted, "answer to %s is %d bytes, over the %d-byte message limit", f.GetMethod(), n, s.maxBytes)
-		}
-	}
-	if err != nil {
-		st := status.Convert(err)
-		ans.Code, ans.Message = int32(st.Code()), st.Message()
-	}
-	return ans
+	return nil, wire.UnknownFrameMethod(f.GetMethod())
 }
 
-// handle decodes f's request for fn and calls it, through icpt when the
-// host traces (the server span its RPC would get).
-func handle[Req any, PReq interface {
-	*Req
-	proto.Message
-}, Resp proto.Message](ctx context.Context, f *pb.CallFrame, fn func(context.Context, PReq) (Resp, error), icpt grpc.UnaryServerInterceptor) (proto.Message, error) {
-	req := PReq(new(Req))
-	if err := proto.Unmarshal(f.GetRequest(), req); err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "decode the %s request: %v", f.GetMethod(), err)
-	}
-	if icpt == nil {
-		return fn(ctx, req)
-	}
-	resp, err := icpt(ctx, req, &grpc.UnaryServerInfo{FullMethod: "/plugkit.v1.Plugin/" + f.GetMethod()}, func(ctx context.Context, r any) (any, error) {
-		return fn(ctx, r.(PReq))
+// maxCallbacks bounds the calls back to the host in flight on the callback
+// lane; more wait for a slot.
+const maxCallbacks = 256
+
+// serveLanes serves the host's calls on the call lane and sends the calls
+// back to the host on the callback lane (wire.EnvCallLanes); Describe then
+// tells the host the plugin serves them. The lanes end with the host (or
+// when it closes them): the calls then running are cancelled.
+func (s *server) serveLanes(calls, callbacks net.Conn) {
+	s.callbacks = wire.NewFrameClient(wire.FrameClientConfig{
+		Service:         "plugkit.v1.Host",
+		MaxMessageBytes: s.maxBytes,
+		MaxInFlight:     maxCallbacks,
+		Open: func() (wire.FrameStream, func(), error) {
+			return wire.NewLane(callbacks, s.maxBytes), func() { _ = callbacks.Close() }, nil
+		},
+		// A lane that ends while the host lives gives way to RPCs; once
+		// the host is gone, they fail as this process's calls do.
+		PeerExited: func() bool { return false },
+		Traced:     s.tracing.clientInterceptor(),
 	})
-	if err != nil {
-		return nil, err
+	s.callbacks.Enable()
+	go s.frameServer().Serve(context.Background(), wire.NewLane(calls, s.maxBytes))
+}
+
+// hostRPC is the Host client the plugin calls the host with: rpc, with the
+// per-call methods on the callback lane when the plugin has one.
+func (s *server) hostRPC(rpc pb.HostClient) pb.HostClient {
+	if s.callbacks == nil {
+		return rpc
 	}
-	return resp.(proto.Message), nil
+	return laneHost{HostClient: rpc, frames: s.callbacks}
+}
+
+// laneHost sends Next, ExecuteTool and CallService as frames on the
+// callback lane, and as RPCs when the lane cannot carry one (a request
+// too large for a frame: the RPC then refuses it with the size error).
+type laneHost struct {
+	pb.HostClient
+	frames *wire.FrameClient
+}
+
+func (h laneHost) Next(ctx context.Context, req *pb.NextRequest, opts ...grpc.CallOption) (*pb.NextResponse, error) {
+	return wire.Call(ctx, h.frames, "Next", req, func(ctx context.Context) (*pb.NextResponse, error) { return h.HostClient.Next(ctx, req, opts...) })
+}
+
+func (h laneHost) ExecuteTool(ctx context.Context, req *pb.HostExecuteToolRequest, opts ...grpc.CallOption) (*pb.HostExecuteToolResponse, error) {
+	return wire.Call(ctx, h.frames, "ExecuteTool", req, func(ctx context.Context) (*pb.HostExecuteToolResponse, error) {
+		return h.HostClient.ExecuteTool(ctx, req, opts...)
+	})
+}
+
+func (h laneHost) CallService(ctx context.Context, req *pb.HostCallServiceRequest, opts ...grpc.CallOption) (*pb.HostCallServiceResponse, error) {
+	return wire.Call(ctx, h.frames, "CallService", req, func(ctx context.Context) (*pb.HostCallServiceResponse, error) {
+		return h.HostClient.CallService(ctx, req, opts...)
+	})
 }

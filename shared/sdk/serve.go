@@ -43,7 +43,8 @@ func exitWith(format string, args ...any) {
 //  3. keep fd 1 for the handshake line only (protectHandshake);
 //  4. arrange to exit when the host dies (exitWithParent);
 //  5. serve the Plugin service over gRPC with raised limits and a panic net,
-//     reading each call's trace context when the host traces (tracing).
+//     reading each call's trace context when the host traces (tracing),
+//     and on the call lanes when the host passed them (serveLanes).
 func serve(d *definition) error {
 	maxBytes, err := wire.MaxMessageBytesFromEnv()
 	if err != nil {
@@ -61,6 +62,10 @@ func serve(d *definition) error {
 	}
 	exitWithParent(log, parent)
 	tr := newTracing()
+	callLane, callbackLane, lanes, err := wire.InheritedLanes()
+	if err != nil {
+		return err
+	}
 
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig: wire.Handshake,
@@ -69,6 +74,9 @@ func serve(d *definition) error {
 				s := newServer(d, log, maxBytes, b.DialWithOptions)
 				s.tracing = tr
 				tr.attach(s)
+				if lanes {
+					s.serveLanes(callLane, callbackLane)
+				}
 				return s
 			},
 			MaxMessageBytes: maxBytes,

@@ -29,6 +29,9 @@ type server struct {
 	gate     gate
 	api      *Context
 	tracing  *tracing // nil unless the host traces calls
+	// callbacks carries the per-call calls back to the host (Next,
+	// ExecuteTool, CallService) on the callback lane; nil without lanes.
+	callbacks *wire.FrameClient
 
 	// generation counts Applies, so that a Handle from an earlier Apply (whose
 	// registrations the host already undid) disposes as a no-op.
@@ -75,6 +78,7 @@ func (s *server) Describe(context.Context, *pb.DescribeRequest) (*pb.DescribeRes
 		Inject:           s.def.inject,
 		Provides:         s.def.provides,
 		CallStream:       true,
+		CallLanes:        s.callbacks != nil,
 	}, nil
 }
 
@@ -132,7 +136,7 @@ func (s *server) connect(brokerID uint32) error {
 	if s.host != nil {
 		_ = s.host.conn.Close()
 	}
-	s.host = &hostConn{brokerID: brokerID, conn: conn, rpc: pb.NewHostClient(conn)}
+	s.host = &hostConn{brokerID: brokerID, conn: conn, rpc: s.hostRPC(pb.NewHostClient(conn))}
 	return nil
 }
 

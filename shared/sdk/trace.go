@@ -89,6 +89,16 @@ func (t *tracing) dialOptions() []grpc.DialOption {
 	return []grpc.DialOption{wire.TraceDialOption(t.tp)}
 }
 
+// clientInterceptor makes the client span of a call back to the host that
+// goes as a frame, as dialOptions does for an RPC; nil when the host does
+// not trace.
+func (t *tracing) clientInterceptor() grpc.UnaryClientInterceptor {
+	if t == nil {
+		return nil
+	}
+	return wire.TraceClientInterceptor(t.tp)
+}
+
 // flush sends the spans still held to the host; Shutdown calls it while the
 // host connection is still open.
 func (t *tracing) flush(ctx context.Context) error {

@@ -1,0 +1,287 @@
+//go:build unix
+
+package wire
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/plugkit-go/plugkit/shared/pb"
+)
+
+// laneLimit is the message limit of the lanes under test.
+const laneLimit = 64 << 10
+
+// lanePeers connects a FrameClient to a FrameServer over a real socket
+// pair (the host's end and the inherited end, as a plugin gets it) and
+// returns the client and a func that closes the server's end.
+func lanePeers(t *testing.T, handle func(ctx context.Context, f *pb.CallFrame) (proto.Message, error), exited func() bool) (*FrameClient, func()) {
+	t.Helper()
+	host, child, err := LanePair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer, err := net.FileConn(child)
+	child.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		(&FrameServer{Handle: handle, MaxMessageBytes: laneLimit}).Serve(context.Background(), NewLane(peer, laneLimit))
+	}()
+	c := NewFrameClient(FrameClientConfig{
+		Service:         "plugkit.v1.Plugin",
+		MaxMessageBytes: laneLimit,
+		MaxInFlight:     8,
+		Open:            func() (FrameStream, func(), error) { return NewLane(host, laneLimit), func() { host.Close() }, nil },
+		PeerExited:      exited,
+	})
+	c.Enable()
+	closePeer := sync.OnceFunc(func() { peer.Close() })
+	t.Cleanup(func() {
+		c.Close()
+		closePeer()
+		<-served
+	})
+	return c, closePeer
+}
+
+// guardHandler answers Guard with the tool's name as the reason, after
+// waiting as long as the tool's name says (in milliseconds, "w20").
+func guardHandler(ctx context.Context, f *pb.CallFrame) (proto.Message, error) {
+	return HandleFrame(ctx, f, "/plugkit.v1.Plugin/Guard", func(ctx context.Context, req *pb.GuardRequest) (*pb.GuardResponse, error) {
+		name := req.GetExecution().GetName()
+		if ms, err := strconv.Atoi(strings.TrimPrefix(name, "w")); err == nil {
+			select {
+			case <-time.After(time.Duration(ms) * time.Millisecond):
+			case <-ctx.Done():
+				return nil, status.FromContextError(ctx.Err()).Err()
+			}
+		}
+		return &pb.GuardResponse{Reason: name}, nil
+	}, nil)
+}
+
+func guard(ctx context.Context, c *FrameClient, name string) (string, error) {
+	resp := &pb.GuardResponse{}
+	err := c.Invoke(ctx, "Guard", &pb.GuardRequest{Execution: &pb.Execution{Name: name}}, resp)
+	return resp.GetReason(), err
+}
+
+func never() bool { return false }
+
+// TestLaneCalls: concurrent calls, answered out of order, each get their
+// own answer.
+func TestLaneCalls(t *testing.T) {
+	c, _ := lanePeers(t, guardHandler, never)
+	var wg sync.WaitGroup
+	errs := make(chan error, 32)
+	for i := range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			name := "w" + strconv.Itoa((32-i)%7) // later calls answer sooner
+			got, err := guard(t.Context(), c, name)
+			if err != nil || got != name {
+				errs <- fmt.Errorf("call %s: got %q, %v", name, got, err)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+// TestLaneCancel: a cancelled call fails CANCELLED at once, and the
+// handler's context is cancelled by the cancel frame.
+func TestLaneCancel(t *testing.T) {
+	seen := make(chan error, 1)
+	c, _ := lanePeers(t, func(ctx context.Context, f *pb.CallFrame) (proto.Message, error) {
+		<-ctx.Done()
+		seen <- ctx.Err()
+		return nil, ctx.Err()
+	}, never)
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() { time.Sleep(20 * time.Millisecond); cancel() }()
+	_, err := guard(ctx, c, "x")
+	if status.Code(err) != codes.Canceled {
+		t.Fatalf("err = %v, want CANCELLED", err)
+	}
+	select {
+	case err := <-seen:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("handler saw %v, want its context cancelled", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the handler was never cancelled")
+	}
+}
+
+// TestLaneDeadline: the handler runs under the caller's deadline, and a
+// call past it fails DEADLINE_EXCEEDED.
+func TestLaneDeadline(t *testing.T) {
+	deadlines := make(chan time.Time, 1)
+	c, _ := lanePeers(t, func(ctx context.Context, f *pb.CallFrame) (proto.Message, error) {
+		d, _ := ctx.Deadline()
+		deadlines <- d
+		<-ctx.Done()
+		return nil, status.FromContextError(ctx.Err()).Err()
+	}, never)
+	want := time.Now().Add(50 * time.Millisecond)
+	ctx, cancel := context.WithDeadline(t.Context(), want)
+	defer cancel()
+	if _, err := guard(ctx, c, "x"); status.Code(err) != codes.DeadlineExceeded {
+		t.Fatalf("err = %v, want DEADLINE_EXCEEDED", err)
+	}
+	if got := <-deadlines; !got.Equal(want) {
+		t.Fatalf("handler's deadline %v, want %v", got, want)
+	}
+}
+
+// TestLanePeerGone: calls in flight when the peer's end closes fail
+// UNAVAILABLE; later calls go as RPCs while the peer process lives, and
+// fail UNAVAILABLE once it has exited.
+func TestLanePeerGone(t *testing.T) {
+	var mu sync.Mutex
+	exited := false
+	isExited := func() bool { mu.Lock(); defer mu.Unlock(); return exited }
+	started := make(chan struct{})
+	c, closePeer := lanePeers(t, func(ctx context.Context, f *pb.CallFrame) (proto.Message, error) {
+		close(started)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}, isExited)
+	done := make(chan error, 1)
+	go func() { _, err := guard(t.Context(), c, "x"); done <- err }()
+	<-started
+	closePeer()
+	select {
+	case err := <-done:
+		if status.Code(err) != codes.Unavailable {
+			t.Fatalf("in flight: err = %v, want UNAVAILABLE", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a call in flight did not fail when the lane closed")
+	}
+	if _, err := guard(t.Context(), c, "x"); !errors.Is(err, ErrUnary) {
+		t.Fatalf("peer alive: err = %v, want ErrUnary", err)
+	}
+	mu.Lock()
+	exited = true
+	mu.Unlock()
+	if _, err := guard(t.Context(), c, "x"); status.Code(err) != codes.Unavailable {
+		t.Fatalf("peer exited: err = %v, want UNAVAILABLE", err)
+	}
+}
+
+// TestLaneSizes: a request too large for a frame goes as an RPC; an answer
+// too large fails its call, and the lane carries the next one.
+func TestLaneSizes(t *testing.T) {
+	c, _ := lanePeers(t, guardHandler, never)
+	if _, err := guard(t.Context(), c, strings.Repeat("x", laneLimit)); !errors.Is(err, ErrUnary) {
+		t.Fatalf("large request: err = %v, want ErrUnary", err)
+	}
+	big, _ := lanePeers(t, func(ctx context.Context, f *pb.CallFrame) (proto.Message, error) {
+		return &pb.GuardResponse{Reason: strings.Repeat("y", laneLimit)}, nil
+	}, never)
+	if _, err := guard(t.Context(), big, "x"); status.Code(err) != codes.ResourceExhausted {
+		t.Fatalf("large answer: err = %v, want RESOURCE_EXHAUSTED", err)
+	}
+	if _, err := guard(t.Context(), big, "x"); status.Code(err) != codes.ResourceExhausted {
+		t.Fatalf("after a large answer: err = %v, want the lane to answer again", err)
+	}
+}
+
+// TestLanePanic: a handler's panic fails its call as INTERNAL and the lane
+// serves on.
+func TestLanePanic(t *testing.T) {
+	c, _ := lanePeers(t, func(ctx context.Context, f *pb.CallFrame) (proto.Message, error) {
+		if f.GetMethod() == "Guard" {
+			panic("boom")
+		}
+		return nil, UnknownFrameMethod(f.GetMethod())
+	}, never)
+	if _, err := guard(t.Context(), c, "x"); status.Code(err) != codes.Internal || !strings.Contains(err.Error(), "boom") {
+		t.Fatalf("err = %v, want INTERNAL with the panic", err)
+	}
+	err := c.Invoke(t.Context(), "Nope", &pb.GuardRequest{}, &pb.GuardResponse{})
+	if status.Code(err) != codes.Unimplemented {
+		t.Fatalf("unknown method: err = %v, want UNIMPLEMENTED", err)
+	}
+}
+
+// TestLaneFrameOverLimit: a peer announcing a frame over the limit ends
+// the lane instead of making the reader allocate it.
+func TestLaneFrameOverLimit(t *testing.T) {
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	go func() { _, _ = a.Write([]byte{0x7f, 0xff, 0xff, 0xff}) }()
+	if _, err := NewLane(b, laneLimit).Recv(); err == nil || !strings.Contains(err.Error(), "over the lane's") {
+		t.Fatalf("err = %v, want the frame refused", err)
+	}
+}
+
+// TestInheritedLanes: the lanes named by PLUGKIT_CALL_LANES are opened as
+// connections to the host's ends; a malformed value is an error that names
+// the variable.
+func TestInheritedLanes(t *testing.T) {
+	var hosts []net.Conn
+	var fds []string
+	for range 2 {
+		host, child, err := LanePair()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer host.Close()
+		// A bare descriptor, as a process inherits it: InheritedLanes
+		// owns and closes it.
+		fd, err := unix.Dup(int(child.Fd()))
+		child.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		hosts = append(hosts, host)
+		fds = append(fds, strconv.Itoa(fd))
+	}
+	t.Setenv(EnvCallLanes, strings.Join(fds, ","))
+	calls, callbacks, ok, err := InheritedLanes()
+	if err != nil || !ok {
+		t.Fatalf("InheritedLanes: %v, %v", ok, err)
+	}
+	defer calls.Close()
+	defer callbacks.Close()
+	for i, c := range []net.Conn{calls, callbacks} {
+		go func() { _ = NewLane(hosts[i], laneLimit).Send(&pb.CallFrame{Id: uint64(i + 1)}) }()
+		f, err := NewLane(c, laneLimit).Recv()
+		if err != nil || f.GetId() != uint64(i+1) {
+			t.Fatalf("lane %d: %v, %v", i, f, err)
+		}
+	}
+	for _, bad := range []string{"3", "x,4", "1,2"} {
+		t.Setenv(EnvCallLanes, bad)
+		if _, _, _, err := InheritedLanes(); err == nil || !strings.Contains(err.Error(), EnvCallLanes) {
+			t.Errorf("%s=%q: err = %v, want one naming the variable", EnvCallLanes, bad, err)
+		}
+	}
+	t.Setenv(EnvCallLanes, "")
+	if _, _, ok, err := InheritedLanes(); ok || err != nil {
+		t.Fatalf("no lanes: %v, %v", ok, err)
+	}
+}
