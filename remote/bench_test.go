@@ -36,8 +36,9 @@ import (
 //     dispensed client, with the transport the manager uses (AutoMTLS,
 //     no broker multiplexing, the same limits) and no pipeline;
 //   - RemoteTool is the same tool through the whole pipeline, no listener:
-//     the host's overhead on top of the floor, less what the call stream
-//     (Plugin.Calls) saves against an RPC per call (RemoteToolUnary);
+//     the host's overhead on top of the floor, less what the call lane
+//     saves against the call stream (RemoteToolStream) and an RPC per
+//     call (RemoteToolUnary);
 //   - RemotePipeline adds a pre-execute filter, a guard, a post-execute
 //     filter and a stage-5 observer, each in its own process: four RPCs the
 //     caller waits for (tool + three filters); the observer must add none.
@@ -235,10 +236,16 @@ func BenchmarkRemoteTool(b *testing.B) {
 	}
 }
 
+// BenchmarkRemoteToolStream is RemoteTool with the call a frame on the
+// plugin's gRPC call stream (Options.NoCallLanes) instead of its call lane.
+func BenchmarkRemoteToolStream(b *testing.B) { benchTransport(b, remote.Options{NoCallLanes: true}) }
+
 // BenchmarkRemoteToolUnary is RemoteTool with the call as an RPC of its
-// own (Options.UnaryCalls) instead of a frame on the plugin's call stream.
-func BenchmarkRemoteToolUnary(b *testing.B) {
-	h := newBareHost(b, conformance.Config{}, remote.Options{UnaryCalls: true})
+// own (Options.UnaryCalls) instead of a frame.
+func BenchmarkRemoteToolUnary(b *testing.B) { benchTransport(b, remote.Options{UnaryCalls: true}) }
+
+func benchTransport(b *testing.B, opts remote.Options) {
+	h := newBareHost(b, conformance.Config{}, opts)
 	mustLoad(b, h, conformance.PluginSpec{Name: "P", Tools: []conformance.ToolSpec{addTool("")}}, pluginConfig{})
 	ctx, args := context.Background(), json.RawMessage(benchArgs)
 	b.ReportAllocs()

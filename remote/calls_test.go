@@ -9,9 +9,9 @@ import (
 	"github.com/plugkit-go/plugkit/remote"
 )
 
-// TestCallTransports: the host calls a Go plugin on its call lanes, a
-// plugin that serves only the call stream (Python's SDK) on the stream,
-// and falls back as the options say; each way the call is answered.
+// TestCallTransports: the host calls a plugin (Go or Python) on its call
+// lanes, on its call stream without them, as RPCs when told to; each way
+// the call is answered.
 func TestCallTransports(t *testing.T) {
 	cases := []struct {
 		name   string
@@ -22,7 +22,8 @@ func TestCallTransports(t *testing.T) {
 		{"go", remote.Options{}, false, "lanes"},
 		{"go without lanes", remote.Options{NoCallLanes: true}, false, "stream"},
 		{"go unary", remote.Options{UnaryCalls: true}, false, "rpc"},
-		{"python", remote.Options{}, true, "stream"},
+		{"python", remote.Options{}, true, "lanes"},
+		{"python without lanes", remote.Options{NoCallLanes: true}, true, "stream"},
 		{"python unary", remote.Options{UnaryCalls: true}, true, "rpc"},
 	}
 	for _, tc := range cases {

@@ -44,8 +44,14 @@ func TestConformancePython(t *testing.T) {
 	conformance.Run(t, processHarness{python: true})
 }
 
+// TestConformancePythonStream is TestConformancePython on the call stream
+// instead of the call lane.
+func TestConformancePythonStream(t *testing.T) {
+	conformance.Run(t, processHarness{python: true, opts: remote.Options{NoCallLanes: true}})
+}
+
 // TestConformancePythonUnary is TestConformancePython with a call per RPC
-// instead of the Python SDK's call stream.
+// instead of frames.
 func TestConformancePythonUnary(t *testing.T) {
 	conformance.Run(t, processHarness{python: true, opts: remote.Options{UnaryCalls: true}})
 }

@@ -4,11 +4,14 @@ The host sends a frame per call (id, method, request, deadline) and a
 cancel frame when it gives up on one; each call runs on the server's
 worker threads through the same handler as its RPC, with a context that
 stands in for gRPC's, and its answer frame goes back when it is ready, in
-any order. shared/README.md ("The call stream") is the protocol.
+any order. The same frames come on the call lane, a socket pair the host
+passed (serve_lane). shared/README.md ("The call stream", "The call
+lanes") is the protocol.
 """
 
 import heapq
 import queue
+import struct
 import threading
 import time
 
@@ -161,8 +164,9 @@ def serve_calls(server, request_iterator, context, executor, log):
                 with lock:
                     running[frame.id] = fctx
                 executor.submit(run, frame, fctx)
-        except grpc.RpcError:
-            pass
+        except (grpc.RpcError, OSError, ValueError) as e:
+            # The stream or lane ended (the host closed it, or went away).
+            log.debug("call stream ended: %s", e)
         finally:
             with lock:
                 left = list(running.values())
@@ -176,3 +180,40 @@ def serve_calls(server, request_iterator, context, executor, log):
         if ans is None or not context.is_active():
             return
         yield ans
+
+
+class _LaneContext:
+    """The call lane's stand-in for the stream's grpc context."""
+
+    def is_active(self):
+        return True
+
+
+def lane_frames(sock, max_bytes):
+    """The frames that come on a call lane: each a 4-byte big-endian length
+    and the serialized CallFrame. A frame over the limit ends the lane."""
+    f = sock.makefile("rb")
+    limit = max_bytes + CALL_FRAME_OVERHEAD
+    while True:
+        head = f.read(4)
+        if len(head) < 4:
+            return
+        (n,) = struct.unpack(">I", head)
+        if n > limit:
+            raise ValueError("frame of %d bytes is over the lane's %d-byte limit" % (n, limit))
+        body = f.read(n)
+        if len(body) < n:
+            return
+        yield pb.CallFrame.FromString(body)
+
+
+def serve_lane(server, sock, executor, log):
+    """Serves the host's calls on the call lane sock until it ends."""
+    try:
+        for ans in serve_calls(server, lane_frames(sock, server.max_bytes), _LaneContext(), executor, log):
+            data = ans.SerializeToString()
+            sock.sendall(struct.pack(">I", len(data)) + data)
+    except OSError as e:
+        log.debug("call lane ended: %s", e)
+    finally:
+        sock.close()

@@ -228,8 +228,9 @@ class PluginServer(pb_grpc.PluginServicer):
         self.stopped = threading.Event()
         self.schema = json.dumps(_config.schema(plugin.config)).encode()
         self.context = Context(self)
-        # The calls that arrive on the call stream run here.
+        # The calls that arrive on the call stream or lane run here.
         self._calls = concurrent.futures.ThreadPoolExecutor(max_workers=64, thread_name_prefix="plugkit-call")
+        self.call_lanes = False
 
     # The handler registry.
 
@@ -296,6 +297,7 @@ class PluginServer(pb_grpc.PluginServicer):
             inject=list(p.inject),
             provides=list(p.provides),
             call_stream=True,
+            call_lanes=self.call_lanes,
         )
 
     def Apply(self, request, context):
@@ -458,6 +460,13 @@ class PluginServer(pb_grpc.PluginServicer):
 
     def Calls(self, request_iterator, context):
         return _calls.serve_calls(self, request_iterator, context, self._calls, self._log)
+
+    def serve_lanes(self, calls_sock):
+        """Serves the host's calls on the call lane (Describe says so from
+        now on). This SDK calls the host back with RPCs, not on the
+        callback lane."""
+        self.call_lanes = True
+        threading.Thread(target=_calls.serve_lane, args=(self, calls_sock, self._calls, self._log), name="plugkit-lane", daemon=True).start()
 
     def Shutdown(self, request, context):
         remaining = context.time_remaining()

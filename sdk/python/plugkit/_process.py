@@ -13,6 +13,7 @@ import logging
 import os
 import secrets
 import signal
+import socket
 import sys
 import tempfile
 import threading
@@ -190,6 +191,24 @@ def _exit_with_parent(done, log):
     threading.Thread(target=watch, name="plugkit-parent", daemon=True).start()
 
 
+def _take_lanes(plugin_server, log):
+    """Serves the call lane the host passed (PLUGKIT_CALL_LANES="3,4"), and
+    closes the callback lane, which this SDK does not use: the host's end of
+    it then ends. Neither is inherited by processes the plugin starts."""
+    lanes = os.environ.pop("PLUGKIT_CALL_LANES", "")
+    if not lanes:
+        return
+    try:
+        calls_fd, callbacks_fd = (int(fd) for fd in lanes.split(","))
+    except ValueError:
+        log.warning("PLUGKIT_CALL_LANES=%r is not two file descriptors; calls come over gRPC", lanes)
+        return
+    os.close(callbacks_fd)
+    sock = socket.socket(fileno=calls_fd)
+    sock.set_inheritable(False)
+    plugin_server.serve_lanes(sock)
+
+
 def serve(plugin):
     """Serves plugin as a plugkit plugin process; returns only by ending the process."""
     if os.environ.get(MAGIC_COOKIE_KEY) != MAGIC_COOKIE_VALUE:
@@ -211,6 +230,7 @@ def serve(plugin):
     done = threading.Event()
     link = _HostLink(cert, host_cert, max_bytes)
     plugin_server = PluginServer(plugin, link, max_bytes, log)
+    _take_lanes(plugin_server, log)
 
     # Long-lived streams (broker, stdio, results) hold a worker each.
     server = grpc.server(

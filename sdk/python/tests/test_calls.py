@@ -1,10 +1,15 @@
-"""The call stream's stand-in for gRPC's context: deadlines and cancels."""
+"""The call stream's stand-in for gRPC's context (deadlines and cancels),
+and the call lane's framing."""
 
+import socket
+import struct
 import threading
 import time
 import unittest
 
+from plugkit import _calls
 from plugkit._calls import _FrameContext
+from plugkit.proto import plugkit_pb2 as pb
 
 
 class FrameContextTest(unittest.TestCase):
@@ -40,3 +45,26 @@ class FrameContextTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class LaneFramesTest(unittest.TestCase):
+    def _pair(self):
+        a, b = socket.socketpair()
+        self.addCleanup(a.close)
+        self.addCleanup(b.close)
+        return a, b
+
+    def test_reads_frames_to_the_end(self):
+        a, b = self._pair()
+        for i in (1, 2):
+            data = pb.CallFrame(id=i, method="Guard").SerializeToString()
+            a.sendall(struct.pack(">I", len(data)) + data)
+        a.close()
+        got = [(f.id, f.method) for f in _calls.lane_frames(b, 1 << 20)]
+        self.assertEqual(got, [(1, "Guard"), (2, "Guard")])
+
+    def test_frame_over_the_limit_ends_the_lane(self):
+        a, b = self._pair()
+        a.sendall(struct.pack(">I", 1 << 30))
+        with self.assertRaisesRegex(ValueError, "over the lane"):
+            next(_calls.lane_frames(b, 1 << 20))
