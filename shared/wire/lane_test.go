@@ -285,3 +285,29 @@ func TestInheritedLanes(t *testing.T) {
 		t.Fatalf("no lanes: %v, %v", ok, err)
 	}
 }
+
+// TestWorkersReusedAndBounded: a finished worker runs the next call; no
+// more than maxIdleWorkers wait, and stop ends them.
+func TestWorkersReusedAndBounded(t *testing.T) {
+	w := newWorkers()
+	release := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 4 * maxIdleWorkers {
+		wg.Add(1)
+		w.do(func() { defer wg.Done(); <-release })
+	}
+	close(release)
+	wg.Wait()
+	deadline := time.Now().Add(10 * time.Second)
+	for w.idle.Load() < maxIdleWorkers && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if n := w.idle.Load(); n != maxIdleWorkers {
+		t.Fatalf("%d workers wait, want %d", n, maxIdleWorkers)
+	}
+	// A waiting worker takes the next call: no new goroutine.
+	done := make(chan struct{})
+	w.do(func() { close(done) })
+	<-done
+	w.stop()
+}
