@@ -4,8 +4,9 @@
 // A remote plugin's life:
 //
 //  1. Manager.Load starts its binary (AutoMTLS, an optional pinned
-//     checksum, a private socket folder, an empty environment) and asks it
-//     what it needs (Describe). A plugin with a Sandbox is started through
+//     checksum, a private socket folder, an empty environment, two call
+//     lanes: socket pairs it inherits, lanes.go) and asks it what it needs
+//     (Describe). A plugin with a Sandbox is started through
 //     the launcher (package confine: Options.Launcher, by default the
 //     running executable), which confines it before it execs the binary.
 //  2. The kernel loads it like any plugin. Its apply step makes the process
@@ -15,8 +16,9 @@
 //  3. Each registration the process makes is recorded in its scope as a
 //     proxy: a pipeline function that makes one call (two for a wrapper)
 //     and turns every failure into the error the pipeline maps fail-closed.
-//     A call is a frame on the plugin's call stream when the plugin serves
-//     one (calls.go), an RPC otherwise.
+//     A call is a frame on the plugin's call lane when the plugin serves
+//     it, else on its gRPC call stream, else an RPC (calls.go); the
+//     plugin's calls back come on its callback lane or as RPCs.
 //  4. When the process exits for any reason the scope ends and its effects
 //     are undone; calls in flight fail at once. A crash restarts it under its
 //     restart policy; meanwhile a critical plugin holds every call DENIED,
