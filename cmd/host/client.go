@@ -16,6 +16,7 @@ import (
 
 	"github.com/plugkit-go/plugkit/admin"
 	"github.com/plugkit-go/plugkit/host"
+	"github.com/plugkit-go/plugkit/plugins/safety/secrets"
 )
 
 func printJSON(w io.Writer, v any) error {
@@ -211,9 +212,19 @@ func call(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
-// prompt asks the person at the terminal; anything but yes is a no.
+// promptScanner finds the credentials a prompt must not show.
+var promptScanner = secrets.New(nil)
+
+// prompt asks the person at the terminal; anything but yes is a no. The
+// call's arguments are shown with any credential in them replaced by a
+// marker naming its kind: a terminal's scrollback and recordings outlive
+// the decision.
 func prompt(e *env, q host.Question) bool {
-	fmt.Fprintf(e.stderr, "%s\n  tool: %s\n  arguments: %s\n  for: %s\nAllow? [y/N] ", q.Question, q.Tool, q.Arguments, q.For)
+	args := q.Arguments
+	if red, hits, err := promptScanner.RedactJSON([]byte(args)); err == nil && len(hits) > 0 {
+		args = string(red)
+	}
+	fmt.Fprintf(e.stderr, "%s\n  tool: %s\n  arguments: %s\n  for: %s\nAllow? [y/N] ", q.Question, q.Tool, args, q.For)
 	line, _ := bufio.NewReader(e.stdin).ReadString('\n')
 	switch strings.ToLower(strings.TrimSpace(line)) {
 	case "y", "yes":
