@@ -196,12 +196,25 @@ func (h *hostService) ReportProblem(ctx context.Context, req *pb.ReportProblemRe
 	return &pb.ReportProblemResponse{}, nil
 }
 
+// spanBatchesPerSecond bounds the span batches one plugin process may hand
+// to the host (the SDKs send one at most every 200 ms, up to 512 spans
+// each), with a burst of twice as many.
+const spanBatchesPerSecond = 20
+
 // ExportSpans sends the plugin's spans on to the host's collector, named
-// for the plugin whatever they say.
+// for the plugin whatever they say, at most spanBatchesPerSecond batches a
+// second.
 func (h *hostService) ExportSpans(ctx context.Context, req *pb.ExportSpansRequest) (*pb.ExportSpansResponse, error) {
 	export := h.inst.exportSpans
 	if export == nil {
 		return nil, status.Error(codes.FailedPrecondition, "the host does not trace calls")
+	}
+	if !h.inst.spanBatches.Allow() {
+		// A plugin must not be able to flood the host's collector.
+		if h.inst.spansDropped.Add(1) == 1 {
+			h.inst.log.Warn("plugin hands back span batches faster than the host takes them; dropping the excess", "limit_per_second", spanBatchesPerSecond)
+		}
+		return nil, status.Errorf(codes.ResourceExhausted, "span batches over %d a second: batch dropped", spanBatchesPerSecond)
 	}
 	if err := export(ctx, h.inst.name, req.GetOtlp()); err != nil {
 		return nil, status.Error(codes.Unavailable, err.Error())

@@ -19,6 +19,7 @@ import (
 	"github.com/hashicorp/go-plugin"
 	"github.com/hashicorp/go-plugin/runner"
 	"go.opentelemetry.io/otel/trace"
+	"golang.org/x/time/rate"
 	"google.golang.org/grpc"
 
 	"github.com/plugkit-go/plugkit/kernel"
@@ -50,6 +51,8 @@ type instance struct {
 	drainTimeout    time.Duration
 	onRPC           func(plugin, kind string, d time.Duration)  // Options.OnRPC
 	exportSpans     func(context.Context, string, []byte) error // Options.ExportSpans
+	spanBatches     *rate.Limiter                               // bounds ExportSpans
+	spansDropped    atomic.Int64                                // span batches refused so far
 	serveHost       []grpc.ServerOption                         // options of the Host service's server
 	obs             *observers
 	// scope is the version of the plugin this process serves (set by apply).
@@ -218,6 +221,7 @@ func (m *Manager) launch(ctx context.Context, spec Spec) (*instance, error) {
 		tracerProvider:  m.opts.TracerProvider,
 		onRPC:           m.opts.OnRPC,
 		exportSpans:     m.opts.ExportSpans,
+		spanBatches:     rate.NewLimiter(spanBatchesPerSecond, 2*spanBatchesPerSecond),
 		serveHost:       serveHost,
 		drainTimeout:    m.opts.DrainTimeout,
 		stopping:        make(chan struct{}),
