@@ -146,7 +146,7 @@ func (m *Manager) launch(ctx context.Context, spec Spec) (*instance, error) {
 		Plugins:          wire.ClientPlugins(m.opts.MaxMessageBytes),
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		AutoMTLS:         !m.opts.DisableMTLS,
-		Logger:           wire.QuietYamux(log),
+		Logger:           log,
 		// go-plugin relays each stderr line to Logger and copies it here.
 		Stderr:          stderr,
 		GRPCDialOptions: dial,

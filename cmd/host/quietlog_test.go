@@ -11,8 +11,7 @@ import (
 
 // TestHealthyRunLogsNoError: starting a deployment, reloading it whole and
 // one plugin at a time, and stopping it logs no ERROR line: an error in a
-// healthy run teaches operators to ignore errors. (The connection errors
-// yamux logs as processes end are DEBUG: see wire.QuietYamux.)
+// healthy run teaches operators to ignore errors.
 func TestHealthyRunLogsNoError(t *testing.T) {
 	needBinaries(t)
 	dir := t.TempDir()

@@ -82,7 +82,7 @@ func serve(d *definition) error {
 			MaxMessageBytes: maxBytes,
 		}},
 		GRPCServer: wire.NewGRPCServer(maxBytes, append(recoverInterceptors(log), tr.serverOptions()...)...),
-		Logger:     wire.QuietYamux(log),
+		Logger:     log,
 	})
 	return nil
 }
