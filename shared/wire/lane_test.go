@@ -27,7 +27,7 @@ const laneLimit = 64 << 10
 // lanePeers connects a FrameClient to a FrameServer over a real socket
 // pair (the host's end and the inherited end, as a plugin gets it) and
 // returns the client and a func that closes the server's end.
-func lanePeers(t *testing.T, handle func(ctx context.Context, f *pb.CallFrame) (proto.Message, error), exited func() bool) (*FrameClient, func()) {
+func lanePeers(t testing.TB, handle func(ctx context.Context, f *pb.CallFrame) (proto.Message, error), exited func() bool) (*FrameClient, func()) {
 	t.Helper()
 	host, child, err := LanePair()
 	if err != nil {
