@@ -5,8 +5,9 @@ cancel frame when it gives up on one; each call runs on the server's
 worker threads through the same handler as its RPC, with a context that
 stands in for gRPC's, and its answer frame goes back when it is ready, in
 any order. The same frames come on the call lane, a socket pair the host
-passed (serve_lane). shared/README.md ("The call stream", "The call
-lanes") is the protocol.
+passed (serve_lane), and the plugin's calls back go as frames on the
+callback lane (LaneClient). shared/README.md ("The call stream", "The
+call lanes") is the protocol.
 """
 
 import heapq
@@ -217,3 +218,88 @@ def serve_lane(server, sock, executor, log):
         log.debug("call lane ended: %s", e)
     finally:
         sock.close()
+
+
+class LaneClient:
+    """Calls the host back on the callback lane (Next, ExecuteTool,
+    CallService): a frame per call, the host's answer matched by id. A call
+    the lane cannot carry (too large, the lane ended) returns None, and the
+    caller uses the RPC instead."""
+
+    _GRACE = 1.0  # past a call's deadline, the host's answer is awaited this long
+
+    def __init__(self, sock, max_bytes, log):
+        self._sock, self._max, self._log = sock, max_bytes, log
+        self._lock = threading.Lock()
+        self._send_lock = threading.Lock()
+        self._pending = {}
+        self._next_id = 0
+        self._ended = False
+        threading.Thread(target=self._read, name="plugkit-callbacks", daemon=True).start()
+
+    def call(self, method, request, response_type, timeout, context):
+        """The host's response to one call, or None to use the RPC. Raises
+        _Aborted with the host's status when the call fails."""
+        raw = request.SerializeToString()
+        if len(raw) + CALL_FRAME_OVERHEAD > self._max:
+            return None
+        answer = queue.Queue(1)
+        with self._lock:
+            if self._ended:
+                return None
+            self._next_id += 1
+            cid = self._next_id
+            self._pending[cid] = answer
+        frame = pb.CallFrame(id=cid, method=method, request=raw)
+        if timeout is not None:
+            frame.deadline_unix_nano = int((time.time() + timeout) * 1e9)
+        if context is not None and not context.add_callback(lambda: self._cancel(cid, answer)):
+            self._forget(cid)
+            raise _Aborted(grpc.StatusCode.CANCELLED, "the call was cancelled")
+        try:
+            self._send(frame)
+        except OSError as e:
+            self._forget(cid)
+            raise _Aborted(grpc.StatusCode.UNAVAILABLE, "callback lane closed: %s" % e) from None
+        try:
+            ans = answer.get(timeout=None if timeout is None else timeout + self._GRACE)
+        except queue.Empty:
+            self._cancel(cid, None)
+            raise _Aborted(grpc.StatusCode.DEADLINE_EXCEEDED, "no answer from the host in time") from None
+        if ans.code:
+            raise _Aborted(ans.code, ans.message)
+        return response_type.FromString(ans.response)
+
+    def _send(self, frame):
+        data = frame.SerializeToString()
+        with self._send_lock:
+            self._sock.sendall(struct.pack(">I", len(data)) + data)
+
+    def _forget(self, cid):
+        with self._lock:
+            return self._pending.pop(cid, None)
+
+    def _cancel(self, cid, answer):
+        """The call's context ended: tell the host, and end the wait."""
+        if self._forget(cid) is None:
+            return  # answered already
+        try:
+            self._send(pb.CallFrame(id=cid, cancel=True))
+        except OSError:
+            pass
+        if answer is not None:
+            answer.put(pb.CallFrame(id=cid, code=_status_code(grpc.StatusCode.CANCELLED), message="the call was cancelled"))
+
+    def _read(self):
+        try:
+            for frame in lane_frames(self._sock, self._max):
+                answer = self._forget(frame.id)
+                if answer is not None:
+                    answer.put(frame)
+        except (OSError, ValueError) as e:
+            self._log.debug("callback lane ended: %s", e)
+        with self._lock:
+            self._ended = True
+            left, self._pending = self._pending, {}
+        for cid, answer in left.items():
+            answer.put(pb.CallFrame(id=cid, code=_status_code(grpc.StatusCode.UNAVAILABLE), message="callback lane closed"))

@@ -231,6 +231,7 @@ class PluginServer(pb_grpc.PluginServicer):
         # The calls that arrive on the call stream or lane run here.
         self._calls = concurrent.futures.ThreadPoolExecutor(max_workers=64, thread_name_prefix="plugkit-call")
         self.call_lanes = False
+        self._callbacks = None  # the callback lane's client, when the host passed lanes
 
     # The handler registry.
 
@@ -252,7 +253,25 @@ class PluginServer(pb_grpc.PluginServicer):
             ctx.abort(grpc.StatusCode.NOT_FOUND, "no %s handler %r" % (kind, hid))
         return h
 
+    # The calls back that go on the callback lane when there is one, and
+    # their responses.
+    _LANE_CALLS = {
+        "Next": pb.NextResponse,
+        "ExecuteTool": pb.HostExecuteToolResponse,
+        "CallService": pb.HostCallServiceResponse,
+    }
+
     def host_call(self, rpc, req, call=None):
+        lane = self._callbacks
+        if lane is not None and rpc in self._LANE_CALLS:
+            timeout = call.time_remaining() if call is not None else None
+            ctx = call._ctx if call is not None else None
+            try:
+                resp = lane.call(rpc, req, self._LANE_CALLS[rpc], timeout, ctx)
+            except _calls._Aborted as e:
+                raise HostError("%s: %s" % (rpc, e.message)) from None
+            if resp is not None:
+                return resp
         stub = self._link.stub()
         if stub is None:
             raise HostError("not connected to the host: registrations and host calls work from apply on")
@@ -461,10 +480,10 @@ class PluginServer(pb_grpc.PluginServicer):
     def Calls(self, request_iterator, context):
         return _calls.serve_calls(self, request_iterator, context, self._calls, self._log)
 
-    def serve_lanes(self, calls_sock):
+    def serve_lanes(self, calls_sock, callbacks_sock):
         """Serves the host's calls on the call lane (Describe says so from
-        now on). This SDK calls the host back with RPCs, not on the
-        callback lane."""
+        now on) and calls the host back on the callback lane."""
+        self._callbacks = _calls.LaneClient(callbacks_sock, self._max, self._log)
         self.call_lanes = True
         threading.Thread(target=_calls.serve_lane, args=(self, calls_sock, self._calls, self._log), name="plugkit-lane", daemon=True).start()
 

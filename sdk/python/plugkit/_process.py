@@ -192,9 +192,9 @@ def _exit_with_parent(done, log):
 
 
 def _take_lanes(plugin_server, log):
-    """Serves the call lane the host passed (PLUGKIT_CALL_LANES="3,4"), and
-    closes the callback lane, which this SDK does not use: the host's end of
-    it then ends. Neither is inherited by processes the plugin starts."""
+    """Serves the call lane the host passed (PLUGKIT_CALL_LANES="3,4") and
+    calls the host back on the callback lane. Neither is inherited by
+    processes the plugin starts."""
     lanes = os.environ.pop("PLUGKIT_CALL_LANES", "")
     if not lanes:
         return
@@ -203,10 +203,10 @@ def _take_lanes(plugin_server, log):
     except ValueError:
         log.warning("PLUGKIT_CALL_LANES=%r is not two file descriptors; calls come over gRPC", lanes)
         return
-    os.close(callbacks_fd)
-    sock = socket.socket(fileno=calls_fd)
-    sock.set_inheritable(False)
-    plugin_server.serve_lanes(sock)
+    socks = [socket.socket(fileno=fd) for fd in (calls_fd, callbacks_fd)]
+    for sock in socks:
+        sock.set_inheritable(False)
+    plugin_server.serve_lanes(*socks)
 
 
 def serve(plugin):
