@@ -193,19 +193,19 @@ class _LaneContext:
 def lane_frames(sock, max_bytes):
     """The frames that come on a call lane: each a 4-byte big-endian length
     and the serialized CallFrame. A frame over the limit ends the lane."""
-    f = sock.makefile("rb")
     limit = max_bytes + CALL_FRAME_OVERHEAD
-    while True:
-        head = f.read(4)
-        if len(head) < 4:
-            return
-        (n,) = struct.unpack(">I", head)
-        if n > limit:
-            raise ValueError("frame of %d bytes is over the lane's %d-byte limit" % (n, limit))
-        body = f.read(n)
-        if len(body) < n:
-            return
-        yield pb.CallFrame.FromString(body)
+    with sock.makefile("rb") as f:
+        while True:
+            head = f.read(4)
+            if len(head) < 4:
+                return
+            (n,) = struct.unpack(">I", head)
+            if n > limit:
+                raise ValueError("frame of %d bytes is over the lane's %d-byte limit" % (n, limit))
+            body = f.read(n)
+            if len(body) < n:
+                return
+            yield pb.CallFrame.FromString(body)
 
 
 def serve_lane(server, sock, executor, log):

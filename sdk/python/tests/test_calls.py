@@ -1,11 +1,14 @@
 """The call stream's stand-in for gRPC's context (deadlines and cancels),
 and the call lane's framing."""
 
+import logging
 import socket
 import struct
 import threading
 import time
 import unittest
+
+import grpc
 
 from plugkit import _calls
 from plugkit._calls import _FrameContext
@@ -68,3 +71,92 @@ class LaneFramesTest(unittest.TestCase):
         a.sendall(struct.pack(">I", 1 << 30))
         with self.assertRaisesRegex(ValueError, "over the lane"):
             next(_calls.lane_frames(b, 1 << 20))
+
+
+class _Ctx:
+    """A call's context: add_callback, and end to run the callbacks."""
+
+    def __init__(self):
+        self._callbacks = []
+
+    def add_callback(self, cb):
+        self._callbacks.append(cb)
+        return True
+
+    def end(self):
+        for cb in self._callbacks:
+            cb()
+
+
+class LaneClientTest(unittest.TestCase):
+    def setUp(self):
+        self.plugin_end, self.host_end = socket.socketpair()
+        self.client = _calls.LaneClient(self.plugin_end, 1 << 20, logging.getLogger("test"))
+        self.frames = _calls.lane_frames(self.host_end, 1 << 20)
+        self.addCleanup(self.host_end.close)
+        self.addCleanup(self.frames.close)
+        self.addCleanup(self.plugin_end.close)
+        # The host's end closes first: the client's reader sees the lane end.
+        self.addCleanup(lambda: self.host_end.shutdown(socket.SHUT_RDWR))
+
+    def answer(self, frame):
+        data = frame.SerializeToString()
+        self.host_end.sendall(struct.pack(">I", len(data)) + data)
+
+    def test_call_is_answered(self):
+        def host():
+            f = next(self.frames)
+            self.assertEqual(f.method, "Next")
+            self.assertEqual(pb.NextRequest.FromString(f.request).call_token, "t1")
+            self.assertGreater(f.deadline_unix_nano, 0)
+            self.answer(pb.CallFrame(id=f.id, response=pb.NextResponse(execute=pb.Outcome(ok=True, value_json=b"5")).SerializeToString()))
+
+        t = threading.Thread(target=host)
+        t.start()
+        resp = self.client.call("Next", pb.NextRequest(call_token="t1"), pb.NextResponse, 5.0, None)
+        t.join()
+        self.assertEqual(resp.execute.value_json, b"5")
+
+    def test_host_error_is_raised(self):
+        def host():
+            f = next(self.frames)
+            self.answer(pb.CallFrame(id=f.id, code=5, message="no such token"))
+
+        threading.Thread(target=host).start()
+        with self.assertRaises(_calls._Aborted) as e:
+            self.client.call("Next", pb.NextRequest(call_token="x"), pb.NextResponse, 5.0, None)
+        self.assertEqual(e.exception.message, "no such token")
+
+    def test_cancel_sends_a_cancel_frame(self):
+        ctx = _Ctx()
+        seen = []
+
+        def host():
+            seen.append(next(self.frames))
+            ctx.end()  # the plugin's call ends while the host works on it
+            seen.append(next(self.frames))
+
+        t = threading.Thread(target=host)
+        t.start()
+        with self.assertRaises(_calls._Aborted) as e:
+            self.client.call("ExecuteTool", pb.HostExecuteToolRequest(name="x"), pb.HostExecuteToolResponse, None, ctx)
+        t.join()
+        self.assertEqual(e.exception.code, grpc.StatusCode.CANCELLED.value[0])
+        self.assertTrue(seen[1].cancel)
+        self.assertEqual(seen[1].id, seen[0].id)
+
+    def test_lane_end_fails_calls_then_gives_way(self):
+        def host():
+            next(self.frames)
+            self.host_end.shutdown(socket.SHUT_RDWR)
+
+        threading.Thread(target=host).start()
+        with self.assertRaises(_calls._Aborted) as e:
+            self.client.call("CallService", pb.HostCallServiceRequest(service="s"), pb.HostCallServiceResponse, 5.0, None)
+        self.assertEqual(e.exception.code, grpc.StatusCode.UNAVAILABLE.value[0])
+        # Later calls use the RPC.
+        self.assertIsNone(self.client.call("CallService", pb.HostCallServiceRequest(service="s"), pb.HostCallServiceResponse, 5.0, None))
+
+    def test_too_large_goes_as_rpc(self):
+        big = pb.HostExecuteToolRequest(name="x", arguments_json=b"x" * (1 << 20))
+        self.assertIsNone(self.client.call("ExecuteTool", big, pb.HostExecuteToolResponse, 5.0, None))
