@@ -73,6 +73,8 @@ func (in *instance) serveCallbacks() {
 	defer cancel()
 	lane := in.lanes.callbacks
 	defer context.AfterFunc(ctx, func() { _ = lane.Close() })()
-	fs := &wire.FrameServer{Handle: in.callbacks, MaxMessageBytes: in.maxMessage, Log: in.log}
+	// A plugin may not make the host run more than maxStreamCalls calls
+	// for it at once: past that its lane is not read.
+	fs := &wire.FrameServer{Handle: in.callbacks, MaxMessageBytes: in.maxMessage, Log: in.log, MaxInFlight: maxStreamCalls}
 	fs.Serve(ctx, wire.NewLane(lane, in.maxMessage))
 }

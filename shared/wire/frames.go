@@ -172,10 +172,49 @@ func (c *FrameClient) receive(s FrameStream) {
 	}
 }
 
-func (c *FrameClient) send(s FrameStream, f *pb.CallFrame) error {
+// send sends f by deadline. A send that fails (a peer that has not read its
+// stream for that long, or gone) breaks the stream: a frame may be half
+// written, so nothing more can follow it.
+func (c *FrameClient) send(s FrameStream, f *pb.CallFrame, deadline time.Time) error {
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
-	return s.Send(f)
+	if d, ok := s.(sendDeadliner); ok {
+		_ = d.SetSendDeadline(deadline)
+	}
+	err := s.Send(f)
+	if err != nil {
+		c.mu.Lock()
+		if c.broken == nil {
+			c.broken = err
+		}
+		stop := c.stop
+		c.mu.Unlock()
+		stop() // receive then fails the calls waiting
+	}
+	return err
+}
+
+// sendDeadliner is a FrameStream whose sends can be bounded in time (a
+// Lane); a gRPC stream's sends are bounded by its flow control and context.
+type sendDeadliner interface {
+	SetSendDeadline(time.Time) error
+}
+
+// maxSendWait bounds a send with no deadline of its own (a call without
+// one, an answer).
+const maxSendWait = 5 * time.Second
+
+// cancelSendWait bounds the send of a cancel frame: its caller has given up
+// already, and only a peer that has not read its stream for a while makes
+// a send wait at all.
+const cancelSendWait = 250 * time.Millisecond
+
+// sendDeadline is when a send for ctx must have finished.
+func sendDeadline(ctx context.Context) time.Time {
+	if d, ok := ctx.Deadline(); ok && ctx.Err() == nil {
+		return d
+	}
+	return time.Now().Add(maxSendWait)
 }
 
 // Invoke runs one call of method on frames, or returns ErrUnary.
@@ -227,7 +266,7 @@ func (c *FrameClient) call(ctx context.Context, method string, req, resp proto.M
 			return status.Error(codes.DeadlineExceeded, context.DeadlineExceeded.Error())
 		}
 	}
-	if err := c.send(s, f); err != nil {
+	if err := c.send(s, f, sendDeadline(ctx)); err != nil {
 		c.forget(id)
 		return status.Error(codes.Unavailable, "call stream closed: "+err.Error())
 	}
@@ -242,7 +281,7 @@ func (c *FrameClient) call(ctx context.Context, method string, req, resp proto.M
 		return nil
 	case <-ctx.Done():
 		c.forget(id)
-		_ = c.send(s, &pb.CallFrame{Id: id, Cancel: true})
+		_ = c.send(s, &pb.CallFrame{Id: id, Cancel: true}, time.Now().Add(cancelSendWait))
 		return status.FromContextError(ctx.Err()).Err()
 	}
 }

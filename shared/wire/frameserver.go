@@ -3,6 +3,7 @@ package wire
 import (
 	"context"
 	"fmt"
+	"io"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,6 +31,9 @@ type FrameServer struct {
 	MaxMessageBytes int
 	// Log, when set, hears of answers that could not be sent.
 	Log hclog.Logger
+	// MaxInFlight, when positive, bounds the calls running: past it Serve
+	// reads no more frames until one ends, which holds the peer back.
+	MaxInFlight int
 }
 
 // Serve answers the calls on s until s ends or ctx is done. Each call runs
@@ -44,7 +48,11 @@ func (fs *FrameServer) Serve(ctx context.Context, s FrameStream) {
 		cancels = map[uint64]context.CancelFunc{}
 		running sync.WaitGroup
 		pool    = newWorkers()
+		slots   chan struct{}
 	)
+	if fs.MaxInFlight > 0 {
+		slots = make(chan struct{}, fs.MaxInFlight)
+	}
 	defer pool.stop()
 	defer running.Wait()
 	defer func() {
@@ -67,6 +75,9 @@ func (fs *FrameServer) Serve(ctx context.Context, s FrameStream) {
 			mu.Unlock()
 			continue
 		}
+		if slots != nil {
+			slots <- struct{}{}
+		}
 		cctx, cancel := frameContext(ctx, f)
 		mu.Lock()
 		cancels[f.GetId()] = cancel
@@ -74,6 +85,9 @@ func (fs *FrameServer) Serve(ctx context.Context, s FrameStream) {
 		running.Add(1)
 		pool.do(func() {
 			defer running.Done()
+			if slots != nil {
+				defer func() { <-slots }()
+			}
 			ans := fs.answer(cctx, f)
 			mu.Lock()
 			delete(cancels, f.GetId())
@@ -81,8 +95,18 @@ func (fs *FrameServer) Serve(ctx context.Context, s FrameStream) {
 			cancel()
 			sendMu.Lock()
 			defer sendMu.Unlock()
-			if err := s.Send(ans); err != nil && fs.Log != nil {
-				fs.Log.Debug("call stream: answer not sent", "method", f.GetMethod(), "error", err)
+			if d, ok := s.(sendDeadliner); ok {
+				_ = d.SetSendDeadline(time.Now().Add(maxSendWait))
+			}
+			if err := s.Send(ans); err != nil {
+				if fs.Log != nil {
+					fs.Log.Debug("call stream: answer not sent", "method", f.GetMethod(), "error", err)
+				}
+				// A peer that does not read its answers (or is gone): a
+				// frame may be half written, so the lane is done.
+				if c, ok := s.(io.Closer); ok {
+					_ = c.Close()
+				}
 			}
 		})
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -83,6 +84,10 @@ func (l *Lane) Recv() (*pb.CallFrame, error) {
 	}
 	return f, nil
 }
+
+// SetSendDeadline bounds the sends that follow: a Send past it fails, and
+// may have written part of its frame (the lane is then unusable).
+func (l *Lane) SetSendDeadline(t time.Time) error { return l.conn.SetWriteDeadline(t) }
 
 // Close closes the lane; the peer's Recv then fails.
 func (l *Lane) Close() error { return l.conn.Close() }

@@ -5,7 +5,6 @@ package wire
 import (
 	"context"
 	"io"
-	"net"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -34,15 +33,7 @@ func BenchmarkLaneCall(b *testing.B) {
 }
 
 func BenchmarkSocketPairPingPong(b *testing.B) {
-	host, child, err := LanePair()
-	if err != nil {
-		b.Fatal(err)
-	}
-	peer, err := net.FileConn(child)
-	child.Close()
-	if err != nil {
-		b.Fatal(err)
-	}
+	host, peer := lanePair(b)
 	defer host.Close()
 	done := make(chan struct{})
 	go func() {

@@ -24,33 +24,54 @@ import (
 // laneLimit is the message limit of the lanes under test.
 const laneLimit = 64 << 10
 
-// lanePeers connects a FrameClient to a FrameServer over a real socket
-// pair (the host's end and the inherited end, as a plugin gets it) and
-// returns the client and a func that closes the server's end.
-func lanePeers(t testing.TB, handle func(ctx context.Context, f *pb.CallFrame) (proto.Message, error), exited func() bool) (*FrameClient, func()) {
+// lanePair is a socket pair as a host and its plugin hold it: the host's
+// end and the plugin's inherited end, both as connections.
+func lanePair(t testing.TB) (host, peer net.Conn) {
 	t.Helper()
 	host, child, err := LanePair()
 	if err != nil {
 		t.Fatal(err)
 	}
-	peer, err := net.FileConn(child)
+	peer, err = net.FileConn(child)
 	child.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		(&FrameServer{Handle: handle, MaxMessageBytes: laneLimit}).Serve(context.Background(), NewLane(peer, laneLimit))
-	}()
+	return host, peer
+}
+
+// laneClient is a FrameClient on the host's end of a lane.
+func laneClient(host net.Conn, inFlight int, exited func() bool) *FrameClient {
 	c := NewFrameClient(FrameClientConfig{
 		Service:         "plugkit.v1.Plugin",
 		MaxMessageBytes: laneLimit,
-		MaxInFlight:     8,
+		MaxInFlight:     inFlight,
 		Open:            func() (FrameStream, func(), error) { return NewLane(host, laneLimit), func() { host.Close() }, nil },
 		PeerExited:      exited,
 	})
 	c.Enable()
+	return c
+}
+
+// lanePeers connects a FrameClient to a FrameServer that runs handle over
+// a real socket pair and returns the client and a func that closes the
+// server's end.
+func lanePeers(t testing.TB, handle func(ctx context.Context, f *pb.CallFrame) (proto.Message, error), exited func() bool) (*FrameClient, func()) {
+	t.Helper()
+	return lanePeersWith(t, &FrameServer{Handle: handle, MaxMessageBytes: laneLimit}, 8, exited)
+}
+
+// lanePeersWith is lanePeers with a server of the test's making and
+// inFlight calls at most on the client.
+func lanePeersWith(t testing.TB, fs *FrameServer, inFlight int, exited func() bool) (*FrameClient, func()) {
+	t.Helper()
+	host, peer := lanePair(t)
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		fs.Serve(context.Background(), NewLane(peer, laneLimit))
+	}()
+	c := laneClient(host, inFlight, exited)
 	closePeer := sync.OnceFunc(func() { peer.Close() })
 	t.Cleanup(func() {
 		c.Close()
@@ -310,4 +331,83 @@ func TestWorkersReusedAndBounded(t *testing.T) {
 	w.do(func() { close(done) })
 	<-done
 	w.stop()
+}
+
+// TestLaneStalledPeer: a peer that stops reading its lane (frozen, or
+// hostile) cannot make calls hang: once the socket's buffer is full a send
+// fails by the call's deadline, the lane is given up, and later calls go
+// as RPCs.
+func TestLaneStalledPeer(t *testing.T) {
+	host, peer := lanePair(t)
+	defer peer.Close() // open, never read
+	c := laneClient(host, 8, never)
+	defer c.Close()
+	name := strings.Repeat("x", laneLimit/2)
+	for i := range 1000 {
+		ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+		done := make(chan error, 1)
+		go func() { _, err := guard(ctx, c, name); done <- err }()
+		var err error
+		select {
+		case err = <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("call %d still waits 5 s after its 50 ms deadline", i)
+		}
+		cancel()
+		if errors.Is(err, ErrUnary) {
+			return // given up: the RPC takes over
+		}
+		if c := status.Code(err); c != codes.DeadlineExceeded && c != codes.Unavailable {
+			t.Fatalf("call %d: %v", i, err)
+		}
+	}
+	t.Fatal("a lane nobody reads was never given up")
+}
+
+// TestFrameServerMaxInFlight: past MaxInFlight calls running, the server
+// reads no more frames until one ends.
+func TestFrameServerMaxInFlight(t *testing.T) {
+	const limit = 4
+	var (
+		mu           sync.Mutex
+		running, top int
+	)
+	release := make(chan struct{})
+	c, _ := lanePeersWith(t, &FrameServer{MaxMessageBytes: laneLimit, MaxInFlight: limit, Handle: func(ctx context.Context, f *pb.CallFrame) (proto.Message, error) {
+		mu.Lock()
+		running++
+		top = max(top, running)
+		mu.Unlock()
+		<-release
+		mu.Lock()
+		running--
+		mu.Unlock()
+		return &pb.GuardResponse{}, nil
+	}}, 64, never)
+	var wg sync.WaitGroup
+	for range 3 * limit {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := guard(t.Context(), c, "x"); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		n := running
+		mu.Unlock()
+		if n == limit || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // room for a call over the limit to start, if one could
+	close(release)
+	wg.Wait()
+	if top != limit {
+		t.Fatalf("at most %d calls ran at once, want %d", top, limit)
+	}
 }
