@@ -221,7 +221,9 @@ func (d *durableResults) sendBatch(ctx context.Context, t *target) (sent, more b
 	d.send.Lock()
 	defer d.send.Unlock()
 	d.mu.Lock()
-	if t == nil || len(d.queue) == 0 {
+	if t == nil || len(d.queue) == 0 || !slices.Contains(d.targets, t) {
+		// Nothing to send, or t's process has been released since it
+		// was chosen.
 		more = len(d.queue) > 0
 		d.mu.Unlock()
 		return false, more
@@ -308,6 +310,19 @@ func (d *durableResults) release(ctx context.Context, in *instance) {
 	d.mu.Lock()
 	d.targets = slices.DeleteFunc(d.targets, func(t *target) bool { return t.in == in })
 	d.mu.Unlock()
+	// A batch already on its way to in must come back before in is
+	// stopped: stopping the process under it would lose its
+	// acknowledgement, and the batch, handled, would go to the next
+	// process again. (No batch starts for in from here on: sendBatch
+	// sends only to a process still among the targets.)
+	for !d.send.TryLock() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Millisecond):
+		}
+	}
+	d.send.Unlock()
 }
 
 // close removes the observers and stops delivering; what is still queued is
