@@ -37,10 +37,10 @@ type FrameServer struct {
 }
 
 // Serve answers the calls on s until s ends or ctx is done. Each call runs
-// on a goroutine of its own (a worker, reused), under its deadline, its metadata and a
-// context a cancel frame cancels; its answer goes back when it is ready.
-// When the stream ends, the calls still running are cancelled, and Serve
-// returns once they have.
+// on a goroutine of its own (a reused worker), under its deadline, its
+// metadata and a context a cancel frame cancels; its answer goes back when
+// it is ready, in any order. When the stream ends, the calls still running
+// are cancelled, and Serve returns once they have.
 func (fs *FrameServer) Serve(ctx context.Context, s FrameStream) {
 	var (
 		sendMu  sync.Mutex
