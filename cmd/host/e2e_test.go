@@ -255,6 +255,9 @@ type running struct {
 func startHost(t *testing.T, config string, plugins int) *running {
 	t.Helper()
 	cmd := exec.Command(bins.host, "run", "-c", config)
+	// A process group of its own, as a service manager gives it: a test
+	// can signal the host and its plugins at once.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	r := &running{cmd: cmd, stderr: &logBuffer{}, done: make(chan struct{})}
 	cmd.Stdout = r.stderr
 	cmd.Stderr = r.stderr

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -63,5 +64,66 @@ plugin "audit" {
 				t.Errorf("round %d: an error in a healthy run: %s", round+1, line)
 			}
 		}
+	}
+}
+
+// TestGroupSIGTERMStopsInOrder: a SIGTERM to the host's whole process group
+// (what systemd's default KillMode and timeout(1) send) does not end the
+// plugins under the host: the host stops them itself, in order, so the
+// audit log has every call and nothing is reported as a crash.
+func TestGroupSIGTERMStopsInOrder(t *testing.T) {
+	needBinaries(t)
+	dir := t.TempDir()
+	config := filepath.Join(dir, "config.hcl")
+	auditLog := filepath.Join(dir, "audit.log")
+	src := fmt.Sprintf(`host {
+  admin_socket = "host.sock"
+}
+plugin "files" {
+  path = %q
+  config {
+    root = %q
+  }
+}
+plugin "audit" {
+  path     = %q
+  critical = true
+  config {
+    path = %q
+  }
+}
+`, pluginPath("files"), dir, pluginPath("audit"), auditLog)
+	if err := os.WriteFile(config, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := startHost(t, config, 2)
+	const calls = 20
+	for range calls {
+		if r, code := callJSON(t, config, "list_dir", `{"path":"."}`); code != 0 || !r.OK {
+			t.Fatalf("list_dir: exit %d %+v", code, r)
+		}
+	}
+	if err := syscall.Kill(-h.cmd.Process.Pid, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-h.done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("host run did not stop")
+	}
+	if h.err != nil {
+		t.Errorf("host run: %v", h.err)
+	}
+	for _, line := range strings.Split(h.stderr.String(), "\n") {
+		if strings.Contains(line, "[ERROR]") {
+			t.Errorf("an error on a group SIGTERM: %s", line)
+		}
+	}
+	raw, err := os.ReadFile(auditLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(raw), `"list_dir"`); n != calls {
+		t.Fatalf("the audit log has %d list_dir calls, want %d:\n%s", n, calls, raw)
 	}
 }

@@ -3,6 +3,8 @@ package sdk
 import (
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
@@ -41,7 +43,8 @@ func exitWith(format string, args ...any) {
 //  2. build the logger on the real stderr, which the host relays with the
 //     plugin's name (go-plugin later points os.Stderr at its own pipe);
 //  3. keep fd 1 for the handshake line only (protectHandshake);
-//  4. arrange to exit when the host dies (exitWithParent);
+//  4. arrange to exit when the host dies (exitWithParent), and not on
+//     SIGTERM (holdTerm);
 //  5. serve the Plugin service over gRPC with raised limits and a panic net,
 //     reading each call's trace context when the host traces (tracing),
 //     and on the call lanes when the host passed them (serveLanes).
@@ -61,6 +64,7 @@ func serve(d *definition) error {
 		return fmt.Errorf("cannot protect the handshake on stdout: %w", err)
 	}
 	exitWithParent(log, parent)
+	holdTerm(log)
 	tr := newTracing()
 	callLane, callbackLane, lanes, err := wire.InheritedLanes()
 	if err != nil {
@@ -85,4 +89,21 @@ func serve(d *definition) error {
 		Logger:     log,
 	})
 	return nil
+}
+
+// holdTerm keeps SIGTERM from ending the process: the host ends its plugins
+// itself, in order, when it is stopped (an audit log last, once it has
+// what the host holds for it). A SIGTERM sent to the host's whole process
+// group or cgroup at once (systemd's default KillMode, timeout(1)) would
+// otherwise end every plugin under it, and the host would report each as
+// a crash. The signal is caught, not ignored: an ignored signal stays
+// ignored in the processes the plugin starts.
+func holdTerm(log hclog.Logger) {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGTERM)
+	go func() {
+		for range ch {
+			log.Debug("SIGTERM: not exiting; the host stops its plugins itself")
+		}
+	}()
 }

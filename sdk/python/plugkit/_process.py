@@ -267,7 +267,11 @@ def serve(plugin):
     os.dup2(2, 1)
     sys.stdout = sys.stderr
 
-    signal.signal(signal.SIGTERM, lambda *_: done.set())
+    # SIGTERM does not end the process: the host stops its plugins itself,
+    # in order, and a SIGTERM to its whole process group (systemd's default
+    # KillMode, timeout(1)) must not end them under it. A handler, not
+    # SIG_IGN, which processes the plugin starts would inherit.
+    signal.signal(signal.SIGTERM, lambda *_: log.debug("SIGTERM: not exiting; the host stops its plugins itself"))
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the host's terminal's ^C is the host's to handle
     _exit_with_parent(done, log)
     while not done.wait(1.0):
