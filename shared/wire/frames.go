@@ -174,7 +174,8 @@ func (c *FrameClient) receive(s FrameStream) {
 
 // send sends f by deadline. A send that fails (a peer that has not read its
 // stream for that long, or gone) breaks the stream: a frame may be half
-// written, so nothing more can follow it.
+// written, so nothing more can follow it, and a peer that reads nothing
+// for that long is not served on it any more.
 func (c *FrameClient) send(s FrameStream, f *pb.CallFrame, deadline time.Time) error {
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
@@ -204,17 +205,25 @@ type sendDeadliner interface {
 // one, an answer).
 const maxSendWait = 5 * time.Second
 
-// cancelSendWait bounds the send of a cancel frame: its caller has given up
-// already, and only a peer that has not read its stream for a while makes
-// a send wait at all.
-const cancelSendWait = 250 * time.Millisecond
+// minSendWait is the least time a send is given: a cancel frame's (its
+// caller has given up already), and a call's whose deadline is nearer. Only
+// a peer that has not read its stream for a while makes a send wait at all.
+const minSendWait = 250 * time.Millisecond
 
 // sendDeadline is when a send for ctx must have finished.
 func sendDeadline(ctx context.Context) time.Time {
-	if d, ok := ctx.Deadline(); ok && ctx.Err() == nil {
-		return d
+	d, ok := ctx.Deadline()
+	if !ok {
+		return time.Now().Add(maxSendWait)
 	}
-	return time.Now().Add(maxSendWait)
+	return later(d, time.Now().Add(minSendWait))
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // Invoke runs one call of method on frames, or returns ErrUnary.
@@ -281,7 +290,7 @@ func (c *FrameClient) call(ctx context.Context, method string, req, resp proto.M
 		return nil
 	case <-ctx.Done():
 		c.forget(id)
-		_ = c.send(s, &pb.CallFrame{Id: id, Cancel: true}, time.Now().Add(cancelSendWait))
+		_ = c.send(s, &pb.CallFrame{Id: id, Cancel: true}, time.Now().Add(minSendWait))
 		return status.FromContextError(ctx.Err()).Err()
 	}
 }
