@@ -71,27 +71,7 @@ func TestAttackFullDiskCriticalAudit(t *testing.T) {
 		t.Fatal(err)
 	}
 	logPath := filepath.Join(disk, "audit.log")
-	config := filepath.Join(dir, "config.hcl")
-	src := fmt.Sprintf(`host {
-  admin_socket = "host.sock"
-}
-plugin "files" {
-  path = %q
-  config {
-    root = %q
-  }
-}
-plugin "audit" {
-  path     = %q
-  critical = true
-  config {
-    path = %q
-  }
-}
-`, pluginPath("files"), dir, pluginPath("audit"), logPath)
-	if err := os.WriteFile(config, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	config := writeFilesAudit(t, dir, logPath)
 	h := startHost(t, config, 2)
 	read := func() (ok bool, code, by string) {
 		r, _ := callJSON(t, config, "read_file", `{"path":"notes.md"}`)

@@ -74,28 +74,8 @@ plugin "audit" {
 func TestGroupSIGTERMStopsInOrder(t *testing.T) {
 	needBinaries(t)
 	dir := t.TempDir()
-	config := filepath.Join(dir, "config.hcl")
 	auditLog := filepath.Join(dir, "audit.log")
-	src := fmt.Sprintf(`host {
-  admin_socket = "host.sock"
-}
-plugin "files" {
-  path = %q
-  config {
-    root = %q
-  }
-}
-plugin "audit" {
-  path     = %q
-  critical = true
-  config {
-    path = %q
-  }
-}
-`, pluginPath("files"), dir, pluginPath("audit"), auditLog)
-	if err := os.WriteFile(config, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	config := writeFilesAudit(t, dir, auditLog)
 	h := startHost(t, config, 2)
 	const calls = 20
 	for range calls {
@@ -126,4 +106,32 @@ plugin "audit" {
 	if n := strings.Count(string(raw), `"list_dir"`); n != calls {
 		t.Fatalf("the audit log has %d list_dir calls, want %d:\n%s", n, calls, raw)
 	}
+}
+
+// writeFilesAudit writes, in dir, a deployment of the files plugin over dir
+// and a critical audit log at auditLog, and returns its path.
+func writeFilesAudit(t *testing.T, dir, auditLog string) string {
+	t.Helper()
+	config := filepath.Join(dir, "config.hcl")
+	src := fmt.Sprintf(`host {
+  admin_socket = "host.sock"
+}
+plugin "files" {
+  path = %q
+  config {
+    root = %q
+  }
+}
+plugin "audit" {
+  path     = %q
+  critical = true
+  config {
+    path = %q
+  }
+}
+`, pluginPath("files"), dir, pluginPath("audit"), auditLog)
+	if err := os.WriteFile(config, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return config
 }
