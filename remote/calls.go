@@ -121,14 +121,14 @@ func (in *instance) callbacks(ctx context.Context, f *pb.CallFrame) (proto.Messa
 	if in.tracerProvider != nil {
 		icpt = in.traceCallbacks
 	}
-	full := "/plugkit.v1.Host/" + f.GetMethod()
+	const svc = "plugkit.v1.Host"
 	switch f.GetMethod() {
 	case "Next":
-		return wire.HandleFrame(ctx, f, full, h.Next, icpt)
+		return wire.HandleFrame(ctx, f, svc, h.Next, icpt)
 	case "ExecuteTool":
-		return wire.HandleFrame(ctx, f, full, h.ExecuteTool, icpt)
+		return wire.HandleFrame(ctx, f, svc, h.ExecuteTool, icpt)
 	case "CallService":
-		return wire.HandleFrame(ctx, f, full, h.CallService, icpt)
+		return wire.HandleFrame(ctx, f, svc, h.CallService, icpt)
 	}
 	return nil, wire.UnknownFrameMethod(f.GetMethod())
 }

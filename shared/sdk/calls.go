@@ -34,22 +34,22 @@ func (s *server) frameServer() *wire.FrameServer {
 // handleFrame runs one call of the Plugin service's stage handlers.
 func (s *server) handleFrame(ctx context.Context, f *pb.CallFrame) (proto.Message, error) {
 	icpt := s.tracing.callInterceptor()
-	full := "/plugkit.v1.Plugin/" + f.GetMethod()
+	const svc = "plugkit.v1.Plugin"
 	switch f.GetMethod() {
 	case "ExecuteTool":
-		return wire.HandleFrame(ctx, f, full, s.ExecuteTool, icpt)
+		return wire.HandleFrame(ctx, f, svc, s.ExecuteTool, icpt)
 	case "PreExecute":
-		return wire.HandleFrame(ctx, f, full, s.PreExecute, icpt)
+		return wire.HandleFrame(ctx, f, svc, s.PreExecute, icpt)
 	case "Guard":
-		return wire.HandleFrame(ctx, f, full, s.Guard, icpt)
+		return wire.HandleFrame(ctx, f, svc, s.Guard, icpt)
 	case "WrapExecute":
-		return wire.HandleFrame(ctx, f, full, s.WrapExecute, icpt)
+		return wire.HandleFrame(ctx, f, svc, s.WrapExecute, icpt)
 	case "PostExecute":
-		return wire.HandleFrame(ctx, f, full, s.PostExecute, icpt)
+		return wire.HandleFrame(ctx, f, svc, s.PostExecute, icpt)
 	case "Approve":
-		return wire.HandleFrame(ctx, f, full, s.Approve, icpt)
+		return wire.HandleFrame(ctx, f, svc, s.Approve, icpt)
 	case "CallService":
-		return wire.HandleFrame(ctx, f, full, s.CallService, icpt)
+		return wire.HandleFrame(ctx, f, svc, s.CallService, icpt)
 	}
 	return nil, wire.UnknownFrameMethod(f.GetMethod())
 }

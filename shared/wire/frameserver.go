@@ -197,12 +197,12 @@ func (fs *FrameServer) answer(ctx context.Context, f *pb.CallFrame) (ans *pb.Cal
 }
 
 // HandleFrame decodes f's request for fn and calls it, through icpt when
-// set (the server span its RPC would get); fullMethod names the RPC
-// ("/plugkit.v1.Plugin/Guard").
+// set (the server span its RPC would get, named after service's method:
+// "plugkit.v1.Plugin").
 func HandleFrame[Req any, PReq interface {
 	*Req
 	proto.Message
-}, Resp proto.Message](ctx context.Context, f *pb.CallFrame, fullMethod string, fn func(context.Context, PReq) (Resp, error), icpt grpc.UnaryServerInterceptor) (proto.Message, error) {
+}, Resp proto.Message](ctx context.Context, f *pb.CallFrame, service string, fn func(context.Context, PReq) (Resp, error), icpt grpc.UnaryServerInterceptor) (proto.Message, error) {
 	req := PReq(new(Req))
 	if err := proto.Unmarshal(f.GetRequest(), req); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "decode the %s request: %v", f.GetMethod(), err)
@@ -210,7 +210,7 @@ func HandleFrame[Req any, PReq interface {
 	if icpt == nil {
 		return fn(ctx, req)
 	}
-	resp, err := icpt(ctx, req, &grpc.UnaryServerInfo{FullMethod: fullMethod}, func(ctx context.Context, r any) (any, error) {
+	resp, err := icpt(ctx, req, &grpc.UnaryServerInfo{FullMethod: "/" + service + "/" + f.GetMethod()}, func(ctx context.Context, r any) (any, error) {
 		return fn(ctx, r.(PReq))
 	})
 	if err != nil {

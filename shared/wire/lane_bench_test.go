@@ -18,7 +18,7 @@ import (
 // difference is what the frames, protobuf and goroutine hand-offs cost.
 func BenchmarkLaneCall(b *testing.B) {
 	c, _ := lanePeers(b, func(ctx context.Context, f *pb.CallFrame) (proto.Message, error) {
-		return HandleFrame(ctx, f, "/plugkit.v1.Plugin/Guard", func(context.Context, *pb.GuardRequest) (*pb.GuardResponse, error) {
+		return HandleFrame(ctx, f, "plugkit.v1.Plugin", func(context.Context, *pb.GuardRequest) (*pb.GuardResponse, error) {
 			return &pb.GuardResponse{}, nil
 		}, nil)
 	}, never)

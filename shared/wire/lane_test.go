@@ -84,7 +84,7 @@ func lanePeersWith(t testing.TB, fs *FrameServer, inFlight int, exited func() bo
 // guardHandler answers Guard with the tool's name as the reason, after
 // waiting as long as the tool's name says (in milliseconds, "w20").
 func guardHandler(ctx context.Context, f *pb.CallFrame) (proto.Message, error) {
-	return HandleFrame(ctx, f, "/plugkit.v1.Plugin/Guard", func(ctx context.Context, req *pb.GuardRequest) (*pb.GuardResponse, error) {
+	return HandleFrame(ctx, f, "plugkit.v1.Plugin", func(ctx context.Context, req *pb.GuardRequest) (*pb.GuardResponse, error) {
 		name := req.GetExecution().GetName()
 		if ms, err := strconv.Atoi(strings.TrimPrefix(name, "w")); err == nil {
 			select {
