@@ -35,16 +35,26 @@ const laneReadBuffer = 32 << 10
 
 // Lane is one end of a call lane, a FrameStream.
 type Lane struct {
-	conn net.Conn
-	r    *bufio.Reader
-	max  int    // the largest frame it reads
-	buf  []byte // Send's buffer, reused (sends are serialised)
+	conn  net.Conn
+	r     *bufio.Reader
+	write func([]byte) error // writes all of a frame
+	max   int                // the largest frame it reads
+	buf   []byte             // Send's buffer, reused (sends are serialised)
 }
 
 // NewLane makes conn a lane whose frames are at most maxBytes (the message
 // limit, plus what a frame adds to a message).
 func NewLane(conn net.Conn, maxBytes int) *Lane {
-	return &Lane{conn: conn, r: bufio.NewReaderSize(conn, laneReadBuffer), max: maxBytes + CallFrameOverhead}
+	r, write := laneIO(conn)
+	return &Lane{conn: conn, r: bufio.NewReaderSize(r, laneReadBuffer), write: write, max: maxBytes + CallFrameOverhead}
+}
+
+// writeAll writes with w's own Write (which writes all of b or fails).
+func writeAll(w io.Writer) func([]byte) error {
+	return func(b []byte) error {
+		_, err := w.Write(b)
+		return err
+	}
 }
 
 // Send writes f in one write. Not safe for concurrent use.
@@ -60,8 +70,7 @@ func (l *Lane) Send(f *pb.CallFrame) error {
 	if cap(buf) <= laneReadBuffer {
 		l.buf = buf // kept for the next send unless it grew large
 	}
-	_, err = l.conn.Write(buf)
-	return err
+	return l.write(buf)
 }
 
 // Recv reads the next frame. A frame over the limit ends the lane.
