@@ -37,6 +37,7 @@ func hostDialOptions(maxBytes int) []grpc.DialOption {
 					return err
 				}
 			}
+			wire.BeforeWait(ctx) // a handler's call: let the host's next call in
 			return invoker(ctx, method, req, reply, cc, opts...)
 		}))
 }

@@ -252,6 +252,7 @@ func (c *FrameClient) call(ctx context.Context, method string, req, resp proto.M
 		return status.FromContextError(ctx.Err()).Err()
 	}
 	defer func() { <-c.slots }()
+	BeforeWait(ctx)
 	s, id, ch, err := c.register()
 	if err != nil {
 		if errors.Is(err, ErrUnary) {
@@ -304,6 +305,7 @@ func Call[Resp any, PResp interface {
 	resp := PResp(new(Resp))
 	err := c.Invoke(ctx, method, req, resp)
 	if errors.Is(err, ErrUnary) {
+		BeforeWait(ctx)
 		return rpc(ctx)
 	}
 	if err != nil {

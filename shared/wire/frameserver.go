@@ -34,89 +34,265 @@ type FrameServer struct {
 	// MaxInFlight, when positive, bounds the calls running: past it Serve
 	// reads no more frames until one ends, which holds the peer back.
 	MaxInFlight int
+
+	watchTick time.Duration // watchTick unless set (by tests)
 }
 
-// Serve answers the calls on s until s ends or ctx is done. Each call runs
-// on a goroutine of its own (a reused worker), under its deadline, its
-// metadata and a context a cancel frame cancels; its answer goes back when
-// it is ready, in any order. When the stream ends, the calls still running
-// are cancelled, and Serve returns once they have.
+// Serve answers the calls on s until s ends or ctx is done. A call runs
+// under its deadline, its metadata and a context a cancel frame cancels;
+// its answer goes back when it is ready, in any order. When the stream
+// ends, the calls still running are cancelled, and Serve returns once
+// they have.
+//
+// A call runs on the goroutine that read it: handing each call to another
+// goroutine woke a second thread per call, as much time as the call's own
+// system calls. While a call runs there, another goroutine takes over
+// reading the stream as soon as the call is about to wait for something
+// (BeforeWait: the call sends a call of its own), or once it has run for
+// a tick or two of the server's watch, so that a slow or blocked call
+// holds neither the calls behind it nor their cancel frames for long.
 func (fs *FrameServer) Serve(ctx context.Context, s FrameStream) {
-	var (
-		sendMu  sync.Mutex
-		mu      sync.Mutex
-		cancels = map[uint64]context.CancelFunc{}
-		running sync.WaitGroup
-		pool    = newWorkers()
-		slots   chan struct{}
-	)
-	if fs.MaxInFlight > 0 {
-		slots = make(chan struct{}, fs.MaxInFlight)
+	sv := &serving{
+		fs: fs, s: s, ctx: ctx,
+		cancels: map[uint64]context.CancelFunc{},
+		pool:    newWorkers(),
+		ended:   make(chan struct{}),
+		wake:    make(chan struct{}, 1),
 	}
-	defer pool.stop()
-	defer running.Wait()
-	defer func() {
-		mu.Lock()
-		for _, cancel := range cancels {
-			cancel()
-		}
-		mu.Unlock()
+	if fs.MaxInFlight > 0 {
+		sv.slots = make(chan struct{}, fs.MaxInFlight)
+	}
+	defer sv.pool.stop()
+	defer sv.running.Wait()
+	sv.running.Add(1)
+	go func() {
+		defer sv.running.Done()
+		sv.watch()
 	}()
+	sv.read()
+	<-sv.ended // another goroutine may have taken over the reading
+}
+
+// serving is one Serve's state.
+type serving struct {
+	fs      *FrameServer
+	s       FrameStream
+	ctx     context.Context
+	sendMu  sync.Mutex
+	running sync.WaitGroup // the calls, the readers handed over to, the watch
+	pool    *workers
+	slots   chan struct{} // nil when unbounded
+	ended   chan struct{} // closed when the stream has ended
+	endOnce sync.Once
+
+	mu      sync.Mutex
+	cancels map[uint64]context.CancelFunc
+	reading *inlineCall // the call the reading goroutine runs, if any
+
+	calls    atomic.Uint64 // calls started, for the watch
+	watching atomic.Bool   // the watch is awake (else it waits on wake)
+	wake     chan struct{}
+}
+
+// inlineCall is a call running on the goroutine that read it; its context
+// finds it (BeforeWait).
+type inlineCall struct {
+	context.Context
+	sv       *serving
+	handedOn bool // another goroutine reads the stream now (under sv.mu)
+}
+
+type inlineKey struct{}
+
+func (c *inlineCall) Value(key any) any {
+	if key == (inlineKey{}) {
+		return c
+	}
+	return c.Context.Value(key)
+}
+
+// BeforeWait says that the call whose context is ctx is about to wait (for
+// a call of its own, say): if it runs on the goroutine that reads its
+// server's stream, another goroutine takes over the reading first, so the
+// calls behind it, and its own cancel frame, are not held up. Outside a
+// frame server's call it does nothing.
+func BeforeWait(ctx context.Context) {
+	if c, ok := ctx.Value(inlineKey{}).(*inlineCall); ok {
+		c.sv.handOn(c)
+	}
+}
+
+// read reads and runs calls until the stream ends, or until the call it
+// runs hands the reading on to another goroutine.
+func (sv *serving) read() {
 	for {
-		f, err := s.Recv()
+		f, err := sv.s.Recv()
 		if err != nil {
+			sv.end()
 			return // the peer closed the stream, or the connection ended
 		}
 		if f.GetCancel() {
-			mu.Lock()
-			if cancel := cancels[f.GetId()]; cancel != nil {
+			sv.mu.Lock()
+			if cancel := sv.cancels[f.GetId()]; cancel != nil {
 				cancel()
 			}
-			mu.Unlock()
+			sv.mu.Unlock()
 			continue
 		}
-		if slots != nil {
-			slots <- struct{}{}
+		if sv.slots != nil {
+			sv.slots <- struct{}{}
 		}
-		cctx, cancel := frameContext(ctx, f)
-		mu.Lock()
-		cancels[f.GetId()] = cancel
-		mu.Unlock()
-		running.Add(1)
-		pool.do(func() {
-			defer running.Done()
-			if slots != nil {
-				defer func() { <-slots }()
-			}
-			ans := fs.answer(cctx, f)
-			mu.Lock()
-			delete(cancels, f.GetId())
-			mu.Unlock()
-			cancel()
-			sendMu.Lock()
-			defer sendMu.Unlock()
-			if d, ok := s.(sendDeadliner); ok {
-				_ = d.SetSendDeadline(time.Now().Add(maxSendWait))
-			}
-			if err := s.Send(ans); err != nil {
-				if fs.Log != nil {
-					fs.Log.Debug("call stream: answer not sent", "method", f.GetMethod(), "error", err)
-				}
-				// A peer that does not read its answers (or is gone): a
-				// frame may be half written, so the lane is done.
-				if c, ok := s.(io.Closer); ok {
-					_ = c.Close()
-				}
-			}
-		})
+		cctx, cancel := frameContext(sv.ctx, f)
+		c := &inlineCall{Context: cctx, sv: sv}
+		sv.mu.Lock()
+		sv.cancels[f.GetId()] = cancel
+		sv.reading = c
+		sv.mu.Unlock()
+		sv.calls.Add(1)
+		if !sv.watching.Load() && sv.watching.CompareAndSwap(false, true) {
+			sv.wake <- struct{}{}
+		}
+		sv.run(c, cancel, f)
+		sv.mu.Lock()
+		handedOn := c.handedOn
+		if !handedOn {
+			sv.reading = nil
+		}
+		sv.mu.Unlock()
+		if handedOn {
+			return
+		}
 	}
 }
 
-// workers run the calls of one Serve. A worker that has finished a call
-// waits for the next one rather than exiting: a goroutine per call would
-// grow a fresh stack for each (the handlers' decoding goes deep), which
-// cost about a sixth of a plugin's time per call. At most maxIdleWorkers
-// wait; the rest exit.
+// end marks the stream ended and cancels the calls still running.
+func (sv *serving) end() {
+	sv.endOnce.Do(func() { close(sv.ended) })
+	sv.mu.Lock()
+	for _, cancel := range sv.cancels {
+		cancel()
+	}
+	sv.mu.Unlock()
+}
+
+// handOn starts another goroutine reading the stream, if c is still the
+// call of the one that reads it.
+func (sv *serving) handOn(c *inlineCall) {
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	if sv.reading != c || c.handedOn {
+		return
+	}
+	c.handedOn, sv.reading = true, nil
+	sv.running.Add(1)
+	sv.pool.do(func() {
+		defer sv.running.Done()
+		sv.read()
+	})
+}
+
+// watchTick is how often the watch looks at the call being run where the
+// stream is read: a call it sees twice has run for at least a tick, and
+// another goroutine takes over the reading.
+const watchTick = time.Millisecond
+
+// watchIdleTicks is how many ticks without a call the watch waits before
+// it sleeps until the next call.
+const watchIdleTicks = 100
+
+// watch hands the reading on from a call that has run for a tick or more,
+// until the stream ends. It sleeps while no call comes: the first call
+// after that wakes it.
+func (sv *serving) watch() {
+	tick := watchTick
+	if sv.fs.watchTick > 0 {
+		tick = sv.fs.watchTick
+	}
+	t := time.NewTimer(tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-sv.wake:
+		case <-sv.ended:
+			return
+		}
+		t.Reset(tick)
+		if !sv.tick(t, tick) {
+			return
+		}
+	}
+}
+
+// tick watches until no call has come for watchIdleTicks; false when the
+// stream has ended.
+func (sv *serving) tick(t *time.Timer, tick time.Duration) bool {
+	var (
+		seen  *inlineCall
+		calls = sv.calls.Load()
+		idle  int
+	)
+	for {
+		select {
+		case <-t.C:
+		case <-sv.ended:
+			return false
+		}
+		sv.mu.Lock()
+		c := sv.reading
+		sv.mu.Unlock()
+		if c != nil && c == seen {
+			sv.handOn(c)
+			c = nil
+		}
+		seen = c
+		if n := sv.calls.Load(); n != calls || c != nil {
+			calls, idle = n, 0
+		} else if idle++; idle >= watchIdleTicks {
+			sv.watching.Store(false)
+			// A call that started before the store saw the watch awake
+			// and did not wake it: keep watching for it.
+			if sv.calls.Load() == calls || !sv.watching.CompareAndSwap(false, true) {
+				return true // asleep; the next call (or this one's) wakes it
+			}
+			idle = 0
+		}
+		t.Reset(tick)
+	}
+}
+
+// run runs one call and sends its answer.
+func (sv *serving) run(ctx context.Context, cancel context.CancelFunc, f *pb.CallFrame) {
+	if sv.slots != nil {
+		defer func() { <-sv.slots }()
+	}
+	ans := sv.fs.answer(ctx, f)
+	sv.mu.Lock()
+	delete(sv.cancels, f.GetId())
+	sv.mu.Unlock()
+	cancel()
+	sv.sendMu.Lock()
+	defer sv.sendMu.Unlock()
+	if d, ok := sv.s.(sendDeadliner); ok {
+		_ = d.SetSendDeadline(time.Now().Add(maxSendWait))
+	}
+	if err := sv.s.Send(ans); err != nil {
+		if sv.fs.Log != nil {
+			sv.fs.Log.Debug("call stream: answer not sent", "method", f.GetMethod(), "error", err)
+		}
+		// A peer that does not read its answers (or is gone): a frame may
+		// be half written, so the lane is done.
+		if c, ok := sv.s.(io.Closer); ok {
+			_ = c.Close()
+		}
+	}
+}
+
+// workers are the goroutines a Serve hands its reading on to (see
+// serving.handOn). A worker whose reading has ended (its call handed it
+// on in turn) waits for the next hand-on rather than exiting: a goroutine
+// per hand-on would grow a fresh stack for each (the handlers' decoding
+// goes deep), and a plugin whose calls all wait on the host hands on at
+// every call. At most maxIdleWorkers wait; the rest exit.
 type workers struct {
 	calls chan func() // unbuffered: a send succeeds only to a waiting worker
 	idle  atomic.Int32

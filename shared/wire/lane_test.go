@@ -411,3 +411,90 @@ func TestFrameServerMaxInFlight(t *testing.T) {
 		t.Fatalf("at most %d calls ran at once, want %d", top, limit)
 	}
 }
+
+// blockingPeers is lanePeers whose handler answers a call named "block"
+// only once release is closed, and calls BeforeWait first when the
+// server's calls are told to (wait).
+func blockingPeers(t *testing.T, wait bool, tick time.Duration) (c *FrameClient, blocked <-chan struct{}, release func()) {
+	t.Helper()
+	started, released := make(chan struct{}), make(chan struct{})
+	c, _ = lanePeersWith(t, &FrameServer{MaxMessageBytes: laneLimit, watchTick: tick, Handle: func(ctx context.Context, f *pb.CallFrame) (proto.Message, error) {
+		return HandleFrame(ctx, f, "plugkit.v1.Plugin", func(ctx context.Context, req *pb.GuardRequest) (*pb.GuardResponse, error) {
+			if req.GetExecution().GetName() == "block" {
+				if wait {
+					BeforeWait(ctx)
+				}
+				close(started)
+				<-released
+			}
+			return &pb.GuardResponse{Reason: req.GetExecution().GetName()}, nil
+		}, nil)
+	}}, 8, never)
+	release = sync.OnceFunc(func() { close(released) })
+	t.Cleanup(release) // before the server's cleanup, should the test fail
+	return c, started, release
+}
+
+// behindBlocked runs a call while a call of the same lane blocks: it must
+// be answered before the blocked one is released.
+func behindBlocked(t *testing.T, c *FrameClient, blocked <-chan struct{}, release func()) {
+	t.Helper()
+	first := make(chan error, 1)
+	go func() { _, err := guard(t.Context(), c, "block"); first <- err }()
+	<-blocked
+	done := make(chan error, 1)
+	go func() { _, err := guard(t.Context(), c, "next"); done <- err }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("call behind a blocked one: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a call behind a blocked one was not answered")
+	}
+	release()
+	if err := <-first; err != nil {
+		t.Fatalf("blocked call: %v", err)
+	}
+}
+
+// TestLaneBlockedCallHandsOn: a call runs on the goroutine that read it;
+// one that blocks, without a word (BeforeWait), still gives the reading
+// to another goroutine once the server's watch sees it run on.
+func TestLaneBlockedCallHandsOn(t *testing.T) {
+	c, blocked, release := blockingPeers(t, false, 0)
+	behindBlocked(t, c, blocked, release)
+}
+
+// TestLaneBeforeWaitHandsOn: a call that says it is about to wait hands
+// the reading on at once: with the watch slowed to an hour, the call
+// behind it is still answered.
+func TestLaneBeforeWaitHandsOn(t *testing.T) {
+	c, blocked, release := blockingPeers(t, true, time.Hour)
+	behindBlocked(t, c, blocked, release)
+}
+
+// TestLaneInlineCallsMany: many calls, some handing the reading on and
+// some not, all answered, and Serve ends with no goroutine left (the
+// package's leak check).
+func TestLaneInlineCallsMany(t *testing.T) {
+	c, _ := lanePeers(t, func(ctx context.Context, f *pb.CallFrame) (proto.Message, error) {
+		return HandleFrame(ctx, f, "plugkit.v1.Plugin", func(ctx context.Context, req *pb.GuardRequest) (*pb.GuardResponse, error) {
+			if n, _ := strconv.Atoi(req.GetExecution().GetName()); n%3 == 0 {
+				BeforeWait(ctx)
+				time.Sleep(time.Millisecond)
+			}
+			return &pb.GuardResponse{Reason: req.GetExecution().GetName()}, nil
+		}, nil)
+	}, never)
+	var wg sync.WaitGroup
+	for i := range 200 {
+		wg.Go(func() {
+			name := strconv.Itoa(i)
+			if got, err := guard(t.Context(), c, name); err != nil || got != name {
+				t.Errorf("call %s = %q, %v", name, got, err)
+			}
+		})
+	}
+	wg.Wait()
+}
