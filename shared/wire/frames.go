@@ -3,6 +3,7 @@ package wire
 import (
 	"context"
 	"errors"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -65,6 +66,14 @@ type FrameClientConfig struct {
 // call, and hands each answer to its caller. It carries calls only once
 // enabled (the peer said it serves frames); until then, and whenever the
 // stream cannot carry a call, Invoke returns ErrUnary.
+//
+// On a stream whose reads can be interrupted (a Lane), the callers read
+// the answers themselves: one of the callers waiting reads the stream,
+// passes on the answers that are not its own, and leaves the reading to
+// another waiting caller once it has its own. A lone call then reads its
+// answer on its own goroutine: handing each answer from a reading
+// goroutine to its caller woke a second thread per call. On a gRPC stream
+// a goroutine of the client reads the answers.
 type FrameClient struct {
 	cfg     FrameClientConfig
 	prefix  string        // "/" + Service + "/"
@@ -78,6 +87,18 @@ type FrameClient struct {
 	nextID  uint64
 	pending map[uint64]chan *pb.CallFrame
 	sendMu  sync.Mutex
+
+	// When the callers read the stream (the stream is a recvDeadliner):
+	direct  bool
+	reading bool          // a caller reads the stream (under mu)
+	free    chan struct{} // a waiting caller may take up the reading
+}
+
+// recvDeadliner is a FrameStream whose Recv a deadline interrupts without
+// losing its frame (a Lane): a caller reading it can give up when its
+// context ends.
+type recvDeadliner interface {
+	SetRecvDeadline(time.Time) error
 }
 
 // NewFrameClient returns a client that carries no call until Enable.
@@ -87,6 +108,7 @@ func NewFrameClient(cfg FrameClientConfig) *FrameClient {
 		prefix:  "/" + cfg.Service + "/",
 		slots:   make(chan struct{}, max(1, cfg.MaxInFlight)),
 		pending: map[uint64]chan *pb.CallFrame{},
+		free:    make(chan struct{}, 1),
 	}
 }
 
@@ -129,7 +151,9 @@ func (c *FrameClient) register() (FrameStream, uint64, chan *pb.CallFrame, error
 			return nil, 0, nil, ErrUnary
 		}
 		c.stream, c.stop = s, stop
-		go c.receive(s)
+		if _, c.direct = s.(recvDeadliner); !c.direct {
+			go c.receive(s)
+		}
 	}
 	c.nextID++
 	ch := make(chan *pb.CallFrame, 1)
@@ -149,25 +173,120 @@ func (c *FrameClient) receive(s FrameStream) {
 	for {
 		f, err := s.Recv()
 		if err != nil {
-			c.mu.Lock()
-			if c.broken == nil {
-				c.broken = err
-			}
-			for id, ch := range c.pending {
-				ch <- &pb.CallFrame{Id: id, Code: int32(codes.Unavailable), Message: "call stream closed: " + c.broken.Error()}
-				delete(c.pending, id)
-			}
-			stop := c.stop
-			c.mu.Unlock()
-			stop()
+			c.ended(err)
 			return
 		}
+		c.deliver(f)
+	}
+}
+
+// deliver hands an answer to its call, if the call still waits.
+func (c *FrameClient) deliver(f *pb.CallFrame) {
+	c.mu.Lock()
+	ch := c.pending[f.GetId()]
+	delete(c.pending, f.GetId())
+	c.mu.Unlock()
+	if ch != nil {
+		ch <- f
+	}
+}
+
+// ended fails the calls waiting on a stream that has ended, and closes it.
+func (c *FrameClient) ended(err error) {
+	c.mu.Lock()
+	if c.broken == nil {
+		c.broken = err
+	}
+	for id, ch := range c.pending {
+		ch <- &pb.CallFrame{Id: id, Code: int32(codes.Unavailable), Message: "call stream closed: " + c.broken.Error()}
+		delete(c.pending, id)
+	}
+	stop := c.stop
+	c.mu.Unlock()
+	stop()
+}
+
+// await waits for the answer to call id: on ch, or, when the callers read
+// the stream, by reading it once no other caller does.
+func (c *FrameClient) await(ctx context.Context, s FrameStream, id uint64, ch chan *pb.CallFrame) (*pb.CallFrame, error) {
+	if !c.direct {
+		select {
+		case ans := <-ch:
+			return ans, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	for {
 		c.mu.Lock()
-		ch := c.pending[f.GetId()]
-		delete(c.pending, f.GetId())
+		select {
+		case ans := <-ch:
+			c.mu.Unlock()
+			return ans, nil
+		default:
+		}
+		if !c.reading {
+			c.reading = true
+			c.mu.Unlock()
+			return c.readFor(ctx, s.(recvDeadliner), s, id, ch)
+		}
 		c.mu.Unlock()
-		if ch != nil {
-			ch <- f
+		select {
+		case ans := <-ch:
+			return ans, nil
+		case <-c.free: // the reader has left: take up the reading
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// readFor reads the stream, handing on the answers of other calls, until
+// the answer to call id comes or ctx ends; then it leaves the reading to
+// another waiting caller.
+func (c *FrameClient) readFor(ctx context.Context, rd recvDeadliner, s FrameStream, id uint64, ch chan *pb.CallFrame) (*pb.CallFrame, error) {
+	var stop func() bool
+	if ctx.Done() != nil {
+		// A context that ends interrupts the read; what was read of a
+		// frame stays for the next reader.
+		stop = context.AfterFunc(ctx, func() { _ = rd.SetRecvDeadline(time.Now()) })
+	}
+	defer func() {
+		if stop != nil && !stop() {
+			_ = rd.SetRecvDeadline(time.Time{}) // its interruption is done with
+		}
+		c.mu.Lock()
+		c.reading = false
+		waiting := len(c.pending) > 0
+		c.mu.Unlock()
+		if waiting {
+			select {
+			case c.free <- struct{}{}:
+			default: // a caller is already called to read
+			}
+		}
+	}()
+	for {
+		f, err := s.Recv()
+		switch {
+		case err == nil:
+			if f.GetId() != id {
+				c.deliver(f)
+				continue
+			}
+			c.mu.Lock()
+			delete(c.pending, id)
+			c.mu.Unlock()
+			return f, nil
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			// An earlier reader's interruption, come late: read on.
+			_ = rd.SetRecvDeadline(time.Time{})
+		default:
+			c.ended(err)
+			return <-ch, nil // ended answered this call too
 		}
 	}
 }
@@ -280,20 +399,19 @@ func (c *FrameClient) call(ctx context.Context, method string, req, resp proto.M
 		c.forget(id)
 		return status.Error(codes.Unavailable, "call stream closed: "+err.Error())
 	}
-	select {
-	case ans := <-ch:
-		if code := codes.Code(ans.GetCode()); code != codes.OK {
-			return status.Error(code, ans.GetMessage())
-		}
-		if err := proto.Unmarshal(ans.GetResponse(), resp); err != nil {
-			return status.Errorf(codes.Internal, "decode the answer to %s: %v", method, err)
-		}
-		return nil
-	case <-ctx.Done():
+	ans, err := c.await(ctx, s, id, ch)
+	if err != nil {
 		c.forget(id)
 		_ = c.send(s, &pb.CallFrame{Id: id, Cancel: true}, time.Now().Add(minSendWait))
-		return status.FromContextError(ctx.Err()).Err()
+		return status.FromContextError(err).Err()
 	}
+	if code := codes.Code(ans.GetCode()); code != codes.OK {
+		return status.Error(code, ans.GetMessage())
+	}
+	if err := proto.Unmarshal(ans.GetResponse(), resp); err != nil {
+		return status.Errorf(codes.Internal, "decode the answer to %s: %v", method, err)
+	}
+	return nil
 }
 
 // Call runs one call of method on c, or as the RPC rpc when frames cannot

@@ -40,6 +40,13 @@ type Lane struct {
 	write func([]byte) error // writes all of a frame
 	max   int                // the largest frame it reads
 	buf   []byte             // Send's buffer, reused (sends are serialised)
+
+	// The frame being read, kept across a Recv that a read deadline
+	// interrupts, so that the next Recv goes on where it stopped.
+	head [4]byte
+	hn   int    // bytes of head read
+	body []byte // nil until head is whole
+	bn   int    // bytes of body read
 }
 
 // NewLane makes conn a lane whose frames are at most maxBytes (the message
@@ -73,26 +80,48 @@ func (l *Lane) Send(f *pb.CallFrame) error {
 	return l.write(buf)
 }
 
-// Recv reads the next frame. A frame over the limit ends the lane.
+// Recv reads the next frame. A frame over the limit ends the lane. A Recv
+// interrupted by the read deadline (SetRecvDeadline) loses nothing: the
+// next one goes on with the same frame.
 func (l *Lane) Recv() (*pb.CallFrame, error) {
-	var head [4]byte
-	if _, err := io.ReadFull(l.r, head[:]); err != nil {
-		return nil, err
+	for l.body == nil {
+		if l.hn < len(l.head) {
+			n, err := l.r.Read(l.head[l.hn:])
+			l.hn += n
+			if err != nil {
+				return nil, err
+			}
+			continue
+		}
+		n := binary.BigEndian.Uint32(l.head[:])
+		if uint64(n) > uint64(l.max) {
+			return nil, fmt.Errorf("frame of %d bytes is over the lane's %d-byte limit", n, l.max)
+		}
+		l.body, l.bn = make([]byte, n), 0
 	}
-	n := binary.BigEndian.Uint32(head[:])
-	if uint64(n) > uint64(l.max) {
-		return nil, fmt.Errorf("frame of %d bytes is over the lane's %d-byte limit", n, l.max)
+	for l.bn < len(l.body) {
+		n, err := l.r.Read(l.body[l.bn:])
+		l.bn += n
+		if err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
 	}
-	body := make([]byte, n)
-	if _, err := io.ReadFull(l.r, body); err != nil {
-		return nil, err
-	}
+	body := l.body
+	l.body, l.hn = nil, 0
 	f := &pb.CallFrame{}
 	if err := proto.Unmarshal(body, f); err != nil {
 		return nil, fmt.Errorf("bad frame: %w", err)
 	}
 	return f, nil
 }
+
+// SetRecvDeadline bounds the Recv in progress and those that follow: past
+// it, Recv fails with os.ErrDeadlineExceeded and keeps what it has read of
+// its frame. The zero time lifts the bound.
+func (l *Lane) SetRecvDeadline(t time.Time) error { return l.conn.SetReadDeadline(t) }
 
 // SetSendDeadline bounds the sends that follow: a Send past it fails, and
 // may have written part of its frame (the lane is then unusable).

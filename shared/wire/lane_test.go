@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -497,4 +498,82 @@ func TestLaneInlineCallsMany(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// TestLaneReaderGivesUp: the callers read their answers themselves; when
+// the one reading gives up (its context ends), a caller still waiting
+// takes up the reading and gets its answer.
+func TestLaneReaderGivesUp(t *testing.T) {
+	started := make(chan string, 2)
+	release := make(chan struct{})
+	c, _ := lanePeers(t, func(ctx context.Context, f *pb.CallFrame) (proto.Message, error) {
+		return HandleFrame(ctx, f, "plugkit.v1.Plugin", func(ctx context.Context, req *pb.GuardRequest) (*pb.GuardResponse, error) {
+			name := req.GetExecution().GetName()
+			started <- name
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return nil, status.FromContextError(ctx.Err()).Err()
+			}
+			return &pb.GuardResponse{Reason: name}, nil
+		}, nil)
+	}, never)
+	actx, cancelA := context.WithCancel(t.Context())
+	defer cancelA()
+	a := make(chan error, 1)
+	go func() { _, err := guard(actx, c, "a"); a <- err }()
+	<-started // a reads the lane now: the only caller
+	b := make(chan string, 1)
+	go func() {
+		got, err := guard(t.Context(), c, "b")
+		if err != nil {
+			got = err.Error()
+		}
+		b <- got
+	}()
+	<-started
+	cancelA()
+	if err := <-a; status.Code(err) != codes.Canceled {
+		t.Fatalf("a: err = %v, want CANCELLED", err)
+	}
+	close(release)
+	select {
+	case got := <-b:
+		if got != "b" {
+			t.Fatalf("b = %q, want its own answer", got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("b was never answered after a gave up the reading")
+	}
+}
+
+// TestLaneRecvInterrupted: a Recv the read deadline interrupts mid-frame
+// keeps what it read; the next Recv returns the whole frame.
+func TestLaneRecvInterrupted(t *testing.T) {
+	host, peer := lanePair(t)
+	defer host.Close()
+	defer peer.Close()
+	raw, err := proto.Marshal(&pb.CallFrame{Id: 7, Method: "Guard", Request: []byte(strings.Repeat("x", 1000))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	frame := append([]byte{0, 0, byte(len(raw) >> 8), byte(len(raw))}, raw...)
+	l := NewLane(host, laneLimit)
+	for _, cut := range []int{2, 300} { // in the header, in the body
+		if _, err := peer.Write(frame[:cut]); err != nil {
+			t.Fatal(err)
+		}
+		_ = l.SetRecvDeadline(time.Now().Add(20 * time.Millisecond))
+		if _, err := l.Recv(); !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("cut at %d: err = %v, want the deadline", cut, err)
+		}
+		_ = l.SetRecvDeadline(time.Time{})
+		if _, err := peer.Write(frame[cut:]); err != nil {
+			t.Fatal(err)
+		}
+		f, err := l.Recv()
+		if err != nil || f.GetId() != 7 || len(f.GetRequest()) != 1000 {
+			t.Fatalf("cut at %d: got %v, %v; want the whole frame", cut, f, err)
+		}
+	}
 }
