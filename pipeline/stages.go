@@ -228,18 +228,25 @@ type guardVerdict struct {
 	done        chan struct{}
 }
 
-// guardConcurrently starts every concurrent guard that wants the call, then
-// walks all the guards in registration order: an in-order guard runs on
-// this goroutine (while the others run), a concurrent one is waited for.
-// The first denial in that order is the answer, as it would have been one
-// by one; the guards after it are cancelled and waited for, so that none
-// outlives the call.
+// guardConcurrently starts every concurrent guard that wants the call but
+// the first, then walks all the guards in registration order: an in-order
+// guard, and the first concurrent one, run on this goroutine (while the
+// others run), the other concurrent ones are waited for. The first denial
+// in that order is the answer, as it would have been one by one; the
+// guards after it are cancelled and waited for, so that none outlives the
+// call. (The first runs here because this goroutine would only wait for
+// it: a goroutine of its own cost a start and a wake-up per call.)
 func guardConcurrently(ctx context.Context, s *snapshot, e *Execution, n int) (reason, who string) {
 	gctx, cancel := context.WithCancel(ctx)
-	verdicts := make([]guardVerdict, 0, n)
+	verdicts := make([]guardVerdict, 0, n-1)
+	first := -1
 	for i := range s.guards {
 		g := &s.guards[i]
 		if !g.concurrent || !g.wants(e.name) {
+			continue
+		}
+		if first < 0 {
+			first = i
 			continue
 		}
 		verdicts = append(verdicts, guardVerdict{done: make(chan struct{})})
@@ -261,7 +268,7 @@ func guardConcurrently(ctx context.Context, s *snapshot, e *Execution, n int) (r
 		if !g.wants(e.name) {
 			continue
 		}
-		if g.concurrent {
+		if g.concurrent && i != first {
 			v := &verdicts[next]
 			next++
 			<-v.done
@@ -270,7 +277,11 @@ func guardConcurrently(ctx context.Context, s *snapshot, e *Execution, n int) (r
 			}
 			continue
 		}
-		if reason, who := runGuard(ctx, g, e); who != "" {
+		gc := ctx
+		if i == first {
+			gc = gctx
+		}
+		if reason, who := runGuard(gc, g, e); who != "" {
 			return reason, who
 		}
 	}
