@@ -165,7 +165,7 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 			Name: p.Name, State: p.State.String(), PID: p.PID, Started: p.Started,
 			Restarts: p.Restarts, Critical: p.Critical, Tools: p.Tools, LastError: p.LastError,
 			LastExit: p.LastExit, Stderr: p.Stderr, Sandbox: p.Sandbox, Problem: p.Problem,
-			Calls: p.Calls,
+			Calls: p.Calls, Protocol: p.Protocol,
 		}
 		if ps.Tools == nil {
 			ps.Tools = []string{}

@@ -33,6 +33,8 @@ type PluginStatus struct {
 	// Calls says how the host calls the running process: "lanes",
 	// "stream" or "rpc" (see remote.Status.Calls).
 	Calls string `json:"calls,omitempty"`
+	// Protocol is the plugin protocol version the process speaks.
+	Protocol int `json:"protocol,omitempty"`
 }
 
 // Status is GET /v1/status.

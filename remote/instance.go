@@ -143,7 +143,7 @@ func (m *Manager) launch(ctx context.Context, spec Spec) (*instance, error) {
 	stderr := &stderrTail{}
 	cfg := &plugin.ClientConfig{
 		HandshakeConfig:  wire.Handshake,
-		Plugins:          wire.ClientPlugins(m.opts.MaxMessageBytes),
+		VersionedPlugins: wire.VersionedClientPlugins(m.opts.MaxMessageBytes),
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		AutoMTLS:         !m.opts.DisableMTLS,
 		Logger:           log,
@@ -253,6 +253,8 @@ func (in *instance) describe(ctx context.Context) (*pb.DescribeResponse, error) 
 	}
 	switch {
 	case in.unaryCalls:
+	case in.gp.NegotiatedVersion() < wire.FramesVersion:
+		// An older plugin: it knows no frames, whatever it answered.
 	case resp.GetCallLanes() && in.lanes != nil:
 		in.calls.enable(in.lanes.calls)
 	case resp.GetCallStream():

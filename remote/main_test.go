@@ -83,15 +83,16 @@ func buildTestPlugin(out string) error {
 	return goBuild(out, "github.com/plugkit-go/plugkit/internal/testplugin")
 }
 
-// goBuild builds the main package pkg into out.
-func goBuild(out, pkg string) error {
+// goBuild builds the main package pkg into out, with go build's flags
+// before it.
+func goBuild(out, pkg string, flags ...string) error {
 	gobin := "go"
 	if p, err := exec.LookPath("go"); err == nil {
 		gobin = p
 	} else if root := runtime.GOROOT(); root != "" {
 		gobin = filepath.Join(root, "bin", "go")
 	}
-	cmd := exec.Command(gobin, "build", "-o", out, pkg)
+	cmd := exec.Command(gobin, append(append([]string{"build", "-o", out}, flags...), pkg)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {

@@ -393,6 +393,9 @@ type Status struct {
 	// "lanes" (call lanes, the plugin's calls back on them too),
 	// "stream" (Plugin.Calls) or "rpc" (an RPC per call).
 	Calls string
+	// Protocol is the plugkit protocol version the running process speaks
+	// (wire.ProtocolVersions): one of version 1 is called with RPCs only.
+	Protocol int
 }
 
 // Status describes every managed plugin in load order.
@@ -416,6 +419,7 @@ func (m *Manager) Status() []Status {
 			st.Problem = in.currentProblem()
 			st.StartTook = in.startTook
 			st.Calls = in.calls.transport()
+			st.Protocol = in.gp.NegotiatedVersion()
 		}
 		st.Restarts = mp.restarts
 		st.LastExit, st.Stderr = mp.lastExit, slices.Clone(mp.lastStderr)

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/hashicorp/go-hclog"
@@ -71,24 +73,50 @@ func serve(d *definition) error {
 		return err
 	}
 
+	set := plugin.PluginSet{wire.PluginName: &wire.GRPCPlugin{
+		PluginServer: func(b *plugin.GRPCBroker) pb.PluginServer {
+			s := newServer(d, log, maxBytes, b.DialWithOptions)
+			s.tracing = tr
+			tr.attach(s)
+			if lanes {
+				s.serveLanes(callLane, callbackLane)
+			}
+			return s
+		},
+		MaxMessageBytes: maxBytes,
+	}}
+	// The same plugin for every version the SDK speaks: go-plugin takes the
+	// newest the host offers. Under a host of version 1 the plugin's frame
+	// flags in Describe are fields that host does not know.
+	versioned := map[int]plugin.PluginSet{}
+	for _, v := range servedVersions() {
+		versioned[v] = set
+	}
 	plugin.Serve(&plugin.ServeConfig{
-		HandshakeConfig: wire.Handshake,
-		Plugins: plugin.PluginSet{wire.PluginName: &wire.GRPCPlugin{
-			PluginServer: func(b *plugin.GRPCBroker) pb.PluginServer {
-				s := newServer(d, log, maxBytes, b.DialWithOptions)
-				s.tracing = tr
-				tr.attach(s)
-				if lanes {
-					s.serveLanes(callLane, callbackLane)
-				}
-				return s
-			},
-			MaxMessageBytes: maxBytes,
-		}},
-		GRPCServer: wire.NewGRPCServer(maxBytes, append(recoverInterceptors(log), tr.serverOptions()...)...),
-		Logger:     log,
+		HandshakeConfig:  wire.Handshake,
+		VersionedPlugins: versioned,
+		GRPCServer:       wire.NewGRPCServer(maxBytes, append(recoverInterceptors(log), tr.serverOptions()...)...),
+		Logger:           log,
 	})
 	return nil
+}
+
+// servedProtocols lists the protocol versions the SDK serves, "1,2";
+// empty for all of wire.ProtocolVersions. Tests build a plugin of an older
+// version by setting it at link time (-ldflags -X).
+var servedProtocols string
+
+func servedVersions() []int {
+	if servedProtocols == "" {
+		return wire.ProtocolVersions
+	}
+	var vs []int
+	for _, s := range strings.Split(servedProtocols, ",") {
+		if v, err := strconv.Atoi(s); err == nil {
+			vs = append(vs, v)
+		}
+	}
+	return vs
 }
 
 // holdTerm keeps SIGTERM from ending the process: the host ends its plugins

@@ -73,7 +73,7 @@ func (s *server) Describe(context.Context, *pb.DescribeRequest) (*pb.DescribeRes
 		Name:             s.def.name,
 		Version:          s.def.version,
 		SdkVersion:       Version,
-		ProtocolVersion:  wire.ProtocolVersion,
+		ProtocolVersion:  uint32(wire.NegotiatedVersion(servedVersions())),
 		ConfigSchemaJson: s.def.schema,
 		Inject:           s.def.inject,
 		Provides:         s.def.provides,

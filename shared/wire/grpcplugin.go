@@ -113,3 +113,15 @@ const serveHostWait = 10 * time.Second
 func ClientPlugins(maxBytes int) plugin.PluginSet {
 	return plugin.PluginSet{PluginName: &GRPCPlugin{MaxMessageBytes: maxBytes}}
 }
+
+// VersionedClientPlugins is ClientPlugins for every version in
+// ProtocolVersions, as go-plugin's ClientConfig.VersionedPlugins: the host
+// serves plugins of each (the client's NegotiatedVersion says which one a
+// plugin speaks).
+func VersionedClientPlugins(maxBytes int) map[int]plugin.PluginSet {
+	sets := make(map[int]plugin.PluginSet, len(ProtocolVersions))
+	for _, v := range ProtocolVersions {
+		sets[v] = ClientPlugins(maxBytes)
+	}
+	return sets
+}

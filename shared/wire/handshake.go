@@ -1,6 +1,11 @@
 package wire
 
 import (
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
 	"github.com/hashicorp/go-plugin"
 )
 
@@ -11,11 +16,43 @@ import (
 //   - 1: first version. Plugin and Host services of package plugkit.v1, values
 //     as JSON bytes, plugin-chosen handler ids, FILTER and WRAP listeners with
 //     Host.Next call tokens, stage-5 results on one client stream.
+//   - 2: calls as frames. A plugin may serve the host's calls as CallFrames
+//     on the Plugin.Calls stream and on an inherited call lane, and call the
+//     host back on a second lane (DescribeResponse.call_stream, call_lanes;
+//     shared/README.md). Only a plugin that speaks 2 is called with frames:
+//     one that speaks 1 gets an RPC per call, as before.
 //
-// Bump it only for a change an older host or plugin cannot survive (a removed
-// field, a changed meaning); added fields and RPCs keep the version. A host
-// that supports several versions lists them in go-plugin's VersionedPlugins.
-const ProtocolVersion = 1
+// Bump it for a change an older host or plugin cannot survive (a removed
+// field, a changed meaning) or, as for 2, for a new way of calling that
+// both sides must know of. Host and SDK speak every version in
+// ProtocolVersions, through go-plugin's VersionedPlugins: the newest both
+// sides speak is used, so an older plugin is still served and an SDK
+// plugin still runs under an older host.
+const ProtocolVersion = 2
+
+// ProtocolVersions are the versions host and SDK speak, oldest first.
+var ProtocolVersions = []int{1, 2}
+
+// FramesVersion is the first version whose plugins are called with frames.
+const FramesVersion = 2
+
+// NegotiatedVersion is the version go-plugin settles on in a plugin
+// process: the newest of versions that the host offers in its
+// environment (PLUGIN_PROTOCOL_VERSIONS), or ProtocolVersion when the host
+// says nothing; 0 when they share none.
+func NegotiatedVersion(versions []int) int {
+	offered := os.Getenv("PLUGIN_PROTOCOL_VERSIONS")
+	if offered == "" {
+		return ProtocolVersion
+	}
+	best := 0
+	for _, s := range strings.Split(offered, ",") {
+		if v, err := strconv.Atoi(strings.TrimSpace(s)); err == nil && v > best && slices.Contains(versions, v) {
+			best = v
+		}
+	}
+	return best
+}
 
 // Handshake is the go-plugin handshake both sides must agree on. The cookie is
 // not a secret: it only stops a user from running a plugin binary by hand and

@@ -24,8 +24,12 @@ from ._values import (
 from .proto import plugkit_pb2 as pb
 from .proto import plugkit_pb2_grpc as pb_grpc
 
-#: The plugkit protocol version this SDK speaks.
-PROTOCOL_VERSION = 1
+#: The plugkit protocol versions this SDK speaks, oldest first: 2 has calls
+#: as frames (the call stream, the call lanes), which a host of version 1
+#: does not know. The host and the plugin use the newest both speak.
+PROTOCOL_VERSIONS = (1, 2)
+#: The newest of them.
+PROTOCOL_VERSION = PROTOCOL_VERSIONS[-1]
 SDK_VERSION = "python-0.1.0"
 
 
@@ -216,8 +220,9 @@ class _Gate:
 class PluginServer(pb_grpc.PluginServicer):
     """The Plugin service: the host's calls into the plugin."""
 
-    def __init__(self, plugin, host_link, max_bytes, log):
+    def __init__(self, plugin, host_link, max_bytes, log, protocol_version=PROTOCOL_VERSION):
         self.plugin = plugin
+        self.protocol_version = protocol_version
         self._link = host_link
         self._max = self.max_bytes = max_bytes
         self._log = log
@@ -311,7 +316,7 @@ class PluginServer(pb_grpc.PluginServicer):
             name=p.name,
             version=p.version,
             sdk_version=SDK_VERSION,
-            protocol_version=PROTOCOL_VERSION,
+            protocol_version=self.protocol_version,
             config_schema_json=self.schema,
             inject=list(p.inject),
             provides=list(p.provides),

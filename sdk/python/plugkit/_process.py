@@ -21,7 +21,7 @@ import threading
 import grpc
 
 from ._cert import Certificate
-from ._plugin import PROTOCOL_VERSION, PluginServer
+from ._plugin import PROTOCOL_VERSION, PROTOCOL_VERSIONS, PluginServer
 from .proto import grpc_broker_pb2_grpc, grpc_controller_pb2, grpc_controller_pb2_grpc
 from .proto import grpc_stdio_pb2_grpc, health_pb2, health_pb2_grpc
 from .proto import plugkit_pb2_grpc as pb_grpc
@@ -214,10 +214,15 @@ def serve(plugin):
     if os.environ.get(MAGIC_COOKIE_KEY) != MAGIC_COOKIE_VALUE:
         sys.stderr.write("This is a plugkit plugin: the plugkit host starts it (see its deployment file).\n")
         sys.exit(1)
-    versions = os.environ.get("PLUGIN_PROTOCOL_VERSIONS", str(PROTOCOL_VERSION)).split(",")
-    if str(PROTOCOL_VERSION) not in versions:
-        sys.stderr.write("plugin speaks plugkit protocol %d; the host accepts %s\n" % (PROTOCOL_VERSION, ",".join(versions)))
+    offered = os.environ.get("PLUGIN_PROTOCOL_VERSIONS", str(PROTOCOL_VERSION)).split(",")
+    common = [v for v in PROTOCOL_VERSIONS if str(v) in (o.strip() for o in offered)]
+    if not common:
+        sys.stderr.write(
+            "plugin speaks plugkit protocol %s; the host accepts %s\n"
+            % (",".join(map(str, PROTOCOL_VERSIONS)), ",".join(offered))
+        )
         sys.exit(1)
+    version = common[-1]  # the newest both speak, as go-plugin picks it
 
     root = logging.getLogger()
     root.handlers[:] = [_JSONLogHandler()]
@@ -229,7 +234,7 @@ def serve(plugin):
     cert = Certificate() if host_cert else None
     done = threading.Event()
     link = _HostLink(cert, host_cert, max_bytes)
-    plugin_server = PluginServer(plugin, link, max_bytes, log)
+    plugin_server = PluginServer(plugin, link, max_bytes, log, version)
     _take_lanes(plugin_server, log)
 
     # Long-lived streams (broker, stdio, results) hold a worker each.
@@ -262,7 +267,7 @@ def serve(plugin):
 
     # The handshake: one line on stdout, then stdout is never written again
     # (what the plugin prints goes to stderr, which the host relays).
-    line = "1|%d|unix|%s|grpc|%s\n" % (PROTOCOL_VERSION, path, cert.handshake_field() if cert else "")
+    line = "1|%d|unix|%s|grpc|%s\n" % (version, path, cert.handshake_field() if cert else "")
     os.write(1, line.encode())
     os.dup2(2, 1)
     sys.stdout = sys.stderr
