@@ -8,7 +8,14 @@
 //   - the plain Go values that cross the wire (types.go) and the one place
 //     that converts them to and from the generated messages (convert.go);
 //   - the gRPC message-size options, raised on both sides above gRPC's 4 MiB
-//     default to one configured maximum (msgsize.go).
+//     default to one configured maximum (msgsize.go);
+//   - calls as frames, both ways: the client (frames.go) and the server
+//     (frameserver.go) that carry the calls on a gRPC call stream or on a
+//     call lane, an inherited socket pair (lane.go, lane_unix.go, read and
+//     written with raw system calls on Linux: lane_linux.go). Both are
+//     built to wake no second thread per call: a server runs a call on the
+//     goroutine that read it (BeforeWait hands the reading on), and on a
+//     lane the callers read their own answers.
 //
 // The generated messages and services live in package pb; the protocol is
 // described for other languages in shared/README.md.

@@ -365,13 +365,13 @@ func (c *FrameClient) call(ctx context.Context, method string, req, resp proto.M
 	if err != nil || len(raw) > c.cfg.MaxMessageBytes-CallFrameOverhead {
 		return ErrUnary // the RPC fails as it should, or fits where a frame would not
 	}
+	BeforeWait(ctx) // for a slot, then for the answer
 	select {
 	case c.slots <- struct{}{}:
 	case <-ctx.Done():
 		return status.FromContextError(ctx.Err()).Err()
 	}
 	defer func() { <-c.slots }()
-	BeforeWait(ctx)
 	s, id, ch, err := c.register()
 	if err != nil {
 		if errors.Is(err, ErrUnary) {

@@ -79,7 +79,7 @@ type serving struct {
 	s       FrameStream
 	ctx     context.Context
 	sendMu  sync.Mutex
-	running sync.WaitGroup // the calls, the readers handed over to, the watch
+	running sync.WaitGroup // the readers handed on to (with their calls), the watch
 	pool    *workers
 	slots   chan struct{} // nil when unbounded
 	ended   chan struct{} // closed when the stream has ended
