@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -21,8 +22,8 @@ import (
 	"github.com/plugkit-go/plugkit/shared/sdk"
 )
 
-// The bridge's logic, in process: the test server of mcptestserver over the
-// SDK's in-memory transport, and a fake host that records registrations.
+// The bridge's logic, in process: the test server of mcptestserver over an
+// in-memory pipe, and a fake host that records registrations.
 
 // fakeHost records what the bridge registered.
 type fakeHost struct {
@@ -103,9 +104,13 @@ type inMemory struct {
 	srv     *mcptestserver.Server
 	log     *syncBuffer
 	session *mcp.ServerSession
-	host    *fakeHost
-	bridge  *bridge
-	gone    chan error
+	// drop drops the connection under the server, as a server that dies
+	// does (the session's Close is a graceful one: it waits for the calls
+	// the server is running).
+	drop   func()
+	host   *fakeHost
+	bridge *bridge
+	gone   chan error
 }
 
 func startInMemory(t *testing.T, cfg Config) *inMemory {
@@ -120,7 +125,9 @@ func startInMemory(t *testing.T, cfg Config) *inMemory {
 	}
 	m := &inMemory{log: &syncBuffer{}, host: newFakeHost(), gone: make(chan error, 1)}
 	m.srv = mcptestserver.New(m.log)
-	st, ct := mcp.NewInMemoryTransports()
+	sc, cc := net.Pipe()
+	m.drop = func() { _ = sc.Close() }
+	st, ct := &mcp.IOTransport{Reader: sc, Writer: sc}, &mcp.IOTransport{Reader: cc, Writer: cc}
 	m.session, err = m.srv.Connect(ctx, st, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -268,7 +275,7 @@ func TestBridgeServerGone(t *testing.T) {
 	for m.srv.Calls() < 1 {
 		time.Sleep(5 * time.Millisecond)
 	}
-	_ = m.session.Close() // the server goes away mid-call
+	m.drop() // the server goes away mid-call
 	select {
 	case err := <-m.gone:
 		if !errors.Is(err, errServerGone) {
