@@ -143,3 +143,92 @@ func TestConcurrentGuardFailureDenies(t *testing.T) {
 		t.Errorf("got %q decided by %q", r.Error.Message, r.DecidedBy)
 	}
 }
+
+// startedGuard is a plugin with one guard given in two steps.
+func startedGuard(name string, start pipeline.GuardStart) fakePlugin {
+	return fakePlugin{name: name, apply: func(reg *pipeline.Registrar) error {
+		_, err := reg.StartedGuard(start)
+		return err
+	}}
+}
+
+// Started guards are all started before any is waited for, on the
+// caller's goroutine, among concurrent guards of the other kind; the
+// first denial in registration order wins, and a started guard after it
+// is still waited for, its context cancelled.
+func TestStartedGuards(t *testing.T) {
+	ctx := testCtx(t)
+	k, tools := newTools(t, pipeline.Options{})
+	var (
+		started  atomic.Int32
+		lastWait = make(chan error, 1)
+	)
+	start := func(verdict string, last bool) pipeline.GuardStart {
+		return func(ctx context.Context, e *pipeline.Execution) func() (string, error) {
+			started.Add(1)
+			return func() (string, error) {
+				if n := started.Load(); n != 3 {
+					return "", errors.New("waited for before every started guard was started")
+				}
+				if last {
+					<-ctx.Done()
+					lastWait <- ctx.Err()
+					return "", ctx.Err()
+				}
+				return verdict, nil
+			}
+		}
+	}
+	load(t, k,
+		fakePlugin{name: "P", tools: []pipeline.Tool{addTool()}}.plugin(),
+		startedGuard("S1", start("", false)).plugin(),
+		concurrentGuard("C1", func(context.Context, *pipeline.Execution) (string, error) { return "", nil }).plugin(),
+		startedGuard("S2", start("S2 says no", false)).plugin(),
+		concurrentGuard("C2", func(context.Context, *pipeline.Execution) (string, error) { return "C2 says no", nil }).plugin(),
+		startedGuard("S3", start("", true)).plugin(),
+	)
+	r := tools.Execute(ctx, "add", json.RawMessage(`{"a":2,"b":3}`), "c")
+	wantCode(t, r, pipeline.CodeDenied)
+	if r.DecidedBy != "S2" || r.Error.Message != "S2 says no" {
+		t.Errorf("denied by %q with %q, want S2's denial", r.DecidedBy, r.Error.Message)
+	}
+	select {
+	case err := <-lastWait:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("the started guard after the denial saw %v, want its context cancelled", err)
+		}
+	default:
+		t.Error("the started guard after the denial was never waited for")
+	}
+}
+
+// A started guard that panics, in either step, denies, named.
+func TestStartedGuardPanics(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		start pipeline.GuardStart
+	}{
+		{"start", func(context.Context, *pipeline.Execution) func() (string, error) { panic("boom") }},
+		{"wait", func(context.Context, *pipeline.Execution) func() (string, error) {
+			return func() (string, error) { panic("boom") }
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := testCtx(t)
+			k, tools := newTools(t, pipeline.Options{})
+			pass := func(context.Context, *pipeline.Execution) func() (string, error) {
+				return func() (string, error) { return "", nil }
+			}
+			load(t, k,
+				fakePlugin{name: "P", tools: []pipeline.Tool{addTool()}}.plugin(),
+				startedGuard("A", pass).plugin(),
+				startedGuard("B", tc.start).plugin(),
+			)
+			r := tools.Execute(ctx, "add", json.RawMessage(`{"a":2,"b":3}`), "c")
+			wantCode(t, r, pipeline.CodeDenied)
+			if r.DecidedBy != "B" || r.Error.Message != "guard of B failed: panic: boom" {
+				t.Errorf("denied by %q with %q, want B's failure", r.DecidedBy, r.Error.Message)
+			}
+		})
+	}
+}

@@ -14,6 +14,13 @@ type DecideNext func(ctx context.Context) Decision
 // one passes. A guard cannot allow.
 type GuardFunc func(ctx context.Context, e *Execution) (reason string, err error)
 
+// GuardStart is a guard in two steps: it starts the check (a request sent
+// to another process) and returns what waits for the verdict, which the
+// pipeline calls exactly once. The pipeline starts every such guard of a
+// call before it waits for any, on the caller's goroutine (see
+// Registrar.StartedGuard).
+type GuardStart func(ctx context.Context, e *Execution) (wait func() (reason string, err error))
+
 // ApproverFunc answers an Ask. Only approved == true with a nil error lets
 // the call proceed.
 type ApproverFunc func(ctx context.Context, e *Execution, reason string) (approved bool, err error)

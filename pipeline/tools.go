@@ -237,6 +237,9 @@ type entry[F any] struct {
 	// concurrent: the guard may run at the same time as the call's other
 	// concurrent guards (see Registrar.ConcurrentGuard).
 	concurrent bool
+	// start, when set, is the concurrent guard fn in two steps
+	// (Registrar.StartedGuard).
+	start GuardStart
 }
 
 func (e *entry[F]) wants(tool string) bool {
@@ -386,6 +389,19 @@ func (r *Registrar) ConcurrentGuard(fn GuardFunc, tools ...string) (*kernel.Effe
 	e := newEntry(fn, r.s.Name(), tools)
 	e.concurrent = true
 	return r.s.Contribute(PointGuards, "", 0, e)
+}
+
+// StartedGuard adds a concurrent guard (see ConcurrentGuard) given in two
+// steps: start sends its check, the func it returns waits for the
+// verdict. Among a call's concurrent guards, the started ones are all
+// started on the caller's goroutine before any is waited for, so N guards
+// in N processes cost about one round trip and no goroutine each. Alone,
+// or among in-order guards, it runs as start then wait.
+func (r *Registrar) StartedGuard(start GuardStart, tools ...string) (*kernel.Effect, error) {
+	fn := func(ctx context.Context, e *Execution) (string, error) { return start(ctx, e)() }
+	g := newEntry(GuardFunc(fn), r.s.Name(), tools)
+	g.concurrent, g.start = true, start
+	return r.s.Contribute(PointGuards, "", 0, g)
 }
 
 // OnPreExecute adds a stage-1 listener; tools, when given, limits it.

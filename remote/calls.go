@@ -88,8 +88,10 @@ func (c *calls) PreExecute(ctx context.Context, req *pb.PreExecuteRequest) (*pb.
 	return wire.Call(ctx, c.frames, "PreExecute", req, func(ctx context.Context) (*pb.PreExecuteResponse, error) { return c.unary.PreExecute(ctx, req) })
 }
 
-func (c *calls) Guard(ctx context.Context, req *pb.GuardRequest) (*pb.GuardResponse, error) {
-	return wire.Call(ctx, c.frames, "Guard", req, func(ctx context.Context) (*pb.GuardResponse, error) { return c.unary.Guard(ctx, req) })
+// startGuard sends a Guard call and returns what waits for its answer
+// (wire.Start): a call's remote guards go out at once.
+func (c *calls) startGuard(ctx context.Context, req *pb.GuardRequest) func() (*pb.GuardResponse, error) {
+	return wire.Start(ctx, c.frames, "Guard", req, func(ctx context.Context) (*pb.GuardResponse, error) { return c.unary.Guard(ctx, req) })
 }
 
 func (c *calls) WrapExecute(ctx context.Context, req *pb.WrapExecuteRequest) (*pb.WrapExecuteResponse, error) {

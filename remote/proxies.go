@@ -156,22 +156,27 @@ func (in *instance) toolProxy(handler, name string) pipeline.ToolFunc {
 	}
 }
 
-func (in *instance) guardProxy(handler string) pipeline.GuardFunc {
-	return func(ctx context.Context, e *pipeline.Execution) (string, error) {
+// guardProxy is a remote guard in two steps: start sends the check, the
+// func it returns waits for the verdict (pipeline.Registrar.StartedGuard).
+func (in *instance) guardProxy(handler string) pipeline.GuardStart {
+	return func(ctx context.Context, e *pipeline.Execution) func() (string, error) {
 		rctx, cancel := in.filterCtx(ctx)
-		defer cancel()
 		start := time.Now()
-		resp, err := in.calls.Guard(rctx, &pb.GuardRequest{HandlerId: handler, Execution: toExecution(e)})
-		in.timed("guard", start)
-		if err != nil {
-			_ = settle(rctx, err)
-			return "", in.callErr("guard", err)
+		wait := in.calls.startGuard(rctx, &pb.GuardRequest{HandlerId: handler, Execution: toExecution(e)})
+		return func() (string, error) {
+			defer cancel()
+			resp, err := wait()
+			in.timed("guard", start)
+			if err != nil {
+				_ = settle(rctx, err)
+				return "", in.callErr("guard", err)
+			}
+			if resp.GetError() != "" {
+				_ = settle(rctx, nil)
+				return "", in.answered(ctx, rctx, nil, "guard", resp.GetError())
+			}
+			return resp.GetReason(), nil
 		}
-		if resp.GetError() != "" {
-			_ = settle(rctx, nil)
-			return "", in.answered(ctx, rctx, nil, "guard", resp.GetError())
-		}
-		return resp.GetReason(), nil
 	}
 }
 

@@ -361,23 +361,43 @@ func (c *FrameClient) Invoke(ctx context.Context, method string, req, resp proto
 
 // call sends one call and waits for its answer.
 func (c *FrameClient) call(ctx context.Context, method string, req, resp proto.Message) error {
+	p, err := c.start(ctx, method, req)
+	if err != nil {
+		return err
+	}
+	return p.wait(resp)
+}
+
+// pendingCall is a call sent on frames whose answer is still to be read.
+// It holds a slot among the calls in flight until wait.
+type pendingCall struct {
+	c      *FrameClient
+	ctx    context.Context
+	s      FrameStream
+	id     uint64
+	ch     chan *pb.CallFrame
+	method string
+}
+
+// start sends one call, or returns ErrUnary (or the call's failure).
+func (c *FrameClient) start(ctx context.Context, method string, req proto.Message) (*pendingCall, error) {
 	raw, err := proto.Marshal(req)
 	if err != nil || len(raw) > c.cfg.MaxMessageBytes-CallFrameOverhead {
-		return ErrUnary // the RPC fails as it should, or fits where a frame would not
+		return nil, ErrUnary // the RPC fails as it should, or fits where a frame would not
 	}
 	BeforeWait(ctx) // for a slot, then for the answer
 	select {
 	case c.slots <- struct{}{}:
 	case <-ctx.Done():
-		return status.FromContextError(ctx.Err()).Err()
+		return nil, status.FromContextError(ctx.Err()).Err()
 	}
-	defer func() { <-c.slots }()
 	s, id, ch, err := c.register()
 	if err != nil {
+		<-c.slots
 		if errors.Is(err, ErrUnary) {
-			return err
+			return nil, err
 		}
-		return status.Error(codes.Unavailable, "call stream closed: "+err.Error())
+		return nil, status.Error(codes.Unavailable, "call stream closed: "+err.Error())
 	}
 	f := &pb.CallFrame{Id: id, Method: method, Request: raw}
 	if md, ok := metadata.FromOutgoingContext(ctx); ok {
@@ -392,24 +412,33 @@ func (c *FrameClient) call(ctx context.Context, method string, req, resp proto.M
 		f.DeadlineUnixNano = d.UnixNano()
 		if !time.Now().Before(d) {
 			c.forget(id)
-			return status.Error(codes.DeadlineExceeded, context.DeadlineExceeded.Error())
+			<-c.slots
+			return nil, status.Error(codes.DeadlineExceeded, context.DeadlineExceeded.Error())
 		}
 	}
 	if err := c.send(s, f, sendDeadline(ctx)); err != nil {
 		c.forget(id)
-		return status.Error(codes.Unavailable, "call stream closed: "+err.Error())
+		<-c.slots
+		return nil, status.Error(codes.Unavailable, "call stream closed: "+err.Error())
 	}
-	ans, err := c.await(ctx, s, id, ch)
+	return &pendingCall{c: c, ctx: ctx, s: s, id: id, ch: ch, method: method}, nil
+}
+
+// wait waits for the answer and decodes it into resp.
+func (p *pendingCall) wait(resp proto.Message) error {
+	c := p.c
+	defer func() { <-c.slots }()
+	ans, err := c.await(p.ctx, p.s, p.id, p.ch)
 	if err != nil {
-		c.forget(id)
-		_ = c.send(s, &pb.CallFrame{Id: id, Cancel: true}, time.Now().Add(minSendWait))
+		c.forget(p.id)
+		_ = c.send(p.s, &pb.CallFrame{Id: p.id, Cancel: true}, time.Now().Add(minSendWait))
 		return status.FromContextError(err).Err()
 	}
 	if code := codes.Code(ans.GetCode()); code != codes.OK {
 		return status.Error(code, ans.GetMessage())
 	}
 	if err := proto.Unmarshal(ans.GetResponse(), resp); err != nil {
-		return status.Errorf(codes.Internal, "decode the answer to %s: %v", method, err)
+		return status.Errorf(codes.Internal, "decode the answer to %s: %v", p.method, err)
 	}
 	return nil
 }
@@ -430,4 +459,43 @@ func Call[Resp any, PResp interface {
 		return nil, err
 	}
 	return resp, nil
+}
+
+// Start sends one call of method on c and returns what waits for its
+// answer, so that a caller can send several calls, to several processes,
+// before it waits for any. A call frames cannot carry (or that is traced:
+// its span must cover the call) runs as Call would, on a goroutine of its
+// own. The returned func must be called, once.
+func Start[Resp any, PResp interface {
+	*Resp
+	proto.Message
+}](ctx context.Context, c *FrameClient, method string, req proto.Message, rpc func(context.Context) (PResp, error)) func() (PResp, error) {
+	if c.enabled.Load() && (c.cfg.Traced == nil || !trace.SpanContextFromContext(ctx).IsSampled()) {
+		p, err := c.start(ctx, method, req)
+		switch {
+		case err == nil:
+			return func() (PResp, error) {
+				resp := PResp(new(Resp))
+				if err := p.wait(resp); err != nil {
+					return nil, err
+				}
+				return resp, nil
+			}
+		case !errors.Is(err, ErrUnary):
+			return func() (PResp, error) { return nil, err }
+		}
+	}
+	type answer struct {
+		resp PResp
+		err  error
+	}
+	ch := make(chan answer, 1)
+	go func() {
+		resp, err := Call(ctx, c, method, req, rpc)
+		ch <- answer{resp, err}
+	}()
+	return func() (PResp, error) {
+		a := <-ch
+		return a.resp, a.err
+	}
 }
