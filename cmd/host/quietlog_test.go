@@ -16,31 +16,11 @@ import (
 func TestHealthyRunLogsNoError(t *testing.T) {
 	needBinaries(t)
 	dir := t.TempDir()
-	config := filepath.Join(dir, "config.hcl")
-	src := fmt.Sprintf(`host {
-  admin_socket = "host.sock"
-}
-plugin "files" {
-  path = %q
-  config {
-    root = %q
-  }
-}
-plugin "safety" {
+	config := writeFilesAudit(t, dir, "audit.log", fmt.Sprintf(`plugin "safety" {
   path     = %q
   critical = true
 }
-plugin "audit" {
-  path     = %q
-  critical = true
-  config {
-    path = "audit.log"
-  }
-}
-`, pluginPath("files"), dir, pluginPath("safety"), pluginPath("audit"))
-	if err := os.WriteFile(config, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
+`, pluginPath("safety")))
 	for round := range 3 {
 		h := startHost(t, config, 3)
 		for _, args := range [][]string{{"reload"}, {"reload", "files"}, {"reload", "safety"}, {"reload", "audit"}} {
@@ -108,9 +88,10 @@ func TestGroupSIGTERMStopsInOrder(t *testing.T) {
 	}
 }
 
-// writeFilesAudit writes, in dir, a deployment of the files plugin over dir
-// and a critical audit log at auditLog, and returns its path.
-func writeFilesAudit(t *testing.T, dir, auditLog string) string {
+// writeFilesAudit writes, in dir, a deployment of the files plugin over dir,
+// the plugin blocks between, and a critical audit log at auditLog, and
+// returns its path.
+func writeFilesAudit(t *testing.T, dir, auditLog string, between ...string) string {
 	t.Helper()
 	config := filepath.Join(dir, "config.hcl")
 	src := fmt.Sprintf(`host {
@@ -122,14 +103,14 @@ plugin "files" {
     root = %q
   }
 }
-plugin "audit" {
+%splugin "audit" {
   path     = %q
   critical = true
   config {
     path = %q
   }
 }
-`, pluginPath("files"), dir, pluginPath("audit"), auditLog)
+`, pluginPath("files"), dir, strings.Join(between, ""), pluginPath("audit"), auditLog)
 	if err := os.WriteFile(config, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
