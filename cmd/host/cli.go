@@ -82,7 +82,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		Short: "Run plugkit tool plugins behind one permission pipeline",
 		Long: "host runs the tool plugins of a deployment file as separate processes and puts\n" +
 			"every tool call through one permission pipeline.\n\n" +
-			"Start with `host run` in one terminal, then use the other commands in another.",
+			"Start with `host run` in one terminal, then use the other commands in another.\n\n" +
+			"The guides are in the docs/ folder of the source tree, one per topic (the\n" +
+			"deployment file, MCP, bridged servers, sandboxing, writing plugins, observing,\n" +
+			"limits); README.md lists them.",
 		Version:       fmt.Sprintf("%s (plugin protocol %d)", Version, wire.ProtocolVersion),
 		SilenceUsage:  true,
 		SilenceErrors: true,
