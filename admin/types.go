@@ -105,18 +105,7 @@ type Message struct {
 
 // FromResult converts a pipeline result for the wire.
 func FromResult(r pipeline.Result) Result {
-	out := Result{ID: r.ID, OK: r.OK, DecidedBy: r.DecidedBy, Value: json.RawMessage("null")}
-	switch v := r.Value.(type) {
-	case nil:
-	case json.RawMessage:
-		if len(v) > 0 {
-			out.Value = v
-		}
-	default:
-		if b, err := json.Marshal(v); err == nil {
-			out.Value = b
-		}
-	}
+	out := Result{ID: r.ID, OK: r.OK, DecidedBy: r.DecidedBy, Value: r.JSONValue()}
 	if r.Error != nil {
 		out.Error = &Error{Code: string(r.Error.Code), Message: r.Error.Message}
 	}

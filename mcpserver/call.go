@@ -14,7 +14,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/propagation"
 
-	"github.com/plugkit-go/plugkit/admin"
 	"github.com/plugkit-go/plugkit/authn"
 	"github.com/plugkit-go/plugkit/host"
 	"github.com/plugkit-go/plugkit/pipeline"
@@ -369,31 +368,35 @@ func elicit(ctx context.Context, ss *mcp.ServerSession, q host.Question) (bool, 
 // decided. A value that is itself an MCP tool result's content (what the
 // mcp bridge plugin returns) is served as that result.
 func toolResult(r pipeline.Result) *mcp.CallToolResult {
-	w := admin.FromResult(r)
-	meta := mcp.Meta{"plugkit/id": w.ID}
-	if w.OK {
-		if res, ok := mcpShaped(w.Value); ok {
+	meta := mcp.Meta{"plugkit/id": r.ID}
+	if r.OK {
+		value := r.JSONValue()
+		if res, ok := mcpShaped(value); ok {
 			res.Meta = meta
 			return res
 		}
-		text := string(w.Value)
+		text := string(value)
 		var str string
-		if json.Unmarshal(w.Value, &str) == nil {
+		if json.Unmarshal(value, &str) == nil {
 			text = str
 		}
 		res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, Meta: meta}
-		if v := bytes.TrimSpace(w.Value); len(v) > 0 && v[0] == '{' {
-			res.StructuredContent = w.Value
+		if v := bytes.TrimSpace(value); len(v) > 0 && v[0] == '{' {
+			res.StructuredContent = value
 		}
 		return res
 	}
-	line := w.Error.Code + ": " + w.Error.Message
-	if w.DecidedBy != "" {
-		line += " (decided by " + w.DecidedBy + ")"
+	code, message := string(pipeline.CodeToolError), "the call failed without saying why"
+	if r.Error != nil {
+		code, message = string(r.Error.Code), r.Error.Message
 	}
-	meta["plugkit/code"] = w.Error.Code
-	if w.DecidedBy != "" {
-		meta["plugkit/decided_by"] = w.DecidedBy
+	line := code + ": " + message
+	if r.DecidedBy != "" {
+		line += " (decided by " + r.DecidedBy + ")"
+	}
+	meta["plugkit/code"] = code
+	if r.DecidedBy != "" {
+		meta["plugkit/decided_by"] = r.DecidedBy
 	}
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: line}}, Meta: meta}
 }

@@ -1,6 +1,9 @@
 package pipeline
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Code is the outcome of a call that did not succeed.
 type Code string
@@ -50,6 +53,24 @@ type Error struct {
 }
 
 func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
+
+// JSONValue is the result's value as JSON, the shape every front end
+// serves: a remote tool's bytes as they came, anything else marshalled, and
+// "null" for no value or one that cannot be marshalled.
+func (r Result) JSONValue() json.RawMessage {
+	switch v := r.Value.(type) {
+	case nil:
+	case json.RawMessage:
+		if len(v) > 0 {
+			return v
+		}
+	default:
+		if b, err := json.Marshal(v); err == nil {
+			return b
+		}
+	}
+	return json.RawMessage("null")
+}
 
 // Code returns the result's error code, or "" when the call succeeded.
 func (r Result) Code() Code {

@@ -16,7 +16,7 @@ import (
 
 	"github.com/plugkit-go/plugkit/admin"
 	"github.com/plugkit-go/plugkit/host"
-	"github.com/plugkit-go/plugkit/plugins/safety/secrets"
+	"github.com/plugkit-go/plugkit/shared/secrets"
 )
 
 func printJSON(w io.Writer, v any) error {

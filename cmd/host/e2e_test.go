@@ -19,7 +19,7 @@ import (
 
 	"github.com/plugkit-go/plugkit/admin"
 	"github.com/plugkit-go/plugkit/confine"
-	"github.com/plugkit-go/plugkit/plugins/safety/secrets/fake"
+	"github.com/plugkit-go/plugkit/shared/secrets/fake"
 )
 
 // The end-to-end tests build the real binaries once, write deployment files

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/plugkit-go/plugkit/host"
-	"github.com/plugkit-go/plugkit/plugins/safety/secrets/fake"
+	"github.com/plugkit-go/plugkit/shared/secrets/fake"
 )
 
 // TestPromptRedactsCredentials: the approval prompt shows the call's

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/plugkit-go/plugkit/plugins/safety/secrets"
+	"github.com/plugkit-go/plugkit/shared/secrets"
 	"github.com/plugkit-go/plugkit/shared/sdk"
 )
 

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/plugkit-go/plugkit/plugins/safety/secrets"
+	"github.com/plugkit-go/plugkit/shared/secrets"
 	"github.com/plugkit-go/plugkit/shared/sdk"
 )
 

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/plugkit-go/plugkit/plugins/safety/secrets"
+	"github.com/plugkit-go/plugkit/shared/secrets"
 	"github.com/plugkit-go/plugkit/shared/sdk"
 )
 

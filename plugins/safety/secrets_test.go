@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/plugkit-go/plugkit/plugins/safety/secrets/fake"
+	"github.com/plugkit-go/plugkit/shared/secrets/fake"
 	"github.com/plugkit-go/plugkit/shared/sdk"
 )
 

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/plugkit-go/plugkit/plugins/safety/secrets/fake"
+	"github.com/plugkit-go/plugkit/shared/secrets/fake"
 )
 
 // kindCase is one fake credential and the kind it must be found as.
@@ -131,7 +131,7 @@ func TestNotSecrets(t *testing.T) {
 // the corpus folder, go.sum's hashes) and every test fixture besides: none
 // holds a credential, so nothing may be found.
 func TestFalsePositiveCorpus(t *testing.T) {
-	root := filepath.Join("..", "..", "..")
+	root := filepath.Join("..", "..")
 	// The docs use AWS's published example key id, as an allow list entry.
 	s := New([]string{"AKIAIOSFODNN7EXAMPLE"})
 	files, size := 0, 0
@@ -149,8 +149,8 @@ func TestFalsePositiveCorpus(t *testing.T) {
 		// Test files of this package build credential-shaped strings;
 		// the sample sandbox (and its template) is sample data, one file a
 		// fake key on purpose.
-		if slash := filepath.ToSlash(p); strings.HasPrefix(slash, "../../../sandbox/") || strings.HasPrefix(slash, "../../../sandbox.example/") ||
-			strings.HasPrefix(slash, "../../../plugins/safety/") && strings.HasSuffix(slash, "_test.go") {
+		if slash := filepath.ToSlash(p); strings.HasPrefix(slash, "../../sandbox/") || strings.HasPrefix(slash, "../../sandbox.example/") ||
+			(strings.HasPrefix(slash, "../../plugins/safety/") || strings.HasPrefix(slash, "../../shared/secrets/")) && strings.HasSuffix(slash, "_test.go") {
 			return nil
 		}
 		switch filepath.Ext(p) {

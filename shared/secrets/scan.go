@@ -11,6 +11,10 @@
 // keywords (most text) costs one pass per keyword. A run of base64 that
 // decodes to text holding a credential is reported as that kind with
 // " (base64)" added, and redacted whole.
+//
+// It lives in shared/ because two sides use it: the safety plugin, which
+// may import nothing of the host, and the host's CLI, which redacts the
+// arguments it shows in an approval prompt.
 package secrets
 
 import (
