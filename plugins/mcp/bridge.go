@@ -34,9 +34,9 @@ import (
 //  4. close ends the session; for stdio the SDK closes the server's stdin,
 //     then signals it.
 type bridge struct {
-	set      *settings
-	log      hclog.Logger
-	batch    batchFunc
+	set   *settings
+	log   hclog.Logger
+	batch batchFunc
 	// onGone runs once when the server went away by itself.
 	onGone func(cause error)
 	// transport reaches the server; the settings' transport unless a test
