@@ -1,10 +1,10 @@
 package kernel
 
 import (
-	"cmp"
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 )
 
 // A Contribution is one value added to an extension point.
@@ -19,20 +19,168 @@ type Contribution struct {
 
 // Points is a set of named collections that plugins contribute to. A point
 // exists while it has contributions. Read methods return copies.
+//
+// Adding or removing one contribution costs the same whatever the size of
+// its point (a gateway's tool registry holds thousands): a point keeps its
+// contributions in order with removed ones marked until enough accumulate
+// to compact, and an index by key for unique points and Get.
 type Points struct {
 	mu       sync.Mutex
 	seq      uint64
-	items    map[string][]Contribution // sorted by Order, then age
+	items    map[string]*pointList
+	bySeq    map[uint64]*item
 	unique   map[string]bool
+	reserved map[string]map[string]*reservation // point → key → who holds it
 	watchers map[string]map[uint64]func()
+	// gen counts changes to any point; version is each point's count.
+	// A reader that built something from the points compares them to
+	// know whether, and what, to rebuild.
+	gen     atomic.Uint64
+	version map[string]uint64
+}
+
+// item is a contribution as its point holds it.
+type item struct {
+	Contribution
+	point string
+	dead  bool
+}
+
+// pointList is one point's contributions: by Order, then age, with removed
+// ones still in place (dead) until compact.
+type pointList struct {
+	list  []*item
+	dead  int
+	byKey map[string][]*item // live contributions with a key
+}
+
+func (l *pointList) live() int { return len(l.list) - l.dead }
+
+func (l *pointList) insert(it *item) {
+	n := len(l.list)
+	if n == 0 || l.list[n-1].Order <= it.Order {
+		// The common case: every contribution at one order, the newest last.
+		l.list = append(l.list, it)
+	} else {
+		i, _ := slices.BinarySearchFunc(l.list, it.Order, func(c *item, order int) int {
+			if c.Order <= order {
+				return -1
+			}
+			return 1
+		})
+		l.list = slices.Insert(l.list, i, it)
+	}
+	if it.Key != "" {
+		if l.byKey == nil {
+			l.byKey = map[string][]*item{}
+		}
+		l.byKey[it.Key] = append(l.byKey[it.Key], it)
+	}
+}
+
+func (l *pointList) drop(it *item) {
+	it.dead = true
+	l.dead++
+	if it.Key != "" {
+		same := slices.DeleteFunc(l.byKey[it.Key], func(x *item) bool { return x == it })
+		if len(same) == 0 {
+			delete(l.byKey, it.Key)
+		} else {
+			l.byKey[it.Key] = same
+		}
+	}
+	// Compacting costs the point's size, so it waits until at least half
+	// of the list is dead: removing n contributions costs O(n) in all.
+	if l.dead > 16 && l.dead*2 > len(l.list) {
+		l.list = slices.DeleteFunc(l.list, func(x *item) bool { return x.dead })
+		l.dead = 0
+	}
+}
+
+// each calls fn with the point's live contributions in order.
+func (l *pointList) each(fn func(*item)) {
+	for _, it := range l.list {
+		if !it.dead {
+			fn(it)
+		}
+	}
+}
+
+func (l *pointList) values() []Contribution {
+	out := make([]Contribution, 0, l.live())
+	l.each(func(it *item) { out = append(out, it.Contribution) })
+	return out
+}
+
+// reservation keeps a unique point's key for its owner while the owner
+// cannot hold it (its plugin is restarting, failed, or reloading).
+type reservation struct {
+	owner, why string
+	holds      int
+	// refused remembers who was refused, so that each is told (logged)
+	// once per reservation.
+	refused map[string]bool
+}
+
+// ReservedError is the error of a contribution to a unique point under a key
+// reserved for another owner.
+type ReservedError struct {
+	Point, Key string
+	// Owner holds the reservation; Why says why it is not there itself.
+	Owner, Why string
+	// First is true the first time this contributor was refused under this
+	// reservation, so that the refusal is logged once, not at every retry.
+	First bool
+}
+
+func (e *ReservedError) Error() string {
+	return fmt.Sprintf("%q is reserved for %s, which declared it (%s)", e.Key, e.Owner, e.Why)
 }
 
 func newPoints() *Points {
 	return &Points{
-		items:    map[string][]Contribution{},
+		items:    map[string]*pointList{},
+		bySeq:    map[uint64]*item{},
 		unique:   map[string]bool{},
+		reserved: map[string]map[string]*reservation{},
 		watchers: map[string]map[uint64]func(){},
+		version:  map[string]uint64{},
 	}
+}
+
+// touchLocked records a change to point.
+func (p *Points) touchLocked(point string) {
+	p.version[point]++
+	p.gen.Add(1)
+}
+
+// Generation changes whenever any point changes; reading it is one atomic
+// load, so that a reader can check on every use whether what it built from
+// the points is still current.
+func (p *Points) Generation() uint64 { return p.gen.Load() }
+
+// Changed reads, in one step, the generation and the contributions of those
+// of points whose version is not the one in known; versions is every
+// point's version now, to pass as known next time. A reader keeps what it
+// built from the other points, and still sees a swap whole.
+func (p *Points) Changed(known map[string]uint64, points ...string) (gen uint64, changed map[string][]Contribution, versions map[string]uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	changed = map[string][]Contribution{}
+	versions = make(map[string]uint64, len(points))
+	for _, point := range points {
+		v := p.version[point]
+		versions[point] = v
+		if old, ok := known[point]; ok && old == v {
+			continue
+		}
+		if l := p.items[point]; l != nil {
+			changed[point] = l.values()
+		} else {
+			changed[point] = nil
+		}
+	}
+	return p.gen.Load(), changed, versions
 }
 
 // DeclareUnique makes the point refuse a second contribution with a key it
@@ -43,14 +191,49 @@ func (p *Points) DeclareUnique(point string) {
 	p.unique[point] = true
 }
 
+// Reserve keeps key of a unique point for owner until release is called: a
+// contribution under key by anyone else is refused with a *ReservedError,
+// whether or not owner holds key now. The host reserves the names of a
+// plugin's tools while the plugin is restarting or failed, so that no other
+// plugin takes them meanwhile. Reservations of one key by one owner nest.
+func (p *Points) Reserve(point, key, owner, why string) (release func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	keys := p.reserved[point]
+	if keys == nil {
+		keys = map[string]*reservation{}
+		p.reserved[point] = keys
+	}
+	r := keys[key]
+	if r == nil || r.owner != owner {
+		// A newer reservation by another owner replaces the older one:
+		// the host only reserves what the owner holds, so two owners can
+		// only follow each other (one unloaded, the other loaded).
+		r = &reservation{owner: owner}
+		keys[key] = r
+	}
+	r.why = why
+	r.holds++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			r.holds--
+			if r.holds == 0 && p.reserved[point][key] == r {
+				delete(p.reserved[point], key)
+				if len(p.reserved[point]) == 0 {
+					delete(p.reserved, point)
+				}
+			}
+		})
+	}
+}
+
 // Add contributes a value that belongs to the host rather than to a plugin
 // scope (plugins use Scope.Contribute). The caller must call remove.
 func (p *Points) Add(point, key string, order int, value any, owner string) (remove func(), err error) {
-	return p.add(point, key, order, value, owner)
-}
-
-func (p *Points) add(point, key string, order int, value any, owner string) (remove func(), err error) {
-	refs, err := p.swap(nil, []pendingContribution{{point: point, key: key, order: order, value: value, owner: owner}})
+	refs, _, err := p.swap(nil, []pendingContribution{{point: point, key: key, order: order, value: value, owner: owner}}, false)
 	if err != nil {
 		return nil, err
 	}
@@ -75,12 +258,27 @@ type pendingContribution struct {
 
 // conflictLocked returns the error a unique point gives for key, ignoring
 // the contributions in skip and those owned by exceptOwner (when not empty).
-func (p *Points) conflictLocked(point, key string, skip map[contribRef]bool, exceptOwner string) error {
+// A key reserved for someone else than owner is refused too.
+func (p *Points) conflictLocked(point, key, owner string, skip map[uint64]bool, exceptOwner string) error {
 	if !p.unique[point] || key == "" {
 		return nil
 	}
-	for _, c := range p.items[point] {
-		if c.Key == key && !skip[contribRef{point, c.seq}] && (exceptOwner == "" || c.Owner != exceptOwner) {
+	if r := p.reserved[point][key]; r != nil && r.owner != owner {
+		first := false
+		if !r.refused[owner] {
+			if r.refused == nil {
+				r.refused = map[string]bool{}
+			}
+			r.refused[owner], first = true, true
+		}
+		return &ReservedError{Point: point, Key: key, Owner: r.owner, Why: r.why, First: first}
+	}
+	l := p.items[point]
+	if l == nil {
+		return nil
+	}
+	for _, c := range l.byKey[key] {
+		if !skip[c.seq] && (exceptOwner == "" || c.Owner != exceptOwner) {
 			return fmt.Errorf("point %q already has %q, contributed by %s", point, key, c.Owner)
 		}
 	}
@@ -92,28 +290,48 @@ func (p *Points) conflictLocked(point, key string, skip map[contribRef]bool, exc
 func (p *Points) check(c pendingContribution) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.conflictLocked(c.point, c.key, nil, c.owner)
+	return p.conflictLocked(c.point, c.key, c.owner, nil, c.owner)
 }
 
 // swap removes drop and adds adds in one step: a reader sees either none or
 // all of the change, and the watchers of each point it touches are told once,
-// after it. Nothing changes when an add would break a unique point.
-func (p *Points) swap(drop []contribRef, adds []pendingContribution) ([]contribRef, error) {
+// after it. When an add would break a unique point, nothing changes and err
+// says why; with partial, that add alone is left out (its refs entry is
+// zero and errs says why) and the rest of the change is made.
+func (p *Points) swap(drop []contribRef, adds []pendingContribution, partial bool) (refs []contribRef, errs []error, err error) {
 	p.mu.Lock()
-	skip := make(map[contribRef]bool, len(drop))
-	for _, r := range drop {
-		skip[r] = true
-	}
-	for i, c := range adds {
-		if err := p.conflictLocked(c.point, c.key, skip, ""); err != nil {
-			p.mu.Unlock()
-			return nil, err
+	var skip map[uint64]bool
+	if len(drop) > 0 {
+		skip = make(map[uint64]bool, len(drop))
+		for _, r := range drop {
+			skip[r.seq] = true
 		}
-		for _, d := range adds[:i] {
-			if p.unique[c.point] && c.key != "" && d.point == c.point && d.key == c.key {
-				p.mu.Unlock()
-				return nil, fmt.Errorf("point %q already has %q, contributed by %s", c.point, c.key, d.owner)
+	}
+	type pk struct{ point, key string }
+	var inBatch map[pk]string // unique keys this batch adds, and by whom
+	refused := 0
+	for i, c := range adds {
+		err := p.conflictLocked(c.point, c.key, c.owner, skip, "")
+		if err == nil && p.unique[c.point] && c.key != "" {
+			if inBatch == nil {
+				inBatch = map[pk]string{}
 			}
+			if by, dup := inBatch[pk{c.point, c.key}]; dup {
+				err = fmt.Errorf("point %q already has %q, contributed by %s", c.point, c.key, by)
+			} else {
+				inBatch[pk{c.point, c.key}] = c.owner
+			}
+		}
+		if err != nil {
+			if !partial {
+				p.mu.Unlock()
+				return nil, nil, err
+			}
+			if errs == nil {
+				errs = make([]error, len(adds))
+			}
+			errs[i] = err
+			refused++
 		}
 	}
 	touched := map[string]bool{}
@@ -122,25 +340,31 @@ func (p *Points) swap(drop []contribRef, adds []pendingContribution) ([]contribR
 			touched[r.point] = true
 		}
 	}
-	refs := make([]contribRef, len(adds))
+	refs = make([]contribRef, len(adds))
 	for i, c := range adds {
+		if errs != nil && errs[i] != nil {
+			continue
+		}
 		p.seq++
-		item := Contribution{Key: c.key, Order: c.order, Value: c.value, Owner: c.owner, seq: p.seq}
-		list := append(slices.Clone(p.items[c.point]), item)
-		slices.SortStableFunc(list, func(a, b Contribution) int {
-			return cmp.Or(cmp.Compare(a.Order, b.Order), cmp.Compare(a.seq, b.seq))
-		})
-		p.items[c.point] = list
+		it := &item{Contribution: Contribution{Key: c.key, Order: c.order, Value: c.value, Owner: c.owner, seq: p.seq}, point: c.point}
+		l := p.items[c.point]
+		if l == nil {
+			l = &pointList{}
+			p.items[c.point] = l
+		}
+		l.insert(it)
+		p.bySeq[p.seq] = it
 		refs[i] = contribRef{c.point, p.seq}
 		touched[c.point] = true
 	}
 	var watchers []func()
 	for point := range touched {
+		p.touchLocked(point)
 		watchers = append(watchers, p.watchersLocked(point)...)
 	}
 	p.mu.Unlock()
 	notify(watchers)
-	return refs, nil
+	return refs, errs, nil
 }
 
 // remove takes one contribution out of its point; removing one that is gone
@@ -150,6 +374,7 @@ func (p *Points) remove(r contribRef) {
 	changed := p.removeLocked(r)
 	var watchers []func()
 	if changed {
+		p.touchLocked(r.point)
 		watchers = p.watchersLocked(r.point)
 	}
 	p.mu.Unlock()
@@ -157,16 +382,15 @@ func (p *Points) remove(r contribRef) {
 }
 
 func (p *Points) removeLocked(r contribRef) bool {
-	list := p.items[r.point]
-	i := slices.IndexFunc(list, func(c Contribution) bool { return c.seq == r.seq })
-	if i < 0 {
+	it := p.bySeq[r.seq]
+	if it == nil || it.point != r.point {
 		return false
 	}
-	list = slices.Delete(slices.Clone(list), i, i+1)
-	if len(list) == 0 {
+	delete(p.bySeq, r.seq)
+	l := p.items[r.point]
+	l.drop(it)
+	if l.live() == 0 {
 		delete(p.items, r.point)
-	} else {
-		p.items[r.point] = list
 	}
 	return true
 }
@@ -189,7 +413,10 @@ func notify(ws []func()) {
 func (p *Points) All(point string) []Contribution {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return slices.Clone(p.items[point])
+	if l := p.items[point]; l != nil {
+		return l.values()
+	}
+	return nil
 }
 
 // AllOf returns the contributions of several points read in one step, so
@@ -199,7 +426,11 @@ func (p *Points) AllOf(points ...string) map[string][]Contribution {
 	defer p.mu.Unlock()
 	out := make(map[string][]Contribution, len(points))
 	for _, point := range points {
-		out[point] = slices.Clone(p.items[point])
+		if l := p.items[point]; l != nil {
+			out[point] = l.values()
+		} else {
+			out[point] = nil
+		}
 	}
 	return out
 }
@@ -208,14 +439,30 @@ func (p *Points) AllOf(points ...string) map[string][]Contribution {
 func (p *Points) Get(point, key string) (Contribution, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var best Contribution
-	found := false
-	for _, c := range p.items[point] {
-		if c.Key == key && (!found || c.seq > best.seq) {
-			best, found = c, true
+	l := p.items[point]
+	if l == nil || key == "" {
+		// An empty key is not indexed: look through the point.
+		var best Contribution
+		found := false
+		if l != nil {
+			l.each(func(it *item) {
+				if it.Key == key && (!found || it.seq > best.seq) {
+					best, found = it.Contribution, true
+				}
+			})
+		}
+		return best, found
+	}
+	var best *item
+	for _, it := range l.byKey[key] {
+		if best == nil || it.seq > best.seq {
+			best = it
 		}
 	}
-	return best, found
+	if best == nil {
+		return Contribution{}, false
+	}
+	return best.Contribution, true
 }
 
 // Last returns the newest contribution to the point.
@@ -224,10 +471,12 @@ func (p *Points) Last(point string) (Contribution, bool) {
 	defer p.mu.Unlock()
 	var best Contribution
 	found := false
-	for _, c := range p.items[point] {
-		if !found || c.seq > best.seq {
-			best, found = c, true
-		}
+	if l := p.items[point]; l != nil {
+		l.each(func(it *item) {
+			if !found || it.seq > best.seq {
+				best, found = it.Contribution, true
+			}
+		})
 	}
 	return best, found
 }
@@ -236,7 +485,8 @@ func (p *Points) Last(point string) (Contribution, bool) {
 func (p *Points) Exists(point string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return len(p.items[point]) > 0
+	l := p.items[point]
+	return l != nil && l.live() > 0
 }
 
 // Watch calls fn after every change to the point, outside any lock, until

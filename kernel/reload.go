@@ -308,7 +308,7 @@ func (k *Kernel) commitLocked(old, s *Scope) ([]string, error) {
 	for i, sc := range st.contribs {
 		adds[i] = sc.c
 	}
-	refs, err := k.points.swap(drop, adds)
+	refs, _, err := k.points.swap(drop, adds, false)
 	if err != nil {
 		old.mu.Lock()
 		old.state = oldState

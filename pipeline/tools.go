@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -91,7 +92,6 @@ type Tools struct {
 	snap     atomic.Pointer[snapshot]
 	rebuild  sync.Mutex
 	retired  []*snapshot // replaced snapshots that calls may still hold (guarded by rebuild)
-	unwatch  []func()
 	idPrefix string
 	seq      atomic.Uint64
 	inflight atomic.Int64 // calls in Execute now, whatever their snapshot
@@ -116,19 +116,13 @@ func New(k *kernel.Kernel, opts Options) *Tools {
 	_, _ = rand.Read(b[:])
 	t := &Tools{k: k, opts: opts, log: log, idPrefix: hex.EncodeToString(b[:]) + "-"}
 	k.Points().DeclareUnique(PointTools)
-	for _, p := range allPoints {
-		t.unwatch = append(t.unwatch, k.Points().Watch(p, t.compile))
-	}
 	t.compile()
 	return t
 }
 
-// Close stops following the kernel's points.
-func (t *Tools) Close() {
-	for _, u := range t.unwatch {
-		u()
-	}
-}
+// Close releases the service. Nothing needs stopping: the pipeline reads
+// the points when it is used (see compile).
+func (t *Tools) Close() {}
 
 // Plugin is the kernel plugin that provides the service as "tools".
 func (t *Tools) Plugin() kernel.Plugin {
@@ -146,7 +140,7 @@ func (t *Tools) Bind(s *kernel.Scope) any { return &Registrar{t: t, s: s} }
 
 // List returns the registered tools by name.
 func (t *Tools) List() []ToolInfo {
-	s := t.snap.Load()
+	s := t.current()
 	out := make([]ToolInfo, 0, len(s.tools))
 	for _, r := range s.tools {
 		out = append(out, r.info.clone())
@@ -165,7 +159,7 @@ func (t *Tools) List() []ToolInfo {
 
 // Lookup returns one tool's descriptor.
 func (t *Tools) Lookup(name string) (ToolInfo, bool) {
-	r, ok := t.snap.Load().tools[name]
+	r, ok := t.current().tools[name]
 	if !ok {
 		return ToolInfo{}, false
 	}
@@ -204,6 +198,41 @@ func (t *Tools) MarkAbsent(tool, reason string) (release func()) {
 	return func() { once.Do(remove) }
 }
 
+// Reserve keeps a tool's name for owner, the plugin that declared it, while
+// that plugin cannot hold it (restarting, failed, reloading): a call to it
+// fails at once as TOOL_ERROR with why (as MarkAbsent), and another plugin's
+// registration of that name is refused with an error that names owner,
+// logged once per plugin refused, until release is called. owner's own
+// registration of it is accepted.
+func (t *Tools) Reserve(tool, owner, why string) (release func()) {
+	unmark := t.MarkAbsent(tool, why)
+	unreserve := t.k.Points().Reserve(PointTools, tool, owner, why)
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			unreserve()
+			unmark()
+		})
+	}
+}
+
+// refusal turns the kernel's refusal of a reserved name into the error a
+// plugin author reads, and logs it the first time that plugin is refused
+// that name while it is reserved (a bridged server that re-sends its list
+// every few milliseconds is logged once, not at every try).
+func (t *Tools) refusal(claimant, name string, err error) error {
+	var re *kernel.ReservedError
+	if !errors.As(err, &re) {
+		return err
+	}
+	if re.First {
+		t.log.Warn("tool not registered: its name is reserved for the plugin that declared it",
+			"tool", name, "plugin", claimant, "reserved_for", re.Owner, "why", re.Why)
+	}
+	return fmt.Errorf("register tool %q: the name belongs to plugin %s, which declared it and is not active now (%s); %s may not take it",
+		name, re.Owner, re.Why, claimant)
+}
+
 // nextID numbers a new call: its id, and its sequence number.
 func (t *Tools) nextID() (string, uint64) {
 	// Built in a stack buffer so that the id costs one allocation, not two.
@@ -217,6 +246,10 @@ func (t *Tools) nextID() (string, uint64) {
 type snapshot struct {
 	// inflight counts the calls running on this snapshot (see acquire).
 	inflight atomic.Int64
+	// gen and versions are the points' generation and versions it was
+	// built from (see compile).
+	gen      uint64
+	versions map[string]uint64
 
 	tools    map[string]*registered
 	absent   map[string]string // tool → why it is missing
@@ -271,42 +304,74 @@ func collect[F any](all map[string][]kernel.Contribution, point string) []entry[
 	return out
 }
 
-// compile rebuilds the snapshot from the points. It runs on every change;
-// calls in flight keep the snapshot they started with.
+// compile brings the snapshot up to date with the points, if they changed
+// since it was built. It runs lazily, when a call, List, Lookup or Quiesce
+// finds the points newer than the snapshot: n registrations in a row (a
+// plugin's apply step, a bridged server's list) cost one compile, not n.
+// Only the parts whose points changed are rebuilt; the rest is shared with
+// the previous snapshot (a new tool does not rebuild the listener chains,
+// a new listener does not rebuild the tool table). Calls in flight keep the
+// snapshot they started with.
 func (t *Tools) compile() {
 	t.rebuild.Lock()
 	defer t.rebuild.Unlock()
-	// One read of every point, so that a reload's swap is seen whole.
-	all := t.k.Points().AllOf(allPoints...)
-	s := &snapshot{tools: map[string]*registered{}}
-	for _, c := range all[PointTools] {
-		if r, ok := c.Value.(*registered); ok {
-			s.tools[r.info.Name] = r
+	prev := t.snap.Load()
+	if prev != nil && prev.gen == t.k.Points().Generation() {
+		return
+	}
+	var known map[string]uint64
+	s := &snapshot{}
+	if prev != nil {
+		known = prev.versions
+		*s = snapshot{
+			tools: prev.tools, absent: prev.absent, holds: prev.holds,
+			pre: prev.pre, guards: prev.guards, exec: prev.exec, post: prev.post, result: prev.result,
+			approver: prev.approver,
 		}
 	}
-	for _, c := range all[PointAbsent] {
-		if reason, ok := c.Value.(string); ok {
-			if s.absent == nil {
-				s.absent = map[string]string{}
+	// One read of every changed point, so that a reload's swap is seen whole.
+	gen, all, versions := t.k.Points().Changed(known, allPoints...)
+	s.gen, s.versions = gen, versions
+	if list, ok := all[PointTools]; ok {
+		s.tools = make(map[string]*registered, len(list))
+		for _, c := range list {
+			if r, ok := c.Value.(*registered); ok {
+				s.tools[r.info.Name] = r
 			}
-			s.absent[c.Key] = reason
 		}
 	}
-	for _, c := range all[PointHolds] {
-		if h, ok := c.Value.(hold); ok {
-			s.holds = append(s.holds, h)
+	if list, ok := all[PointAbsent]; ok {
+		s.absent = nil
+		for _, c := range list {
+			if reason, ok := c.Value.(string); ok {
+				if s.absent == nil {
+					s.absent = map[string]string{}
+				}
+				s.absent[c.Key] = reason
+			}
 		}
 	}
-	s.pre = collect[PreExecuteFunc](all, PointPreExecute)
-	s.guards = collect[GuardFunc](all, PointGuards)
-	s.exec = collect[ExecuteFunc](all, PointExecute)
-	s.post = collect[PostExecuteFunc](all, PointPostExecute)
-	s.result = collect[ResultFunc](all, PointResult)
+	if list, ok := all[PointHolds]; ok {
+		s.holds = nil
+		for _, c := range list {
+			if h, ok := c.Value.(hold); ok {
+				s.holds = append(s.holds, h)
+			}
+		}
+	}
+	recollect(&s.pre, all, PointPreExecute)
+	recollect(&s.guards, all, PointGuards)
+	recollect(&s.exec, all, PointExecute)
+	recollect(&s.post, all, PointPostExecute)
+	recollect(&s.result, all, PointResult)
 	// The newest approver wins (the newest contribution is the last in
 	// order, since approvers are all contributed at order 0).
-	if list := all[PointApprovers]; len(list) > 0 {
-		if a, ok := list[len(list)-1].Value.(entry[ApproverFunc]); ok {
-			s.approver = &a
+	if list, ok := all[PointApprovers]; ok {
+		s.approver = nil
+		if len(list) > 0 {
+			if a, ok := list[len(list)-1].Value.(entry[ApproverFunc]); ok {
+				s.approver = &a
+			}
 		}
 	}
 	if prev := t.snap.Swap(s); prev != nil {
@@ -316,10 +381,27 @@ func (t *Tools) compile() {
 	}
 }
 
+// recollect rebuilds one stage's chain when its point changed.
+func recollect[F any](chain *[]entry[F], all map[string][]kernel.Contribution, point string) {
+	if _, ok := all[point]; ok {
+		*chain = collect[F](all, point)
+	}
+}
+
+// current returns the snapshot, compiled first if the points changed.
+func (t *Tools) current() *snapshot {
+	s := t.snap.Load()
+	if s.gen != t.k.Points().Generation() {
+		t.compile()
+		s = t.snap.Load()
+	}
+	return s
+}
+
 // acquire returns the current snapshot, counted as in use until release.
 func (t *Tools) acquire() *snapshot {
 	for {
-		s := t.snap.Load()
+		s := t.current()
 		s.inflight.Add(1)
 		// Compile may have replaced it between the two steps: then this
 		// call must not run on it, since Quiesce may have found it unused.
@@ -335,6 +417,10 @@ func (t *Tools) acquire() *snapshot {
 // are removed (an unload, a reload's swap), this is when nothing can call
 // into them any more: its process may then stop without failing a call.
 func (t *Tools) Quiesce(ctx context.Context) error {
+	// The removals this waits for may not be compiled yet: then the calls
+	// that could still reach them run on the current snapshot, which the
+	// compile retires.
+	t.compile()
 	t.rebuild.Lock()
 	olds := slices.Clone(t.retired)
 	t.rebuild.Unlock()
@@ -370,7 +456,52 @@ func (r *Registrar) Register(tool Tool) (*kernel.Effect, error) {
 	if err != nil {
 		return nil, err
 	}
-	return r.s.Contribute(PointTools, tool.Name, 0, reg)
+	e, err := r.s.Contribute(PointTools, tool.Name, 0, reg)
+	if err != nil {
+		return nil, r.t.refusal(r.s.Name(), tool.Name, err)
+	}
+	return e, nil
+}
+
+// RegisterTools registers tools and disposes replace (effects of this
+// plugin: tools it registered before) in one step: a call sees the tools
+// as they were or as they are after, never a mix, and the registry is
+// compiled once for the batch, not once per tool. A tool that cannot be
+// registered (a bad schema, a name taken or reserved) is left out with its
+// error at its index in errs (nil when every tool was registered); the rest
+// are registered. err is set, and nothing changed, when the plugin's scope
+// has ended.
+func (r *Registrar) RegisterTools(replace []*kernel.Effect, tools []Tool) (effects []*kernel.Effect, errs []error, err error) {
+	adds := make([]kernel.Addition, 0, len(tools))
+	at := make([]int, 0, len(tools)) // index in tools of each add
+	setErr := func(i int, err error) {
+		if errs == nil {
+			errs = make([]error, len(tools))
+		}
+		errs[i] = err
+	}
+	for i, tool := range tools {
+		reg, err := compile(tool, r.s.Name())
+		if err != nil {
+			setErr(i, err)
+			continue
+		}
+		adds = append(adds, kernel.Addition{Point: PointTools, Key: tool.Name, Value: reg})
+		at = append(at, i)
+	}
+	added, refused, err := r.s.ContributeAll(replace, adds)
+	if err != nil {
+		return nil, nil, err
+	}
+	effects = make([]*kernel.Effect, len(tools))
+	for j, i := range at {
+		if refused != nil && refused[j] != nil {
+			setErr(i, r.t.refusal(r.s.Name(), tools[i].Name, refused[j]))
+			continue
+		}
+		effects[i] = added[j]
+	}
+	return effects, errs, nil
 }
 
 // Guard adds a stage-2 guard; tools, when given, limits it to those tools.

@@ -76,6 +76,69 @@ func (h *hostService) RegisterTool(ctx context.Context, req *pb.RegisterToolRequ
 	return &pb.RegisterToolResponse{RegistrationId: id}, err
 }
 
+// RegisterTools registers a batch of tools and disposes registrations in
+// one step, the registry compiled once (see pipeline.Registrar.RegisterTools).
+// An unknown registration id to dispose fails the request with nothing
+// changed; a refused tool fails alone.
+func (h *hostService) RegisterTools(ctx context.Context, req *pb.RegisterToolsRequest) (*pb.RegisterToolsResponse, error) {
+	reg, err := h.registrar()
+	if err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	drop := make([]*kernel.Effect, 0, len(req.GetDisposeRegistrationIds()))
+	for _, id := range req.GetDisposeRegistrationIds() {
+		e, ok := h.effects[id]
+		if !ok {
+			h.mu.Unlock()
+			return nil, status.Errorf(codes.NotFound, "register tools: no registration %q to dispose", id)
+		}
+		drop = append(drop, e)
+	}
+	h.mu.Unlock()
+	items := req.GetTools()
+	results := make([]*pb.RegisterToolsResult, len(items))
+	var tools []pipeline.Tool
+	var at []int // index in items of each tool
+	for i, item := range items {
+		t := fromDescriptor(item.GetTool())
+		if !h.inst.spec.toolEnabled(t.Name) {
+			h.inst.log.Info("tool not enabled by the deployment; not registered", "tool", t.Name)
+			id, err := h.record(h.scope.Track("disabled tool "+t.Name, func() error { return nil }))
+			results[i] = &pb.RegisterToolsResult{RegistrationId: id, Error: errText(err)}
+			continue
+		}
+		t.Execute = h.inst.toolProxy(item.GetHandlerId(), t.Name)
+		tools = append(tools, t)
+		at = append(at, i)
+	}
+	effects, errs, err := reg.RegisterTools(drop, tools)
+	if err != nil {
+		return nil, status.Error(codes.FailedPrecondition, err.Error())
+	}
+	h.mu.Lock()
+	for _, id := range req.GetDisposeRegistrationIds() {
+		delete(h.effects, id)
+	}
+	h.mu.Unlock()
+	for j, i := range at {
+		if errs != nil && errs[j] != nil {
+			results[i] = &pb.RegisterToolsResult{Error: errs[j].Error()}
+			continue
+		}
+		id, _ := h.record(effects[j], nil)
+		results[i] = &pb.RegisterToolsResult{RegistrationId: id}
+	}
+	return &pb.RegisterToolsResponse{Results: results}, nil
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
 func (h *hostService) AddGuard(ctx context.Context, req *pb.AddGuardRequest) (*pb.AddGuardResponse, error) {
 	reg, err := h.registrar()
 	if err != nil {

@@ -223,8 +223,10 @@ func (mp *managed) watch(in *instance) {
 
 // markAbsent makes calls to the plugin's tools fail at once with why, while
 // they are missing (until it is ACTIVE again or unloaded), instead of
-// UNKNOWN_TOOL. It is set before the tools go, so there is no moment when a
-// call finds neither.
+// UNKNOWN_TOOL, and keeps their names reserved for it meanwhile: another
+// plugin (a bridged server that re-lists them) cannot take them while this
+// one restarts or is failed. It is set before the tools go, so there is no
+// moment when a call finds neither, nor a name left free.
 func (mp *managed) markAbsent(why string) {
 	var names []string
 	for _, t := range mp.m.tools.List() {
@@ -247,7 +249,7 @@ func (mp *managed) markAbsent(why string) {
 	}
 	mp.absent, mp.absentTools = nil, names
 	for _, n := range names {
-		mp.absent = append(mp.absent, mp.m.tools.MarkAbsent(n, why))
+		mp.absent = append(mp.absent, mp.m.tools.Reserve(n, mp.spec.Name, why))
 	}
 }
 

@@ -21,10 +21,6 @@ import (
 	"github.com/plugkit-go/plugkit/shared/sdk"
 )
 
-// registerFunc registers one tool with the host and returns its dispose
-// function; (*sdk.Context).RegisterTool in the plugin, a fake in unit tests.
-type registerFunc func(ctx context.Context, t sdk.Tool) (dispose func(context.Context) error, err error)
-
 // bridge is one server's session and the tools registered for it.
 //
 // Lifecycle:
@@ -38,9 +34,9 @@ type registerFunc func(ctx context.Context, t sdk.Tool) (dispose func(context.Co
 //  4. close ends the session; for stdio the SDK closes the server's stdin,
 //     then signals it.
 type bridge struct {
-	set      *settings
-	log      hclog.Logger
-	register registerFunc
+	set   *settings
+	log   hclog.Logger
+	batch batchFunc
 	// onGone runs once when the server went away by itself.
 	onGone func(cause error)
 	// transport reaches the server; the settings' transport unless a test
@@ -57,9 +53,11 @@ type bridge struct {
 	poke   chan struct{}
 	wg     sync.WaitGroup
 
-	// mu guards tools, gone and closing; calls counts calls in flight.
+	// mu guards tools, refused, gone and closing; calls counts calls in
+	// flight.
 	mu      sync.Mutex
 	tools   map[string]*bridged // by the server's tool name
+	refused map[string]string   // registered name → why the host refused it (logged once)
 	gone    error
 	closing bool
 	calls   sync.WaitGroup
@@ -72,16 +70,16 @@ type bridge struct {
 
 // bridged is one registered tool.
 type bridged struct {
-	spec    sdk.Tool
-	dispose func(context.Context) error
+	spec sdk.Tool
+	reg  registration
 }
 
-func newBridge(set *settings, log hclog.Logger, register registerFunc, onGone func(error)) *bridge {
+func newBridge(set *settings, log hclog.Logger, batch batchFunc, onGone func(error)) *bridge {
 	base, cancel := context.WithCancel(context.Background())
 	deadCtx, markDead := context.WithCancel(context.Background())
 	return &bridge{
 		deadCtx: deadCtx, markDead: markDead,
-		set: set, log: log, register: register, onGone: onGone,
+		set: set, log: log, batch: batch, onGone: onGone,
 		transport: func() (mcp.Transport, *stderrRelay, error) { return transport(set, log) },
 		base:      base, cancel: cancel,
 		poke:  make(chan struct{}, 1),
@@ -148,12 +146,9 @@ func (b *bridge) follow() {
 
 // sync makes the registered tools those the server lists now: new tools are
 // registered, tools gone are disposed, changed tools are disposed and
-// registered again. A tool the host refuses (its name is taken, its schema
-// is not one) is logged and left out; the others are still bridged.
-//
-// The host's registry is compiled once per registration, so a list is
-// registered tool by tool, unchanged tools untouched (the plugin SDK has no
-// batch registration).
+// registered again, all in one batch (see apply); unchanged tools are
+// untouched. A tool the host refuses (its name is taken, its schema is not
+// one) is logged and left out; the others are still bridged.
 func (b *bridge) sync(ctx context.Context) error {
 	want := map[string]sdk.Tool{}
 	for t, err := range b.cs.Tools(ctx, nil) {
@@ -170,47 +165,12 @@ func (b *bridge) sync(ctx context.Context) error {
 		}
 		want[t.Name] = spec
 	}
-
-	b.mu.Lock()
-	var drop []*bridged
-	var add []string
-	for name, have := range b.tools {
-		spec, ok := want[name]
-		if !ok || !sameSpec(have.spec, spec) {
-			drop = append(drop, have)
-			delete(b.tools, name)
-		}
+	added, disposed, err := b.apply(ctx, want)
+	if err != nil {
+		return fmt.Errorf("registering the tools of the MCP server %s: %w", b.set.describe(), err)
 	}
-	for name := range want {
-		if _, ok := b.tools[name]; !ok {
-			add = append(add, name)
-		}
-	}
-	b.mu.Unlock()
-
-	for _, d := range drop {
-		if err := d.dispose(ctx); err != nil {
-			b.log.Warn("dispose of a bridged tool failed", "tool", d.spec.Name, "error", err)
-		}
-	}
-	added := 0
-	for _, name := range add {
-		spec := want[name]
-		dispose, err := b.register(ctx, spec)
-		if err != nil {
-			if ctx.Err() != nil {
-				return err
-			}
-			b.log.Warn("tool not bridged: the host refused it", "tool", spec.Name, "error", err)
-			continue
-		}
-		b.mu.Lock()
-		b.tools[name] = &bridged{spec: spec, dispose: dispose}
-		b.mu.Unlock()
-		added++
-	}
-	if len(drop) > 0 || added > 0 {
-		b.log.Info("tools synced", "server", b.set.describe(), "tools", len(want), "registered", added, "disposed", len(drop))
+	if added > 0 || disposed > 0 {
+		b.log.Info("tools synced", "server", b.set.describe(), "tools", len(want), "registered", added, "disposed", disposed)
 	}
 	return nil
 }

@@ -31,6 +31,9 @@ type fakeHost struct {
 	tools    map[string]sdk.Tool
 	disposed []string
 	changed  chan struct{}
+	// batches and registered count the bridge's batches and the tools
+	// they registered.
+	batches, registered int
 }
 
 func newFakeHost() *fakeHost {
@@ -53,6 +56,39 @@ func (h *fakeHost) register(_ context.Context, t sdk.Tool) (func(context.Context
 		h.changed <- struct{}{}
 		return nil
 	}, nil
+}
+
+// disposeFunc is the fake host's registration.
+type disposeFunc func(context.Context) error
+
+func (f disposeFunc) Dispose(ctx context.Context) error { return f(ctx) }
+
+// batch is the fake's RegisterTools: it disposes drop and registers add,
+// counting the batches and the tools registered.
+func (h *fakeHost) batch(ctx context.Context, add []sdk.Tool, drop []registration) ([]registration, []error, error) {
+	h.mu.Lock()
+	h.batches++
+	h.registered += len(add)
+	h.mu.Unlock()
+	for _, r := range drop {
+		if err := r.Dispose(ctx); err != nil {
+			return nil, nil, err
+		}
+	}
+	regs := make([]registration, len(add))
+	var errs []error
+	for i, t := range add {
+		dispose, err := h.register(ctx, t)
+		if err != nil {
+			if errs == nil {
+				errs = make([]error, len(add))
+			}
+			errs[i] = err
+			continue
+		}
+		regs[i] = disposeFunc(dispose)
+	}
+	return regs, errs, nil
 }
 
 func (h *fakeHost) names() []string {
@@ -132,7 +168,7 @@ func startInMemory(t *testing.T, cfg Config) *inMemory {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.bridge = newBridge(set, hclog.NewNullLogger(), m.host.register, func(err error) { m.gone <- err })
+	m.bridge = newBridge(set, hclog.NewNullLogger(), m.host.batch, func(err error) { m.gone <- err })
 	m.bridge.transport = func() (mcp.Transport, *stderrRelay, error) { return ct, nil, nil }
 	if err := m.bridge.start(ctx); err != nil {
 		t.Fatal(err)

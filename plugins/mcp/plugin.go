@@ -46,15 +46,22 @@ func newPlugin() sdk.Plugin[Config] {
 				return err
 			}
 			swap(nil)
-			register := func(ctx context.Context, t sdk.Tool) (func(context.Context) error, error) {
-				h, err := p.RegisterTool(ctx, t)
-				if err != nil {
-					return nil, err
+			batch := func(ctx context.Context, add []sdk.Tool, drop []registration) ([]registration, []error, error) {
+				replace := make([]*sdk.Handle, len(drop))
+				for i, r := range drop {
+					replace[i], _ = r.(*sdk.Handle)
 				}
-				return h.Dispose, nil
+				hs, errs, err := p.RegisterTools(ctx, add, replace)
+				regs := make([]registration, len(hs))
+				for i, h := range hs {
+					if h != nil {
+						regs[i] = h
+					}
+				}
+				return regs, errs, err
 			}
 			var b *bridge
-			b = newBridge(set, p.Logger(), register, func(error) {
+			b = newBridge(set, p.Logger(), batch, func(error) {
 				// Let the calls in flight carry the cause back, then leave
 				// the restart to the host.
 				b.drain(goneDrain)

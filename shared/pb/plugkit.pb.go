@@ -2359,6 +2359,162 @@ func (x *RegisterToolResponse) GetRegistrationId() string {
 	return ""
 }
 
+type RegisterToolsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The tools to register, each as RegisterTool would take it.
+	Tools []*RegisterToolRequest `protobuf:"bytes,1,rep,name=tools,proto3" json:"tools,omitempty"`
+	// Registrations of this plugin (RegisterTool or RegisterTools ids) to
+	// dispose in the same step: a changed tool is disposed and registered
+	// again here without a moment when it is missing.
+	DisposeRegistrationIds []string `protobuf:"bytes,2,rep,name=dispose_registration_ids,json=disposeRegistrationIds,proto3" json:"dispose_registration_ids,omitempty"`
+	unknownFields          protoimpl.UnknownFields
+	sizeCache              protoimpl.SizeCache
+}
+
+func (x *RegisterToolsRequest) Reset() {
+	*x = RegisterToolsRequest{}
+	mi := &file_plugkit_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RegisterToolsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RegisterToolsRequest) ProtoMessage() {}
+
+func (x *RegisterToolsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugkit_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RegisterToolsRequest.ProtoReflect.Descriptor instead.
+func (*RegisterToolsRequest) Descriptor() ([]byte, []int) {
+	return file_plugkit_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *RegisterToolsRequest) GetTools() []*RegisterToolRequest {
+	if x != nil {
+		return x.Tools
+	}
+	return nil
+}
+
+func (x *RegisterToolsRequest) GetDisposeRegistrationIds() []string {
+	if x != nil {
+		return x.DisposeRegistrationIds
+	}
+	return nil
+}
+
+type RegisterToolsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One per tool of the request, in its order.
+	Results       []*RegisterToolsResult `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RegisterToolsResponse) Reset() {
+	*x = RegisterToolsResponse{}
+	mi := &file_plugkit_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RegisterToolsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RegisterToolsResponse) ProtoMessage() {}
+
+func (x *RegisterToolsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_plugkit_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RegisterToolsResponse.ProtoReflect.Descriptor instead.
+func (*RegisterToolsResponse) Descriptor() ([]byte, []int) {
+	return file_plugkit_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *RegisterToolsResponse) GetResults() []*RegisterToolsResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+type RegisterToolsResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Names the effect for Dispose; empty when the tool was refused.
+	RegistrationId string `protobuf:"bytes,1,opt,name=registration_id,json=registrationId,proto3" json:"registration_id,omitempty"`
+	// Why the tool was refused (its name is taken or reserved, its schema is
+	// not one); empty when it was registered.
+	Error         string `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RegisterToolsResult) Reset() {
+	*x = RegisterToolsResult{}
+	mi := &file_plugkit_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RegisterToolsResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RegisterToolsResult) ProtoMessage() {}
+
+func (x *RegisterToolsResult) ProtoReflect() protoreflect.Message {
+	mi := &file_plugkit_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RegisterToolsResult.ProtoReflect.Descriptor instead.
+func (*RegisterToolsResult) Descriptor() ([]byte, []int) {
+	return file_plugkit_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *RegisterToolsResult) GetRegistrationId() string {
+	if x != nil {
+		return x.RegistrationId
+	}
+	return ""
+}
+
+func (x *RegisterToolsResult) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
 type AddGuardRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	HandlerId string                 `protobuf:"bytes,1,opt,name=handler_id,json=handlerId,proto3" json:"handler_id,omitempty"`
@@ -2372,7 +2528,7 @@ type AddGuardRequest struct {
 
 func (x *AddGuardRequest) Reset() {
 	*x = AddGuardRequest{}
-	mi := &file_plugkit_proto_msgTypes[33]
+	mi := &file_plugkit_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2384,7 +2540,7 @@ func (x *AddGuardRequest) String() string {
 func (*AddGuardRequest) ProtoMessage() {}
 
 func (x *AddGuardRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[33]
+	mi := &file_plugkit_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2397,7 +2553,7 @@ func (x *AddGuardRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddGuardRequest.ProtoReflect.Descriptor instead.
 func (*AddGuardRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{33}
+	return file_plugkit_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *AddGuardRequest) GetHandlerId() string {
@@ -2430,7 +2586,7 @@ type AddGuardResponse struct {
 
 func (x *AddGuardResponse) Reset() {
 	*x = AddGuardResponse{}
-	mi := &file_plugkit_proto_msgTypes[34]
+	mi := &file_plugkit_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2442,7 +2598,7 @@ func (x *AddGuardResponse) String() string {
 func (*AddGuardResponse) ProtoMessage() {}
 
 func (x *AddGuardResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[34]
+	mi := &file_plugkit_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2455,7 +2611,7 @@ func (x *AddGuardResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddGuardResponse.ProtoReflect.Descriptor instead.
 func (*AddGuardResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{34}
+	return file_plugkit_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *AddGuardResponse) GetRegistrationId() string {
@@ -2481,7 +2637,7 @@ type ListenRequest struct {
 
 func (x *ListenRequest) Reset() {
 	*x = ListenRequest{}
-	mi := &file_plugkit_proto_msgTypes[35]
+	mi := &file_plugkit_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2493,7 +2649,7 @@ func (x *ListenRequest) String() string {
 func (*ListenRequest) ProtoMessage() {}
 
 func (x *ListenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[35]
+	mi := &file_plugkit_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2506,7 +2662,7 @@ func (x *ListenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListenRequest.ProtoReflect.Descriptor instead.
 func (*ListenRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{35}
+	return file_plugkit_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ListenRequest) GetHandlerId() string {
@@ -2553,7 +2709,7 @@ type ListenResponse struct {
 
 func (x *ListenResponse) Reset() {
 	*x = ListenResponse{}
-	mi := &file_plugkit_proto_msgTypes[36]
+	mi := &file_plugkit_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2565,7 +2721,7 @@ func (x *ListenResponse) String() string {
 func (*ListenResponse) ProtoMessage() {}
 
 func (x *ListenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[36]
+	mi := &file_plugkit_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2578,7 +2734,7 @@ func (x *ListenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListenResponse.ProtoReflect.Descriptor instead.
 func (*ListenResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{36}
+	return file_plugkit_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ListenResponse) GetRegistrationId() string {
@@ -2599,7 +2755,7 @@ type SetApproverRequest struct {
 
 func (x *SetApproverRequest) Reset() {
 	*x = SetApproverRequest{}
-	mi := &file_plugkit_proto_msgTypes[37]
+	mi := &file_plugkit_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2611,7 +2767,7 @@ func (x *SetApproverRequest) String() string {
 func (*SetApproverRequest) ProtoMessage() {}
 
 func (x *SetApproverRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[37]
+	mi := &file_plugkit_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2624,7 +2780,7 @@ func (x *SetApproverRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetApproverRequest.ProtoReflect.Descriptor instead.
 func (*SetApproverRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{37}
+	return file_plugkit_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *SetApproverRequest) GetHandlerId() string {
@@ -2650,7 +2806,7 @@ type SetApproverResponse struct {
 
 func (x *SetApproverResponse) Reset() {
 	*x = SetApproverResponse{}
-	mi := &file_plugkit_proto_msgTypes[38]
+	mi := &file_plugkit_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2662,7 +2818,7 @@ func (x *SetApproverResponse) String() string {
 func (*SetApproverResponse) ProtoMessage() {}
 
 func (x *SetApproverResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[38]
+	mi := &file_plugkit_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2675,7 +2831,7 @@ func (x *SetApproverResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetApproverResponse.ProtoReflect.Descriptor instead.
 func (*SetApproverResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{38}
+	return file_plugkit_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *SetApproverResponse) GetRegistrationId() string {
@@ -2698,7 +2854,7 @@ type ProvideRequest struct {
 
 func (x *ProvideRequest) Reset() {
 	*x = ProvideRequest{}
-	mi := &file_plugkit_proto_msgTypes[39]
+	mi := &file_plugkit_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2710,7 +2866,7 @@ func (x *ProvideRequest) String() string {
 func (*ProvideRequest) ProtoMessage() {}
 
 func (x *ProvideRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[39]
+	mi := &file_plugkit_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2723,7 +2879,7 @@ func (x *ProvideRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProvideRequest.ProtoReflect.Descriptor instead.
 func (*ProvideRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{39}
+	return file_plugkit_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ProvideRequest) GetHandlerId() string {
@@ -2756,7 +2912,7 @@ type ProvideResponse struct {
 
 func (x *ProvideResponse) Reset() {
 	*x = ProvideResponse{}
-	mi := &file_plugkit_proto_msgTypes[40]
+	mi := &file_plugkit_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2768,7 +2924,7 @@ func (x *ProvideResponse) String() string {
 func (*ProvideResponse) ProtoMessage() {}
 
 func (x *ProvideResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[40]
+	mi := &file_plugkit_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2781,7 +2937,7 @@ func (x *ProvideResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProvideResponse.ProtoReflect.Descriptor instead.
 func (*ProvideResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{40}
+	return file_plugkit_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ProvideResponse) GetRegistrationId() string {
@@ -2802,7 +2958,7 @@ type HostCallServiceRequest struct {
 
 func (x *HostCallServiceRequest) Reset() {
 	*x = HostCallServiceRequest{}
-	mi := &file_plugkit_proto_msgTypes[41]
+	mi := &file_plugkit_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2814,7 +2970,7 @@ func (x *HostCallServiceRequest) String() string {
 func (*HostCallServiceRequest) ProtoMessage() {}
 
 func (x *HostCallServiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[41]
+	mi := &file_plugkit_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2827,7 +2983,7 @@ func (x *HostCallServiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostCallServiceRequest.ProtoReflect.Descriptor instead.
 func (*HostCallServiceRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{41}
+	return file_plugkit_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *HostCallServiceRequest) GetService() string {
@@ -2862,7 +3018,7 @@ type HostCallServiceResponse struct {
 
 func (x *HostCallServiceResponse) Reset() {
 	*x = HostCallServiceResponse{}
-	mi := &file_plugkit_proto_msgTypes[42]
+	mi := &file_plugkit_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2874,7 +3030,7 @@ func (x *HostCallServiceResponse) String() string {
 func (*HostCallServiceResponse) ProtoMessage() {}
 
 func (x *HostCallServiceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[42]
+	mi := &file_plugkit_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2887,7 +3043,7 @@ func (x *HostCallServiceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostCallServiceResponse.ProtoReflect.Descriptor instead.
 func (*HostCallServiceResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{42}
+	return file_plugkit_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *HostCallServiceResponse) GetResultJson() []byte {
@@ -2914,7 +3070,7 @@ type HostExecuteToolRequest struct {
 
 func (x *HostExecuteToolRequest) Reset() {
 	*x = HostExecuteToolRequest{}
-	mi := &file_plugkit_proto_msgTypes[43]
+	mi := &file_plugkit_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2926,7 +3082,7 @@ func (x *HostExecuteToolRequest) String() string {
 func (*HostExecuteToolRequest) ProtoMessage() {}
 
 func (x *HostExecuteToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[43]
+	mi := &file_plugkit_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2939,7 +3095,7 @@ func (x *HostExecuteToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostExecuteToolRequest.ProtoReflect.Descriptor instead.
 func (*HostExecuteToolRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{43}
+	return file_plugkit_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *HostExecuteToolRequest) GetName() string {
@@ -2966,7 +3122,7 @@ type HostExecuteToolResponse struct {
 
 func (x *HostExecuteToolResponse) Reset() {
 	*x = HostExecuteToolResponse{}
-	mi := &file_plugkit_proto_msgTypes[44]
+	mi := &file_plugkit_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2978,7 +3134,7 @@ func (x *HostExecuteToolResponse) String() string {
 func (*HostExecuteToolResponse) ProtoMessage() {}
 
 func (x *HostExecuteToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[44]
+	mi := &file_plugkit_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2991,7 +3147,7 @@ func (x *HostExecuteToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostExecuteToolResponse.ProtoReflect.Descriptor instead.
 func (*HostExecuteToolResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{44}
+	return file_plugkit_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *HostExecuteToolResponse) GetResult() *ToolResult {
@@ -3013,7 +3169,7 @@ type ContributeRequest struct {
 
 func (x *ContributeRequest) Reset() {
 	*x = ContributeRequest{}
-	mi := &file_plugkit_proto_msgTypes[45]
+	mi := &file_plugkit_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3025,7 +3181,7 @@ func (x *ContributeRequest) String() string {
 func (*ContributeRequest) ProtoMessage() {}
 
 func (x *ContributeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[45]
+	mi := &file_plugkit_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3038,7 +3194,7 @@ func (x *ContributeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContributeRequest.ProtoReflect.Descriptor instead.
 func (*ContributeRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{45}
+	return file_plugkit_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ContributeRequest) GetPoint() string {
@@ -3078,7 +3234,7 @@ type ContributeResponse struct {
 
 func (x *ContributeResponse) Reset() {
 	*x = ContributeResponse{}
-	mi := &file_plugkit_proto_msgTypes[46]
+	mi := &file_plugkit_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3090,7 +3246,7 @@ func (x *ContributeResponse) String() string {
 func (*ContributeResponse) ProtoMessage() {}
 
 func (x *ContributeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[46]
+	mi := &file_plugkit_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3103,7 +3259,7 @@ func (x *ContributeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContributeResponse.ProtoReflect.Descriptor instead.
 func (*ContributeResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{46}
+	return file_plugkit_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ContributeResponse) GetRegistrationId() string {
@@ -3122,7 +3278,7 @@ type DisposeRequest struct {
 
 func (x *DisposeRequest) Reset() {
 	*x = DisposeRequest{}
-	mi := &file_plugkit_proto_msgTypes[47]
+	mi := &file_plugkit_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3134,7 +3290,7 @@ func (x *DisposeRequest) String() string {
 func (*DisposeRequest) ProtoMessage() {}
 
 func (x *DisposeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[47]
+	mi := &file_plugkit_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3147,7 +3303,7 @@ func (x *DisposeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DisposeRequest.ProtoReflect.Descriptor instead.
 func (*DisposeRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{47}
+	return file_plugkit_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *DisposeRequest) GetRegistrationId() string {
@@ -3165,7 +3321,7 @@ type DisposeResponse struct {
 
 func (x *DisposeResponse) Reset() {
 	*x = DisposeResponse{}
-	mi := &file_plugkit_proto_msgTypes[48]
+	mi := &file_plugkit_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3177,7 +3333,7 @@ func (x *DisposeResponse) String() string {
 func (*DisposeResponse) ProtoMessage() {}
 
 func (x *DisposeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[48]
+	mi := &file_plugkit_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3190,7 +3346,7 @@ func (x *DisposeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DisposeResponse.ProtoReflect.Descriptor instead.
 func (*DisposeResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{48}
+	return file_plugkit_proto_rawDescGZIP(), []int{51}
 }
 
 type ReportProblemRequest struct {
@@ -3203,7 +3359,7 @@ type ReportProblemRequest struct {
 
 func (x *ReportProblemRequest) Reset() {
 	*x = ReportProblemRequest{}
-	mi := &file_plugkit_proto_msgTypes[49]
+	mi := &file_plugkit_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3215,7 +3371,7 @@ func (x *ReportProblemRequest) String() string {
 func (*ReportProblemRequest) ProtoMessage() {}
 
 func (x *ReportProblemRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[49]
+	mi := &file_plugkit_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3228,7 +3384,7 @@ func (x *ReportProblemRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportProblemRequest.ProtoReflect.Descriptor instead.
 func (*ReportProblemRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{49}
+	return file_plugkit_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ReportProblemRequest) GetProblem() string {
@@ -3246,7 +3402,7 @@ type ReportProblemResponse struct {
 
 func (x *ReportProblemResponse) Reset() {
 	*x = ReportProblemResponse{}
-	mi := &file_plugkit_proto_msgTypes[50]
+	mi := &file_plugkit_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3258,7 +3414,7 @@ func (x *ReportProblemResponse) String() string {
 func (*ReportProblemResponse) ProtoMessage() {}
 
 func (x *ReportProblemResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[50]
+	mi := &file_plugkit_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3271,7 +3427,7 @@ func (x *ReportProblemResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportProblemResponse.ProtoReflect.Descriptor instead.
 func (*ReportProblemResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{50}
+	return file_plugkit_proto_rawDescGZIP(), []int{53}
 }
 
 type ExportSpansRequest struct {
@@ -3285,7 +3441,7 @@ type ExportSpansRequest struct {
 
 func (x *ExportSpansRequest) Reset() {
 	*x = ExportSpansRequest{}
-	mi := &file_plugkit_proto_msgTypes[51]
+	mi := &file_plugkit_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3297,7 +3453,7 @@ func (x *ExportSpansRequest) String() string {
 func (*ExportSpansRequest) ProtoMessage() {}
 
 func (x *ExportSpansRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[51]
+	mi := &file_plugkit_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3310,7 +3466,7 @@ func (x *ExportSpansRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportSpansRequest.ProtoReflect.Descriptor instead.
 func (*ExportSpansRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{51}
+	return file_plugkit_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *ExportSpansRequest) GetOtlp() []byte {
@@ -3328,7 +3484,7 @@ type ExportSpansResponse struct {
 
 func (x *ExportSpansResponse) Reset() {
 	*x = ExportSpansResponse{}
-	mi := &file_plugkit_proto_msgTypes[52]
+	mi := &file_plugkit_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3340,7 +3496,7 @@ func (x *ExportSpansResponse) String() string {
 func (*ExportSpansResponse) ProtoMessage() {}
 
 func (x *ExportSpansResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[52]
+	mi := &file_plugkit_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3353,7 +3509,7 @@ func (x *ExportSpansResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportSpansResponse.ProtoReflect.Descriptor instead.
 func (*ExportSpansResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{52}
+	return file_plugkit_proto_rawDescGZIP(), []int{55}
 }
 
 type NextRequest struct {
@@ -3366,7 +3522,7 @@ type NextRequest struct {
 
 func (x *NextRequest) Reset() {
 	*x = NextRequest{}
-	mi := &file_plugkit_proto_msgTypes[53]
+	mi := &file_plugkit_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3378,7 +3534,7 @@ func (x *NextRequest) String() string {
 func (*NextRequest) ProtoMessage() {}
 
 func (x *NextRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[53]
+	mi := &file_plugkit_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3391,7 +3547,7 @@ func (x *NextRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NextRequest.ProtoReflect.Descriptor instead.
 func (*NextRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{53}
+	return file_plugkit_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *NextRequest) GetCallToken() string {
@@ -3417,7 +3573,7 @@ type NextResponse struct {
 
 func (x *NextResponse) Reset() {
 	*x = NextResponse{}
-	mi := &file_plugkit_proto_msgTypes[54]
+	mi := &file_plugkit_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3429,7 +3585,7 @@ func (x *NextResponse) String() string {
 func (*NextResponse) ProtoMessage() {}
 
 func (x *NextResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[54]
+	mi := &file_plugkit_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3442,7 +3598,7 @@ func (x *NextResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NextResponse.ProtoReflect.Descriptor instead.
 func (*NextResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{54}
+	return file_plugkit_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *NextResponse) GetAnswer() isNextResponse_Answer {
@@ -3670,7 +3826,15 @@ const file_plugkit_proto_rawDesc = "" +
 	"handler_id\x18\x01 \x01(\tR\thandlerId\x12.\n" +
 	"\x04tool\x18\x02 \x01(\v2\x1a.plugkit.v1.ToolDescriptorR\x04tool\"?\n" +
 	"\x14RegisterToolResponse\x12'\n" +
-	"\x0fregistration_id\x18\x01 \x01(\tR\x0eregistrationId\"Z\n" +
+	"\x0fregistration_id\x18\x01 \x01(\tR\x0eregistrationId\"\x87\x01\n" +
+	"\x14RegisterToolsRequest\x125\n" +
+	"\x05tools\x18\x01 \x03(\v2\x1f.plugkit.v1.RegisterToolRequestR\x05tools\x128\n" +
+	"\x18dispose_registration_ids\x18\x02 \x03(\tR\x16disposeRegistrationIds\"R\n" +
+	"\x15RegisterToolsResponse\x129\n" +
+	"\aresults\x18\x01 \x03(\v2\x1f.plugkit.v1.RegisterToolsResultR\aresults\"T\n" +
+	"\x13RegisterToolsResult\x12'\n" +
+	"\x0fregistration_id\x18\x01 \x01(\tR\x0eregistrationId\x12\x14\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error\"Z\n" +
 	"\x0fAddGuardRequest\x12\x1d\n" +
 	"\n" +
 	"handler_id\x18\x01 \x01(\tR\thandlerId\x12\x12\n" +
@@ -3775,9 +3939,10 @@ const file_plugkit_proto_rawDesc = "" +
 	"\vCallService\x12\x1e.plugkit.v1.CallServiceRequest\x1a\x1f.plugkit.v1.CallServiceResponse\x12D\n" +
 	"\aObserve\x12\x1a.plugkit.v1.ObserveRequest\x1a\x1b.plugkit.v1.ObserveResponse(\x01\x12E\n" +
 	"\bShutdown\x12\x1b.plugkit.v1.ShutdownRequest\x1a\x1c.plugkit.v1.ShutdownResponse\x129\n" +
-	"\x05Calls\x12\x15.plugkit.v1.CallFrame\x1a\x15.plugkit.v1.CallFrame(\x010\x012\x97\a\n" +
+	"\x05Calls\x12\x15.plugkit.v1.CallFrame\x1a\x15.plugkit.v1.CallFrame(\x010\x012\xed\a\n" +
 	"\x04Host\x12Q\n" +
-	"\fRegisterTool\x12\x1f.plugkit.v1.RegisterToolRequest\x1a .plugkit.v1.RegisterToolResponse\x12E\n" +
+	"\fRegisterTool\x12\x1f.plugkit.v1.RegisterToolRequest\x1a .plugkit.v1.RegisterToolResponse\x12T\n" +
+	"\rRegisterTools\x12 .plugkit.v1.RegisterToolsRequest\x1a!.plugkit.v1.RegisterToolsResponse\x12E\n" +
 	"\bAddGuard\x12\x1b.plugkit.v1.AddGuardRequest\x1a\x1c.plugkit.v1.AddGuardResponse\x12?\n" +
 	"\x06Listen\x12\x19.plugkit.v1.ListenRequest\x1a\x1a.plugkit.v1.ListenResponse\x12N\n" +
 	"\vSetApprover\x12\x1e.plugkit.v1.SetApproverRequest\x1a\x1f.plugkit.v1.SetApproverResponse\x12B\n" +
@@ -3804,7 +3969,7 @@ func file_plugkit_proto_rawDescGZIP() []byte {
 }
 
 var file_plugkit_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_plugkit_proto_msgTypes = make([]protoimpl.MessageInfo, 56)
+var file_plugkit_proto_msgTypes = make([]protoimpl.MessageInfo, 59)
 var file_plugkit_proto_goTypes = []any{
 	(Verdict)(0),                    // 0: plugkit.v1.Verdict
 	(ReviewVerdict)(0),              // 1: plugkit.v1.ReviewVerdict
@@ -3843,29 +4008,32 @@ var file_plugkit_proto_goTypes = []any{
 	(*ShutdownResponse)(nil),        // 34: plugkit.v1.ShutdownResponse
 	(*RegisterToolRequest)(nil),     // 35: plugkit.v1.RegisterToolRequest
 	(*RegisterToolResponse)(nil),    // 36: plugkit.v1.RegisterToolResponse
-	(*AddGuardRequest)(nil),         // 37: plugkit.v1.AddGuardRequest
-	(*AddGuardResponse)(nil),        // 38: plugkit.v1.AddGuardResponse
-	(*ListenRequest)(nil),           // 39: plugkit.v1.ListenRequest
-	(*ListenResponse)(nil),          // 40: plugkit.v1.ListenResponse
-	(*SetApproverRequest)(nil),      // 41: plugkit.v1.SetApproverRequest
-	(*SetApproverResponse)(nil),     // 42: plugkit.v1.SetApproverResponse
-	(*ProvideRequest)(nil),          // 43: plugkit.v1.ProvideRequest
-	(*ProvideResponse)(nil),         // 44: plugkit.v1.ProvideResponse
-	(*HostCallServiceRequest)(nil),  // 45: plugkit.v1.HostCallServiceRequest
-	(*HostCallServiceResponse)(nil), // 46: plugkit.v1.HostCallServiceResponse
-	(*HostExecuteToolRequest)(nil),  // 47: plugkit.v1.HostExecuteToolRequest
-	(*HostExecuteToolResponse)(nil), // 48: plugkit.v1.HostExecuteToolResponse
-	(*ContributeRequest)(nil),       // 49: plugkit.v1.ContributeRequest
-	(*ContributeResponse)(nil),      // 50: plugkit.v1.ContributeResponse
-	(*DisposeRequest)(nil),          // 51: plugkit.v1.DisposeRequest
-	(*DisposeResponse)(nil),         // 52: plugkit.v1.DisposeResponse
-	(*ReportProblemRequest)(nil),    // 53: plugkit.v1.ReportProblemRequest
-	(*ReportProblemResponse)(nil),   // 54: plugkit.v1.ReportProblemResponse
-	(*ExportSpansRequest)(nil),      // 55: plugkit.v1.ExportSpansRequest
-	(*ExportSpansResponse)(nil),     // 56: plugkit.v1.ExportSpansResponse
-	(*NextRequest)(nil),             // 57: plugkit.v1.NextRequest
-	(*NextResponse)(nil),            // 58: plugkit.v1.NextResponse
-	nil,                             // 59: plugkit.v1.CallFrame.MetadataEntry
+	(*RegisterToolsRequest)(nil),    // 37: plugkit.v1.RegisterToolsRequest
+	(*RegisterToolsResponse)(nil),   // 38: plugkit.v1.RegisterToolsResponse
+	(*RegisterToolsResult)(nil),     // 39: plugkit.v1.RegisterToolsResult
+	(*AddGuardRequest)(nil),         // 40: plugkit.v1.AddGuardRequest
+	(*AddGuardResponse)(nil),        // 41: plugkit.v1.AddGuardResponse
+	(*ListenRequest)(nil),           // 42: plugkit.v1.ListenRequest
+	(*ListenResponse)(nil),          // 43: plugkit.v1.ListenResponse
+	(*SetApproverRequest)(nil),      // 44: plugkit.v1.SetApproverRequest
+	(*SetApproverResponse)(nil),     // 45: plugkit.v1.SetApproverResponse
+	(*ProvideRequest)(nil),          // 46: plugkit.v1.ProvideRequest
+	(*ProvideResponse)(nil),         // 47: plugkit.v1.ProvideResponse
+	(*HostCallServiceRequest)(nil),  // 48: plugkit.v1.HostCallServiceRequest
+	(*HostCallServiceResponse)(nil), // 49: plugkit.v1.HostCallServiceResponse
+	(*HostExecuteToolRequest)(nil),  // 50: plugkit.v1.HostExecuteToolRequest
+	(*HostExecuteToolResponse)(nil), // 51: plugkit.v1.HostExecuteToolResponse
+	(*ContributeRequest)(nil),       // 52: plugkit.v1.ContributeRequest
+	(*ContributeResponse)(nil),      // 53: plugkit.v1.ContributeResponse
+	(*DisposeRequest)(nil),          // 54: plugkit.v1.DisposeRequest
+	(*DisposeResponse)(nil),         // 55: plugkit.v1.DisposeResponse
+	(*ReportProblemRequest)(nil),    // 56: plugkit.v1.ReportProblemRequest
+	(*ReportProblemResponse)(nil),   // 57: plugkit.v1.ReportProblemResponse
+	(*ExportSpansRequest)(nil),      // 58: plugkit.v1.ExportSpansRequest
+	(*ExportSpansResponse)(nil),     // 59: plugkit.v1.ExportSpansResponse
+	(*NextRequest)(nil),             // 60: plugkit.v1.NextRequest
+	(*NextResponse)(nil),            // 61: plugkit.v1.NextResponse
+	nil,                             // 62: plugkit.v1.CallFrame.MetadataEntry
 }
 var file_plugkit_proto_depIdxs = []int32{
 	4,  // 0: plugkit.v1.Execution.tool:type_name -> plugkit.v1.ToolDescriptor
@@ -3874,7 +4042,7 @@ var file_plugkit_proto_depIdxs = []int32{
 	7,  // 3: plugkit.v1.Outcome.error:type_name -> plugkit.v1.ToolError
 	0,  // 4: plugkit.v1.Decision.verdict:type_name -> plugkit.v1.Verdict
 	1,  // 5: plugkit.v1.Review.verdict:type_name -> plugkit.v1.ReviewVerdict
-	59, // 6: plugkit.v1.CallFrame.metadata:type_name -> plugkit.v1.CallFrame.MetadataEntry
+	62, // 6: plugkit.v1.CallFrame.metadata:type_name -> plugkit.v1.CallFrame.MetadataEntry
 	5,  // 7: plugkit.v1.ExecuteToolRequest.execution:type_name -> plugkit.v1.Execution
 	5,  // 8: plugkit.v1.PreExecuteRequest.execution:type_name -> plugkit.v1.Execution
 	10, // 9: plugkit.v1.PreExecuteResponse.decision:type_name -> plugkit.v1.Decision
@@ -3888,65 +4056,69 @@ var file_plugkit_proto_depIdxs = []int32{
 	5,  // 17: plugkit.v1.ObserveRequest.execution:type_name -> plugkit.v1.Execution
 	8,  // 18: plugkit.v1.ObserveRequest.result:type_name -> plugkit.v1.ToolResult
 	4,  // 19: plugkit.v1.RegisterToolRequest.tool:type_name -> plugkit.v1.ToolDescriptor
-	2,  // 20: plugkit.v1.ListenRequest.stage:type_name -> plugkit.v1.Stage
-	3,  // 21: plugkit.v1.ListenRequest.mode:type_name -> plugkit.v1.ListenMode
-	8,  // 22: plugkit.v1.HostExecuteToolResponse.result:type_name -> plugkit.v1.ToolResult
-	10, // 23: plugkit.v1.NextResponse.pre_execute:type_name -> plugkit.v1.Decision
-	9,  // 24: plugkit.v1.NextResponse.execute:type_name -> plugkit.v1.Outcome
-	11, // 25: plugkit.v1.NextResponse.post_execute:type_name -> plugkit.v1.Review
-	13, // 26: plugkit.v1.Plugin.Describe:input_type -> plugkit.v1.DescribeRequest
-	15, // 27: plugkit.v1.Plugin.Apply:input_type -> plugkit.v1.ApplyRequest
-	17, // 28: plugkit.v1.Plugin.ExecuteTool:input_type -> plugkit.v1.ExecuteToolRequest
-	19, // 29: plugkit.v1.Plugin.PreExecute:input_type -> plugkit.v1.PreExecuteRequest
-	21, // 30: plugkit.v1.Plugin.Guard:input_type -> plugkit.v1.GuardRequest
-	23, // 31: plugkit.v1.Plugin.WrapExecute:input_type -> plugkit.v1.WrapExecuteRequest
-	25, // 32: plugkit.v1.Plugin.PostExecute:input_type -> plugkit.v1.PostExecuteRequest
-	27, // 33: plugkit.v1.Plugin.Approve:input_type -> plugkit.v1.ApproveRequest
-	29, // 34: plugkit.v1.Plugin.CallService:input_type -> plugkit.v1.CallServiceRequest
-	31, // 35: plugkit.v1.Plugin.Observe:input_type -> plugkit.v1.ObserveRequest
-	33, // 36: plugkit.v1.Plugin.Shutdown:input_type -> plugkit.v1.ShutdownRequest
-	12, // 37: plugkit.v1.Plugin.Calls:input_type -> plugkit.v1.CallFrame
-	35, // 38: plugkit.v1.Host.RegisterTool:input_type -> plugkit.v1.RegisterToolRequest
-	37, // 39: plugkit.v1.Host.AddGuard:input_type -> plugkit.v1.AddGuardRequest
-	39, // 40: plugkit.v1.Host.Listen:input_type -> plugkit.v1.ListenRequest
-	41, // 41: plugkit.v1.Host.SetApprover:input_type -> plugkit.v1.SetApproverRequest
-	43, // 42: plugkit.v1.Host.Provide:input_type -> plugkit.v1.ProvideRequest
-	45, // 43: plugkit.v1.Host.CallService:input_type -> plugkit.v1.HostCallServiceRequest
-	47, // 44: plugkit.v1.Host.ExecuteTool:input_type -> plugkit.v1.HostExecuteToolRequest
-	49, // 45: plugkit.v1.Host.Contribute:input_type -> plugkit.v1.ContributeRequest
-	51, // 46: plugkit.v1.Host.Dispose:input_type -> plugkit.v1.DisposeRequest
-	57, // 47: plugkit.v1.Host.Next:input_type -> plugkit.v1.NextRequest
-	53, // 48: plugkit.v1.Host.ReportProblem:input_type -> plugkit.v1.ReportProblemRequest
-	55, // 49: plugkit.v1.Host.ExportSpans:input_type -> plugkit.v1.ExportSpansRequest
-	14, // 50: plugkit.v1.Plugin.Describe:output_type -> plugkit.v1.DescribeResponse
-	16, // 51: plugkit.v1.Plugin.Apply:output_type -> plugkit.v1.ApplyResponse
-	18, // 52: plugkit.v1.Plugin.ExecuteTool:output_type -> plugkit.v1.ExecuteToolResponse
-	20, // 53: plugkit.v1.Plugin.PreExecute:output_type -> plugkit.v1.PreExecuteResponse
-	22, // 54: plugkit.v1.Plugin.Guard:output_type -> plugkit.v1.GuardResponse
-	24, // 55: plugkit.v1.Plugin.WrapExecute:output_type -> plugkit.v1.WrapExecuteResponse
-	26, // 56: plugkit.v1.Plugin.PostExecute:output_type -> plugkit.v1.PostExecuteResponse
-	28, // 57: plugkit.v1.Plugin.Approve:output_type -> plugkit.v1.ApproveResponse
-	30, // 58: plugkit.v1.Plugin.CallService:output_type -> plugkit.v1.CallServiceResponse
-	32, // 59: plugkit.v1.Plugin.Observe:output_type -> plugkit.v1.ObserveResponse
-	34, // 60: plugkit.v1.Plugin.Shutdown:output_type -> plugkit.v1.ShutdownResponse
-	12, // 61: plugkit.v1.Plugin.Calls:output_type -> plugkit.v1.CallFrame
-	36, // 62: plugkit.v1.Host.RegisterTool:output_type -> plugkit.v1.RegisterToolResponse
-	38, // 63: plugkit.v1.Host.AddGuard:output_type -> plugkit.v1.AddGuardResponse
-	40, // 64: plugkit.v1.Host.Listen:output_type -> plugkit.v1.ListenResponse
-	42, // 65: plugkit.v1.Host.SetApprover:output_type -> plugkit.v1.SetApproverResponse
-	44, // 66: plugkit.v1.Host.Provide:output_type -> plugkit.v1.ProvideResponse
-	46, // 67: plugkit.v1.Host.CallService:output_type -> plugkit.v1.HostCallServiceResponse
-	48, // 68: plugkit.v1.Host.ExecuteTool:output_type -> plugkit.v1.HostExecuteToolResponse
-	50, // 69: plugkit.v1.Host.Contribute:output_type -> plugkit.v1.ContributeResponse
-	52, // 70: plugkit.v1.Host.Dispose:output_type -> plugkit.v1.DisposeResponse
-	58, // 71: plugkit.v1.Host.Next:output_type -> plugkit.v1.NextResponse
-	54, // 72: plugkit.v1.Host.ReportProblem:output_type -> plugkit.v1.ReportProblemResponse
-	56, // 73: plugkit.v1.Host.ExportSpans:output_type -> plugkit.v1.ExportSpansResponse
-	50, // [50:74] is the sub-list for method output_type
-	26, // [26:50] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	35, // 20: plugkit.v1.RegisterToolsRequest.tools:type_name -> plugkit.v1.RegisterToolRequest
+	39, // 21: plugkit.v1.RegisterToolsResponse.results:type_name -> plugkit.v1.RegisterToolsResult
+	2,  // 22: plugkit.v1.ListenRequest.stage:type_name -> plugkit.v1.Stage
+	3,  // 23: plugkit.v1.ListenRequest.mode:type_name -> plugkit.v1.ListenMode
+	8,  // 24: plugkit.v1.HostExecuteToolResponse.result:type_name -> plugkit.v1.ToolResult
+	10, // 25: plugkit.v1.NextResponse.pre_execute:type_name -> plugkit.v1.Decision
+	9,  // 26: plugkit.v1.NextResponse.execute:type_name -> plugkit.v1.Outcome
+	11, // 27: plugkit.v1.NextResponse.post_execute:type_name -> plugkit.v1.Review
+	13, // 28: plugkit.v1.Plugin.Describe:input_type -> plugkit.v1.DescribeRequest
+	15, // 29: plugkit.v1.Plugin.Apply:input_type -> plugkit.v1.ApplyRequest
+	17, // 30: plugkit.v1.Plugin.ExecuteTool:input_type -> plugkit.v1.ExecuteToolRequest
+	19, // 31: plugkit.v1.Plugin.PreExecute:input_type -> plugkit.v1.PreExecuteRequest
+	21, // 32: plugkit.v1.Plugin.Guard:input_type -> plugkit.v1.GuardRequest
+	23, // 33: plugkit.v1.Plugin.WrapExecute:input_type -> plugkit.v1.WrapExecuteRequest
+	25, // 34: plugkit.v1.Plugin.PostExecute:input_type -> plugkit.v1.PostExecuteRequest
+	27, // 35: plugkit.v1.Plugin.Approve:input_type -> plugkit.v1.ApproveRequest
+	29, // 36: plugkit.v1.Plugin.CallService:input_type -> plugkit.v1.CallServiceRequest
+	31, // 37: plugkit.v1.Plugin.Observe:input_type -> plugkit.v1.ObserveRequest
+	33, // 38: plugkit.v1.Plugin.Shutdown:input_type -> plugkit.v1.ShutdownRequest
+	12, // 39: plugkit.v1.Plugin.Calls:input_type -> plugkit.v1.CallFrame
+	35, // 40: plugkit.v1.Host.RegisterTool:input_type -> plugkit.v1.RegisterToolRequest
+	37, // 41: plugkit.v1.Host.RegisterTools:input_type -> plugkit.v1.RegisterToolsRequest
+	40, // 42: plugkit.v1.Host.AddGuard:input_type -> plugkit.v1.AddGuardRequest
+	42, // 43: plugkit.v1.Host.Listen:input_type -> plugkit.v1.ListenRequest
+	44, // 44: plugkit.v1.Host.SetApprover:input_type -> plugkit.v1.SetApproverRequest
+	46, // 45: plugkit.v1.Host.Provide:input_type -> plugkit.v1.ProvideRequest
+	48, // 46: plugkit.v1.Host.CallService:input_type -> plugkit.v1.HostCallServiceRequest
+	50, // 47: plugkit.v1.Host.ExecuteTool:input_type -> plugkit.v1.HostExecuteToolRequest
+	52, // 48: plugkit.v1.Host.Contribute:input_type -> plugkit.v1.ContributeRequest
+	54, // 49: plugkit.v1.Host.Dispose:input_type -> plugkit.v1.DisposeRequest
+	60, // 50: plugkit.v1.Host.Next:input_type -> plugkit.v1.NextRequest
+	56, // 51: plugkit.v1.Host.ReportProblem:input_type -> plugkit.v1.ReportProblemRequest
+	58, // 52: plugkit.v1.Host.ExportSpans:input_type -> plugkit.v1.ExportSpansRequest
+	14, // 53: plugkit.v1.Plugin.Describe:output_type -> plugkit.v1.DescribeResponse
+	16, // 54: plugkit.v1.Plugin.Apply:output_type -> plugkit.v1.ApplyResponse
+	18, // 55: plugkit.v1.Plugin.ExecuteTool:output_type -> plugkit.v1.ExecuteToolResponse
+	20, // 56: plugkit.v1.Plugin.PreExecute:output_type -> plugkit.v1.PreExecuteResponse
+	22, // 57: plugkit.v1.Plugin.Guard:output_type -> plugkit.v1.GuardResponse
+	24, // 58: plugkit.v1.Plugin.WrapExecute:output_type -> plugkit.v1.WrapExecuteResponse
+	26, // 59: plugkit.v1.Plugin.PostExecute:output_type -> plugkit.v1.PostExecuteResponse
+	28, // 60: plugkit.v1.Plugin.Approve:output_type -> plugkit.v1.ApproveResponse
+	30, // 61: plugkit.v1.Plugin.CallService:output_type -> plugkit.v1.CallServiceResponse
+	32, // 62: plugkit.v1.Plugin.Observe:output_type -> plugkit.v1.ObserveResponse
+	34, // 63: plugkit.v1.Plugin.Shutdown:output_type -> plugkit.v1.ShutdownResponse
+	12, // 64: plugkit.v1.Plugin.Calls:output_type -> plugkit.v1.CallFrame
+	36, // 65: plugkit.v1.Host.RegisterTool:output_type -> plugkit.v1.RegisterToolResponse
+	38, // 66: plugkit.v1.Host.RegisterTools:output_type -> plugkit.v1.RegisterToolsResponse
+	41, // 67: plugkit.v1.Host.AddGuard:output_type -> plugkit.v1.AddGuardResponse
+	43, // 68: plugkit.v1.Host.Listen:output_type -> plugkit.v1.ListenResponse
+	45, // 69: plugkit.v1.Host.SetApprover:output_type -> plugkit.v1.SetApproverResponse
+	47, // 70: plugkit.v1.Host.Provide:output_type -> plugkit.v1.ProvideResponse
+	49, // 71: plugkit.v1.Host.CallService:output_type -> plugkit.v1.HostCallServiceResponse
+	51, // 72: plugkit.v1.Host.ExecuteTool:output_type -> plugkit.v1.HostExecuteToolResponse
+	53, // 73: plugkit.v1.Host.Contribute:output_type -> plugkit.v1.ContributeResponse
+	55, // 74: plugkit.v1.Host.Dispose:output_type -> plugkit.v1.DisposeResponse
+	61, // 75: plugkit.v1.Host.Next:output_type -> plugkit.v1.NextResponse
+	57, // 76: plugkit.v1.Host.ReportProblem:output_type -> plugkit.v1.ReportProblemResponse
+	59, // 77: plugkit.v1.Host.ExportSpans:output_type -> plugkit.v1.ExportSpansResponse
+	53, // [53:78] is the sub-list for method output_type
+	28, // [28:53] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_plugkit_proto_init() }
@@ -3954,7 +4126,7 @@ func file_plugkit_proto_init() {
 	if File_plugkit_proto != nil {
 		return
 	}
-	file_plugkit_proto_msgTypes[54].OneofWrappers = []any{
+	file_plugkit_proto_msgTypes[57].OneofWrappers = []any{
 		(*NextResponse_PreExecute)(nil),
 		(*NextResponse_Execute)(nil),
 		(*NextResponse_PostExecute)(nil),
@@ -3965,7 +4137,7 @@ func file_plugkit_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugkit_proto_rawDesc), len(file_plugkit_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   56,
+			NumMessages:   59,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

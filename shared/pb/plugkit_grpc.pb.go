@@ -581,6 +581,7 @@ var Plugin_ServiceDesc = grpc.ServiceDesc{
 
 const (
 	Host_RegisterTool_FullMethodName  = "/plugkit.v1.Host/RegisterTool"
+	Host_RegisterTools_FullMethodName = "/plugkit.v1.Host/RegisterTools"
 	Host_AddGuard_FullMethodName      = "/plugkit.v1.Host/AddGuard"
 	Host_Listen_FullMethodName        = "/plugkit.v1.Host/Listen"
 	Host_SetApprover_FullMethodName   = "/plugkit.v1.Host/SetApprover"
@@ -599,6 +600,13 @@ const (
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 type HostClient interface {
 	RegisterTool(ctx context.Context, in *RegisterToolRequest, opts ...grpc.CallOption) (*RegisterToolResponse, error)
+	// Registers many tools, and disposes registrations of this plugin, in one
+	// step (protocol 2, additive): a call sees the plugin's tools as they were
+	// or as they are after, never a mix, and the host compiles its registry
+	// once for the request. Each tool is accepted or refused on its own. A host
+	// that predates it answers UNIMPLEMENTED: the plugin then uses RegisterTool
+	// and Dispose.
+	RegisterTools(ctx context.Context, in *RegisterToolsRequest, opts ...grpc.CallOption) (*RegisterToolsResponse, error)
 	AddGuard(ctx context.Context, in *AddGuardRequest, opts ...grpc.CallOption) (*AddGuardResponse, error)
 	Listen(ctx context.Context, in *ListenRequest, opts ...grpc.CallOption) (*ListenResponse, error)
 	SetApprover(ctx context.Context, in *SetApproverRequest, opts ...grpc.CallOption) (*SetApproverResponse, error)
@@ -636,6 +644,16 @@ func (c *hostClient) RegisterTool(ctx context.Context, in *RegisterToolRequest, 
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(RegisterToolResponse)
 	err := c.cc.Invoke(ctx, Host_RegisterTool_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *hostClient) RegisterTools(ctx context.Context, in *RegisterToolsRequest, opts ...grpc.CallOption) (*RegisterToolsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RegisterToolsResponse)
+	err := c.cc.Invoke(ctx, Host_RegisterTools_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -757,6 +775,13 @@ func (c *hostClient) ExportSpans(ctx context.Context, in *ExportSpansRequest, op
 // for forward compatibility.
 type HostServer interface {
 	RegisterTool(context.Context, *RegisterToolRequest) (*RegisterToolResponse, error)
+	// Registers many tools, and disposes registrations of this plugin, in one
+	// step (protocol 2, additive): a call sees the plugin's tools as they were
+	// or as they are after, never a mix, and the host compiles its registry
+	// once for the request. Each tool is accepted or refused on its own. A host
+	// that predates it answers UNIMPLEMENTED: the plugin then uses RegisterTool
+	// and Dispose.
+	RegisterTools(context.Context, *RegisterToolsRequest) (*RegisterToolsResponse, error)
 	AddGuard(context.Context, *AddGuardRequest) (*AddGuardResponse, error)
 	Listen(context.Context, *ListenRequest) (*ListenResponse, error)
 	SetApprover(context.Context, *SetApproverRequest) (*SetApproverResponse, error)
@@ -792,6 +817,9 @@ type UnimplementedHostServer struct{}
 
 func (UnimplementedHostServer) RegisterTool(context.Context, *RegisterToolRequest) (*RegisterToolResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RegisterTool not implemented")
+}
+func (UnimplementedHostServer) RegisterTools(context.Context, *RegisterToolsRequest) (*RegisterToolsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RegisterTools not implemented")
 }
 func (UnimplementedHostServer) AddGuard(context.Context, *AddGuardRequest) (*AddGuardResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method AddGuard not implemented")
@@ -861,6 +889,24 @@ func _Host_RegisterTool_Handler(srv interface{}, ctx context.Context, dec func(i
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(HostServer).RegisterTool(ctx, req.(*RegisterToolRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Host_RegisterTools_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RegisterToolsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HostServer).RegisterTools(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Host_RegisterTools_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HostServer).RegisterTools(ctx, req.(*RegisterToolsRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -1073,6 +1119,10 @@ var Host_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RegisterTool",
 			Handler:    _Host_RegisterTool_Handler,
+		},
+		{
+			MethodName: "RegisterTools",
+			Handler:    _Host_RegisterTools_Handler,
 		},
 		{
 			MethodName: "AddGuard",

@@ -55,3 +55,17 @@ func (h *Handle) Dispose(ctx context.Context) error {
 	}
 	return nil
 }
+
+// spent marks a handle whose registration the host disposed as part of
+// another request (RegisterTools' replace), and forgets its handler.
+func (h *Handle) spent() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.disposed {
+		return
+	}
+	h.disposed = true
+	if h.drop != nil {
+		h.drop()
+	}
+}

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"slices"
+
+	"github.com/plugkit-go/plugkit/shared/sdk"
+)
+
+// registration is one tool the host holds for the bridge: *sdk.Handle in
+// the plugin, a fake in unit tests.
+type registration interface {
+	Dispose(ctx context.Context) error
+}
+
+// batchFunc registers add and disposes drop (registrations it returned
+// before) in one step, as sdk.Context.RegisterTools does: a call sees the
+// server's tools as they were or as they are after, and the host compiles
+// its registry once. For a refused tool, regs[i] is nil and errs[i] says
+// why; err means nothing changed.
+type batchFunc func(ctx context.Context, add []sdk.Tool, drop []registration) (regs []registration, errs []error, err error)
+
+// listDiff is what a new tools/list changes: the tools to register (new or
+// changed) and the registrations to dispose (gone or changed).
+type listDiff struct {
+	add  []sdk.Tool
+	drop []string // the server's names of the tools to dispose
+}
+
+// diffList compares the registered tools with those the server lists now.
+// An unchanged tool is in neither list, so a list_changed that changes one
+// tool among thousands registers one. The lists are sorted by name so that
+// what is logged and registered does not depend on map order.
+func diffList(have map[string]*bridged, want map[string]sdk.Tool) listDiff {
+	var d listDiff
+	for name, h := range have {
+		if spec, ok := want[name]; !ok || !sameSpec(h.spec, spec) {
+			d.drop = append(d.drop, name)
+		}
+	}
+	for name, spec := range want {
+		if h, ok := have[name]; !ok || !sameSpec(h.spec, spec) {
+			d.add = append(d.add, spec)
+		}
+	}
+	slices.Sort(d.drop)
+	slices.SortFunc(d.add, func(a, b sdk.Tool) int { return compareNames(a.Name, b.Name) })
+	return d
+}
+
+func compareNames(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// apply makes the registered tools want, keyed by the server's tool name,
+// through one batch. A tool the host refuses (its name is taken, or
+// reserved for the plugin that declared it) is left out and logged once
+// for as long as the host keeps refusing it the same way; the others are
+// bridged. It returns how many tools were registered and disposed.
+func (b *bridge) apply(ctx context.Context, want map[string]sdk.Tool) (added, disposed int, err error) {
+	b.mu.Lock()
+	d := diffList(b.tools, want)
+	drop := make([]registration, len(d.drop))
+	for i, name := range d.drop {
+		drop[i] = b.tools[name].reg
+	}
+	b.mu.Unlock()
+	if len(d.add) == 0 && len(d.drop) == 0 {
+		return 0, 0, nil
+	}
+	regs, errs, err := b.batch(ctx, d.add, drop)
+	if err != nil {
+		return 0, 0, err
+	}
+	keyOf := map[string]string{} // registered name → server name
+	for name, spec := range want {
+		keyOf[spec.Name] = name
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, name := range d.drop {
+		delete(b.tools, name)
+	}
+	if b.refused == nil {
+		b.refused = map[string]string{}
+	}
+	for i, spec := range d.add {
+		if errs != nil && errs[i] != nil {
+			if why := errs[i].Error(); b.refused[spec.Name] != why {
+				b.refused[spec.Name] = why
+				b.log.Warn("tool not bridged: the host refused it", "tool", spec.Name, "error", why)
+			}
+			continue
+		}
+		delete(b.refused, spec.Name)
+		b.tools[keyOf[spec.Name]] = &bridged{spec: spec, reg: regs[i]}
+		added++
+	}
+	return added, len(d.drop), nil
+}
