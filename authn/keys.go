@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/hcl/v2/gohcl"
 	"github.com/hashicorp/hcl/v2/hclparse"
 
+	"github.com/plugkit-go/plugkit/internal/hclbound"
 	"github.com/plugkit-go/plugkit/pipeline"
 	"github.com/plugkit-go/plugkit/shared/identity"
 )
@@ -58,9 +59,20 @@ type keyEntry struct {
 
 var keyName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
-// LoadKeys reads a keys file. Every problem is reported, with its place.
+// keysLimits bound a keys file before it is parsed (package hclbound says
+// why): a file of 200,000 nested brackets would otherwise overflow the
+// parser's stack, which no recover catches, at start or on SIGHUP.
+var keysLimits = hclbound.Limits{What: "keys file"}
+
+// LoadKeys reads a keys file. Every problem is reported, with its place; a
+// file over 1 MiB or nested deeper than 100 levels is refused before it is
+// parsed.
 func LoadKeys(path string) (*Keys, hcl.Diagnostics) {
-	f, diags := hclparse.NewParser().ParseHCLFile(path)
+	src, diags := keysLimits.ReadFile(path)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	f, diags := hclparse.NewParser().ParseHCL(src, path)
 	if diags.HasErrors() {
 		return nil, diags
 	}

@@ -2,7 +2,9 @@ package authn
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -37,6 +39,55 @@ type OAuthConfig struct {
 	Kind string
 }
 
+// MaxJWKSBytes is the largest answer read from the issuer's keys URL: a
+// key set is a few KiB, and a hostile or broken issuer must not make the
+// host read without end. A larger answer fails that refresh (logged) and
+// the keys in use stay.
+const MaxJWKSBytes = 1 << 20
+
+// cappedBodies fails reading a response body past max bytes.
+type cappedBodies struct {
+	base http.RoundTripper
+	max  int64
+}
+
+func (c cappedBodies) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := c.base.RoundTrip(r)
+	if err != nil {
+		return nil, err
+	}
+	if resp.ContentLength > c.max {
+		resp.Body.Close()
+		return nil, fmt.Errorf("%s answered %d bytes, more than the limit of %d", r.URL.Redacted(), resp.ContentLength, c.max)
+	}
+	resp.Body = &cappedBody{ReadCloser: resp.Body, left: c.max, max: c.max, url: r.URL.Redacted()}
+	return resp, nil
+}
+
+type cappedBody struct {
+	io.ReadCloser
+	left int64
+	max  int64
+	url  string
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		// One byte past the limit tells a body at the limit from a larger one.
+		var one [1]byte
+		if n, _ := b.ReadCloser.Read(one[:]); n > 0 {
+			return 0, fmt.Errorf("%s answered more than the limit of %d bytes", b.url, b.max)
+		}
+		return b.ReadCloser.Read(p)
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
 // MetadataPath is where the protected resource metadata (RFC 9728) is
 // served, and what a 401's WWW-Authenticate points at.
 const MetadataPath = "/.well-known/oauth-protected-resource"
@@ -61,7 +112,9 @@ func newOAuth(ctx context.Context, cfg OAuthConfig) (*oauth, error) {
 	if cfg.Kind == "" {
 		cfg.Kind = identity.KindUser
 	}
-	keys, err := keyfunc.NewDefaultCtx(ctx, []string{cfg.JWKSURL})
+	keys, err := keyfunc.NewDefaultOverrideCtx(ctx, []string{cfg.JWKSURL}, keyfunc.Override{
+		Client: &http.Client{Transport: cappedBodies{base: http.DefaultTransport, max: MaxJWKSBytes}},
+	})
 	if err != nil {
 		return nil, fmt.Errorf("oauth: the issuer's keys at %s: %w", cfg.JWKSURL, err)
 	}
@@ -91,7 +144,13 @@ func (o *oauth) verify(ctx context.Context, token string) (*auth.TokenInfo, erro
 	for _, s := range scopes {
 		p.Attributes = append(p.Attributes, "scope:"+s)
 	}
-	for _, g := range listClaim(claims[o.cfg.GroupsClaim]) {
+	groups, err := groupsClaim(claims, o.cfg.GroupsClaim)
+	if err != nil {
+		// A deny rule may name a group: a claim that cannot be read is
+		// not "no groups", which would slip past it.
+		return nil, fmt.Errorf("%w: %v", auth.ErrInvalidToken, err)
+	}
+	for _, g := range groups {
 		p.Attributes = append(p.Attributes, "group:"+g)
 	}
 	return tokenInfo(p, exp.Time, scopes), nil
@@ -102,21 +161,55 @@ func stringClaim(v any) string {
 	return s
 }
 
-// listClaim reads a claim that is a list of strings or one string.
-func listClaim(v any) []string {
+// groupsClaim reads the groups claim named name: absent is no groups; a
+// string is one group, a list of strings the groups; anything else (an
+// object, a number, null, a list holding a non-string or an empty string)
+// is an error naming the claim, so that the token is refused.
+func groupsClaim(claims jwt.MapClaims, name string) ([]string, error) {
+	v, ok := claims[name]
+	if !ok {
+		return nil, nil
+	}
 	switch v := v.(type) {
 	case string:
-		return []string{v}
-	case []any:
-		var out []string
-		for _, x := range v {
-			if s, ok := x.(string); ok {
-				out = append(out, s)
-			}
+		if v == "" {
+			return nil, fmt.Errorf("the %q claim is an empty string", name)
 		}
-		return out
+		return []string{v}, nil
+	case []any:
+		out := make([]string, 0, len(v))
+		for i, x := range v {
+			s, ok := x.(string)
+			if !ok || s == "" {
+				return nil, fmt.Errorf("the %q claim's item %d is %s, not a group name", name, i, jsonKind(x))
+			}
+			out = append(out, s)
+		}
+		return out, nil
 	}
-	return nil
+	return nil, fmt.Errorf("the %q claim is %s, not a group name or a list of them", name, jsonKind(v))
+}
+
+// jsonKind names the JSON type of a decoded value, for a refusal.
+func jsonKind(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return "null"
+	case string:
+		if v == "" {
+			return "an empty string"
+		}
+		return "a string"
+	case bool:
+		return "a boolean"
+	case float64, json.Number:
+		return "a number"
+	case []any:
+		return "a list"
+	case map[string]any:
+		return "an object"
+	}
+	return fmt.Sprintf("a %T", v)
 }
 
 // metadataURL is the protected resource metadata's URL for the resource

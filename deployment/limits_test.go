@@ -11,17 +11,21 @@ import (
 // each nests n levels in one of the ways HCL allows.
 func hostile(n int) map[string]string {
 	return map[string]string{
-		"blocks":       strings.Repeat("a {\n", n) + strings.Repeat("}\n", n),
-		"brackets":     "x = " + strings.Repeat("[", n) + strings.Repeat("]", n) + "\n",
-		"parentheses":  "x = " + strings.Repeat("(", n) + "1" + strings.Repeat(")", n) + "\n",
-		"calls":        "x = " + strings.Repeat("f(", n) + "1" + strings.Repeat(")", n) + "\n",
-		"objects":      "x = " + strings.Repeat("{a = ", n) + "1" + strings.Repeat("}", n) + "\n",
-		"templates":    "x = " + strings.Repeat(`"${`, n) + "1" + strings.Repeat(`}"`, n) + "\n",
-		"negations":    "x = " + strings.Repeat("-", n) + "1\n",
-		"nots":         "x = " + strings.Repeat("!", n) + "true\n",
-		"conditionals": "x = " + strings.Repeat("true ? 1 : ", n) + "2\n",
-		"sums":         "x = 1" + strings.Repeat(" + 1", n) + "\n",
-		"mixed":        "x = " + strings.Repeat("[-(!{a = ", n/4) + "1" + strings.Repeat("})]", n/4) + "\n",
+		"blocks":        strings.Repeat("a {\n", n) + strings.Repeat("}\n", n),
+		"brackets":      "x = " + strings.Repeat("[", n) + strings.Repeat("]", n) + "\n",
+		"parentheses":   "x = " + strings.Repeat("(", n) + "1" + strings.Repeat(")", n) + "\n",
+		"calls":         "x = " + strings.Repeat("f(", n) + "1" + strings.Repeat(")", n) + "\n",
+		"objects":       "x = " + strings.Repeat("{a = ", n) + "1" + strings.Repeat("}", n) + "\n",
+		"templates":     "x = " + strings.Repeat(`"${`, n) + "1" + strings.Repeat(`}"`, n) + "\n",
+		"negations":     "x = " + strings.Repeat("-", n) + "1\n",
+		"nots":          "x = " + strings.Repeat("!", n) + "true\n",
+		"conditionals":  "x = " + strings.Repeat("true ? 1 : ", n) + "2\n",
+		"sums":          "x = 1" + strings.Repeat(" + 1", n) + "\n",
+		"mixed":         "x = " + strings.Repeat("[-(!{a = ", n/4) + "1" + strings.Repeat("})]", n/4) + "\n",
+		"splats":        "x = [1]" + strings.Repeat("[*]", n) + "\n",
+		"indexes":       "x = [1]" + strings.Repeat("[0]", n) + "\n",
+		"attributes":    "x = a" + strings.Repeat(".b", n) + "\n",
+		"legacy_splats": "x = [1]" + strings.Repeat(".*", n) + "\n",
 	}
 }
 

@@ -12,7 +12,8 @@ import (
 
 // TestAttackHostileDeploymentFile: a deployment file made to overflow the
 // HCL parser's stack (the attack's 200,000 nested blocks, 1.2 MB; and
-// 20,000 nested brackets in a few KB) is refused with a diagnostic by
+// 20,000 nested brackets in a few KB; `x = [1]` then `[*]` 200,000 times,
+// 600 KB) is refused with a diagnostic by
 // `host validate`, `host reload` and SIGHUP, and the running host keeps
 // serving its deployment unchanged.
 func TestAttackHostileDeploymentFile(t *testing.T) {
@@ -32,6 +33,8 @@ func TestAttackHostileDeploymentFile(t *testing.T) {
 	for _, c := range []struct{ name, body, want string }{
 		{"200000 nested blocks", strings.Repeat("a {\n", 200000) + strings.Repeat("}\n", 200000), "Deployment file too large"},
 		{"20000 nested brackets", "x = " + strings.Repeat("[", 20000) + strings.Repeat("]", 20000) + "\n", "Nesting too deep"},
+		// 600 KB, under the size limit: the parser recursed once per splat.
+		{"200000 chained splats", "x = [1]" + strings.Repeat("[*]", 200000) + "\n", "Nesting too deep"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			hostile := filepath.Join(dir, "hostile.hcl")
