@@ -39,11 +39,7 @@ func pages(t *testing.T) []string {
 func TestPagesParse(t *testing.T) {
 	n := 0
 	for _, p := range pages(t) {
-		text, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		blocks, err := transcript.Parse(rel(p), string(text))
+		blocks, err := parsePage(p)
 		if err != nil {
 			t.Error(err)
 		}
@@ -67,11 +63,7 @@ func TestDocTranscripts(t *testing.T) {
 	bin := t.TempDir()
 	buildAll(t, bin)
 	for _, p := range pages(t) {
-		text, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		blocks, err := transcript.Parse(rel(p), string(text))
+		blocks, err := parsePage(p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -80,6 +72,15 @@ func TestDocTranscripts(t *testing.T) {
 		}
 		t.Run(rel(p), func(t *testing.T) { runPage(t, bin, blocks) })
 	}
+}
+
+// parsePage reads a page and returns its console blocks.
+func parsePage(p string) ([]transcript.Block, error) {
+	text, err := os.ReadFile(p)
+	if err != nil {
+		return nil, err
+	}
+	return transcript.Parse(rel(p), string(text))
 }
 
 func rel(p string) string {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"slices"
+	"strings"
 
 	"github.com/plugkit-go/plugkit/shared/sdk"
 )
@@ -44,18 +45,8 @@ func diffList(have map[string]*bridged, want map[string]sdk.Tool) listDiff {
 		}
 	}
 	slices.Sort(d.drop)
-	slices.SortFunc(d.add, func(a, b sdk.Tool) int { return compareNames(a.Name, b.Name) })
+	slices.SortFunc(d.add, func(a, b sdk.Tool) int { return strings.Compare(a.Name, b.Name) })
 	return d
-}
-
-func compareNames(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // apply makes the registered tools want, keyed by the server's tool name,

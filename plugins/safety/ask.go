@@ -7,8 +7,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/plugkit-go/plugkit/shared/secrets"
 	"github.com/plugkit-go/plugkit/shared/sdk"
+	"github.com/plugkit-go/plugkit/shared/secrets"
 )
 
 // preExecute is the stage-1 filter. With secrets set (arguments = "ask",

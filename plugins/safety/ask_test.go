@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/plugkit-go/plugkit/shared/secrets"
 	"github.com/plugkit-go/plugkit/shared/sdk"
+	"github.com/plugkit-go/plugkit/shared/secrets"
 )
 
 func TestAskDestructive(t *testing.T) {

@@ -8,8 +8,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/plugkit-go/plugkit/shared/secrets"
 	"github.com/plugkit-go/plugkit/shared/sdk"
+	"github.com/plugkit-go/plugkit/shared/secrets"
 )
 
 // The secrets block's modes.

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/plugkit-go/plugkit/shared/secrets/fake"
 	"github.com/plugkit-go/plugkit/shared/sdk"
+	"github.com/plugkit-go/plugkit/shared/secrets/fake"
 )
 
 func secretsConfig(arguments, results string, allow ...string) Config {
