@@ -294,6 +294,14 @@ type callResult struct {
 	DecidedBy string `json:"decided_by"`
 }
 
+// String shows the error's code and message, which %+v hides behind a pointer.
+func (r callResult) String() string {
+	if r.Error == nil {
+		return fmt.Sprintf("{id %s ok %v value %s decided_by %q}", r.ID, r.OK, r.Value, r.DecidedBy)
+	}
+	return fmt.Sprintf("{id %s ok %v error %s: %s decided_by %q}", r.ID, r.OK, r.Error.Code, r.Error.Message, r.DecidedBy)
+}
+
 func (r callResult) code() string {
 	if r.Error == nil {
 		return ""
