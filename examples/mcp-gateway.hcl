@@ -20,7 +20,12 @@ host {
 }
 
 # The filesystem server, started by the bridge and confined by itself to
-# ../run/sandbox (made by `make build`). Its tools are registered as fs_read_text_file, fs_write_file, …
+# ../run/sandbox (made by `make build`; relative to this file, like every
+# path here). Its tools are registered as fs_read_text_file, fs_write_file, …
+#
+# The paths a call gives the server are the server's own business: it
+# resolves a relative one against its root, not against this file, so
+# '{"path":"notes.md"}' is ../run/sandbox/notes.md.
 plugin "fs" {
   path = "../bin/plugins/mcp"
   config {
@@ -48,11 +53,19 @@ plugin "fs" {
 
 # The sample rules apply to the bridged tools unchanged: the filesystem
 # server marks write_file, edit_file and move_file destructive, so they are
-# asked; secrets are denied before the server sees the call.
+# asked; secrets are denied before the server sees the call. The server
+# refuses paths outside its root itself; the first rule refuses them before
+# it is asked, as the sample's rule does for the files plugin.
 plugin "safety" {
   path     = "../bin/plugins/safety"
   critical = true
   config {
+    deny "outside-the-sandbox" {
+      tools       = ["fs_*"]
+      arguments   = ["path", "paths", "source", "destination"]
+      path_prefix = ["/", ".."]
+      reason      = "paths must stay inside the sandbox (relative to it)"
+    }
     deny "no-secrets" {
       pattern = ["(?i)secret", "(?i)password"]
       reason  = "secrets are off limits"

@@ -146,7 +146,7 @@ func (m *Manager) launch(ctx context.Context, spec Spec) (*instance, error) {
 		VersionedPlugins: wire.VersionedClientPlugins(m.opts.MaxMessageBytes),
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		AutoMTLS:         !m.opts.DisableMTLS,
-		Logger:           log,
+		Logger:           goPluginLog{log},
 		// go-plugin relays each stderr line to Logger and copies it here.
 		Stderr:          stderr,
 		GRPCDialOptions: dial,
