@@ -13,16 +13,32 @@ type goPluginLog struct{ hclog.Logger }
 
 const goPluginExited = "plugin process exited"
 
+// goPluginNotGraceful is what go-plugin warns when it kills a process that
+// did not exit on its own: one that failed to start, whose error the host
+// reports (so `host validate` printed this before the real message), or one
+// the host stops after its drain, which the host logs itself.
+const goPluginNotGraceful = "plugin failed to exit gracefully"
+
+func quiet(msg string) bool { return msg == goPluginExited || msg == goPluginNotGraceful }
+
 func (l goPluginLog) Info(msg string, args ...any) {
-	if msg == goPluginExited {
+	if quiet(msg) {
 		l.Logger.Debug(msg, args...)
 		return
 	}
 	l.Logger.Info(msg, args...)
 }
 
+func (l goPluginLog) Warn(msg string, args ...any) {
+	if quiet(msg) {
+		l.Logger.Debug(msg, args...)
+		return
+	}
+	l.Logger.Warn(msg, args...)
+}
+
 func (l goPluginLog) Error(msg string, args ...any) {
-	if msg == goPluginExited {
+	if quiet(msg) {
 		l.Logger.Debug(msg, args...)
 		return
 	}
@@ -30,7 +46,7 @@ func (l goPluginLog) Error(msg string, args ...any) {
 }
 
 func (l goPluginLog) Log(level hclog.Level, msg string, args ...any) {
-	if msg == goPluginExited && level > hclog.Debug {
+	if quiet(msg) && level > hclog.Debug {
 		level = hclog.Debug
 	}
 	l.Logger.Log(level, msg, args...)
