@@ -31,6 +31,9 @@ type Host struct {
 	AdminSocket     string
 	AutoMTLS        bool
 	MaxMessageBytes int
+	// MaxResultBytes is every plugin's max_result_bytes unless its own
+	// block says otherwise.
+	MaxResultBytes int
 	// LogLevel is one of trace, debug, info, warn, error.
 	LogLevel        string
 	ApprovalTimeout time.Duration
@@ -134,8 +137,12 @@ type Plugin struct {
 	Inject   []string
 	Critical bool
 	// Watch asks for a reload when the binary changes.
-	Watch   bool
-	Restart remote.RestartPolicy
+	Watch bool
+	// MaxResultBytes bounds a result of one of its tools (larger ends the
+	// call TOOL_ERROR) and what its result observers receive of any result
+	// (larger arrives as its size, digest and head).
+	MaxResultBytes int
+	Restart        remote.RestartPolicy
 	// EnabledTools is the allow-list: nil allows every tool.
 	EnabledTools []string
 	// DisabledTools is the deny-list.
@@ -180,6 +187,8 @@ func (p Plugin) Spec() remote.Spec {
 		Inject:   slices.Clone(p.Inject),
 		Critical: p.Critical,
 		Restart:  p.Restart,
+
+		MaxResultBytes: p.MaxResultBytes,
 
 		EnabledTools:  slices.Clone(p.EnabledTools),
 		DisabledTools: slices.Clone(p.DisabledTools),

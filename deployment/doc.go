@@ -26,6 +26,7 @@
 //	  admin_socket      = "run/host.sock"   # default "plugkit.sock" beside the file
 //	  auto_mtls         = true              # default true
 //	  max_message_bytes = 67108864          # default 64 MiB
+//	  max_result_bytes  = 16777216          # default 16 MiB: every plugin's, unless its block says
 //	  log_level         = "info"            # trace|debug|info|warn|error (default info)
 //	  approval_timeout  = "60s"             # default 60s
 //	  listener_timeout  = "30s"             # default 30s
@@ -71,6 +72,8 @@
 //	  inject   = ["tools"]                  # services it needs (default: what it declares)
 //	  critical = false
 //	  watch    = false                      # reload when the binary changes
+//	  max_result_bytes = 16777216           # a larger result of its tools ends the call TOOL_ERROR;
+//	                                        # its observers get a larger one as size, sha256 and head
 //	  restart {                             # defaults 5, 1m, 100ms, 10s
 //	    attempts    = 5
 //	    window      = "1m"

@@ -25,6 +25,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
 	"github.com/plugkit-go/plugkit/authn"
+	"github.com/plugkit-go/plugkit/remote"
 	"github.com/plugkit-go/plugkit/shared/wire"
 )
 
@@ -76,6 +77,8 @@ type parser struct {
 	undecoded map[int]bool
 	// defaultSandbox is the host block's sandbox.
 	defaultSandbox *Sandbox
+	// maxResult is the host block's max_result_bytes.
+	maxResult int
 }
 
 // decoded reports whether body's attribute name was written and decoded: a
@@ -113,6 +116,7 @@ func (p *parser) host(hs *hostSyntax) Host {
 	h := Host{
 		AutoMTLS:        true,
 		MaxMessageBytes: wire.DefaultMaxMessageBytes,
+		MaxResultBytes:  remote.DefaultMaxResultBytes,
 		LogLevel:        defaultLogLevel,
 		ApprovalTimeout: defaultApprovalTimeout,
 		ListenerTimeout: defaultListenerTimeout,
@@ -123,6 +127,7 @@ func (p *parser) host(hs *hostSyntax) Host {
 		Policy:          Policy{Timeout: true},
 	}
 	h.AdminSocket, _ = p.resolve(defaultAdminSocket)
+	p.maxResult = h.MaxResultBytes
 	if hs == nil {
 		return h
 	}
@@ -147,6 +152,8 @@ func (p *parser) host(hs *hostSyntax) Host {
 			h.MaxMessageBytes = *hs.MaxMessageBytes
 		}
 	}
+	h.MaxResultBytes = p.count(body, "max_result_bytes", hs.MaxResultBytes, 1, h.MaxResultBytes)
+	p.maxResult = h.MaxResultBytes
 	if hs.LogLevel != nil {
 		if !slices.Contains(logLevels, *hs.LogLevel) {
 			p.errorf(valueRange(body, "log_level", def), "Invalid log_level", "log_level %q is not one of %s.", *hs.LogLevel, strings.Join(logLevels, ", "))
@@ -437,15 +444,16 @@ func (p *parser) plugin(ps *pluginSyntax) Plugin {
 	p.names(ps.Body, ps, "the plugin block")
 	sb, _ := ps.Body.(*hclsyntax.Body)
 	pl := Plugin{
-		Name:        ps.Name,
-		Critical:    ps.Critical,
-		Watch:       ps.Watch,
-		Restart:     defaultRestart,
-		Config:      json.RawMessage("{}"),
-		Range:       ps.DefRange,
-		ConfigRange: ps.DefRange,
-		configOK:    true,
-		src:         &pluginSource{body: sb, config: map[string]hcl.Range{"": ps.DefRange}},
+		Name:           ps.Name,
+		Critical:       ps.Critical,
+		Watch:          ps.Watch,
+		Restart:        defaultRestart,
+		MaxResultBytes: p.count(ps.Body, "max_result_bytes", ps.MaxResult, 1, p.maxResult),
+		Config:         json.RawMessage("{}"),
+		Range:          ps.DefRange,
+		ConfigRange:    ps.DefRange,
+		configOK:       true,
+		src:            &pluginSource{body: sb, config: map[string]hcl.Range{"": ps.DefRange}},
 	}
 	if !pluginName.MatchString(ps.Name) {
 		p.errorf(ps.NameRange, "Invalid plugin name", "Plugin name %q must start with a letter or digit and hold only letters, digits, '_', '.' and '-'.", ps.Name)

@@ -36,6 +36,7 @@ type hostSyntax struct {
 	AdminSocket     *string        `hcl:"admin_socket,optional"`
 	AutoMTLS        *bool          `hcl:"auto_mtls,optional"`
 	MaxMessageBytes *int           `hcl:"max_message_bytes,optional"`
+	MaxResultBytes  *int           `hcl:"max_result_bytes,optional"`
 	LogLevel        *string        `hcl:"log_level,optional"`
 	ApprovalTimeout *string        `hcl:"approval_timeout,optional"`
 	ListenerTimeout *string        `hcl:"listener_timeout,optional"`
@@ -137,6 +138,7 @@ type pluginSyntax struct {
 	Inject    *[]string      `hcl:"inject,optional"`
 	Critical  bool           `hcl:"critical,optional"`
 	Watch     bool           `hcl:"watch,optional"`
+	MaxResult *int           `hcl:"max_result_bytes,optional"`
 	Restart   *restartSyntax `hcl:"restart,block"`
 	Tools     *toolsSyntax   `hcl:"tools,block"`
 	Config    *configSyntax  `hcl:"config,block"`

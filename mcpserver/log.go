@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"log/slog"
+	"strings"
 
 	"github.com/hashicorp/go-hclog"
 )
@@ -41,8 +42,21 @@ func (h *slogHandler) Handle(_ context.Context, r slog.Record) error {
 		args = append(args, h.key(a.Key), a.Value.Resolve().Any())
 		return true
 	})
-	h.log.Log(level(r.Level), r.Message, args...)
+	lv := level(r.Level)
+	if lv > hclog.Debug && undeliveredNotification(r.Message) {
+		lv = hclog.Debug
+	}
+	h.log.Log(lv, r.Message, args...)
 	return nil
+}
+
+// undeliveredNotification reports whether msg is the SDK's warning that a
+// notification (tools/list_changed after a reload) found a session's stream
+// gone: a client that went away without ending its session. Nothing is
+// wrong, and every reload would warn once per such session until it idles
+// out (mcp_idle_timeout).
+func undeliveredNotification(msg string) bool {
+	return strings.HasPrefix(msg, "calling notifications/") && strings.Contains(msg, "rejected by transport")
 }
 
 func (h *slogHandler) key(k string) string {

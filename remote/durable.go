@@ -41,10 +41,18 @@ type durableResults struct {
 	queue   []queuedResult
 	dropped int // results dropped because the queue was full
 	resent  int // results of batches sent again after a delivery failed
-	wake    chan struct{}
-	stop    chan struct{}
-	done    chan struct{}
-	started bool
+	// crashes counts the deliveries of the queue's head in a row during
+	// which the process died; single is how many results still go one at
+	// a time because a batch holding them crashed it twice (see crashed).
+	crashes, single int
+	// unrecorded counts the results given up on because delivering each
+	// alone crashed a process again; last says which was the last.
+	unrecorded     int
+	lastUnrecorded string
+	wake           chan struct{}
+	stop           chan struct{}
+	done           chan struct{}
+	started        bool
 }
 
 type queuedResult struct {
@@ -62,6 +70,11 @@ type target struct {
 const (
 	// durableBatch bounds one acknowledged batch.
 	durableBatch = 256
+	// drainBatch bounds one batch while a stopping process drains (and
+	// every batch of a plain observer): the drain waits as long as batches
+	// are acknowledged, each within the drain timeout, so one must take
+	// the plugin much less.
+	drainBatch = 64
 	// durableQueueMax bounds what waits for a process; past it the oldest
 	// results are dropped, loudly. A plugin down that long holds every
 	// call DENIED anyway.
@@ -91,8 +104,9 @@ func (d *durableResults) attach(s *kernel.Scope, in *instance, handler string, t
 	slot := len(t.handlers)
 	t.handlers = append(t.handlers, handler)
 	if slot == len(d.slots) {
+		limit := in.spec.maxResult()
 		d.slots = append(d.slots, d.tools.Observe(d.name, func(_ context.Context, e *pipeline.Execution, r pipeline.Result) error {
-			d.push(slot, &pb.ObserveRequest{Execution: toExecution(e), Result: ToResult(r)})
+			d.push(slot, &pb.ObserveRequest{Execution: toExecution(e), Result: observed(r, limit)})
 			return nil
 		}, tools...))
 	}
@@ -187,7 +201,7 @@ func (d *durableResults) run() {
 			d.mu.Lock()
 			t := d.currentLocked()
 			d.mu.Unlock()
-			sent, more := d.sendBatch(ctx, t)
+			sent, more := d.sendBatch(ctx, t, durableBatch, 0)
 			full = sent && more
 			if sent {
 				last = time.Now()
@@ -217,9 +231,17 @@ func (d *durableResults) counts() (queued, resent, dropped int) {
 
 // sendBatch delivers the head of the queue to t. It says whether a batch
 // was acknowledged and whether results remain.
-func (d *durableResults) sendBatch(ctx context.Context, t *target) (sent, more bool) {
+//
+// most bounds the batch; within, when not 0, bounds its delivery (from when
+// the batch before it, perhaps still on its way, is done).
+func (d *durableResults) sendBatch(ctx context.Context, t *target, most int, within time.Duration) (sent, more bool) {
 	d.send.Lock()
 	defer d.send.Unlock()
+	if within > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, within)
+		defer cancel()
+	}
 	d.mu.Lock()
 	if t == nil || len(d.queue) == 0 || !slices.Contains(d.targets, t) {
 		// Nothing to send, or t's process has been released since it
@@ -230,8 +252,11 @@ func (d *durableResults) sendBatch(ctx context.Context, t *target) (sent, more b
 	}
 	var reqs []*pb.ObserveRequest
 	n := 0
+	if d.single > 0 {
+		most = 1
+	}
 	for _, q := range d.queue {
-		if n == durableBatch || q.slot >= len(t.handlers) {
+		if n == most || q.slot >= len(t.handlers) {
 			// This process has not registered that listener yet.
 			break
 		}
@@ -247,16 +272,66 @@ func (d *durableResults) sendBatch(ctx context.Context, t *target) (sent, more b
 	}
 	if err := deliver(ctx, in, reqs); err != nil {
 		in.log.Debug("durable results: delivery not acknowledged; it will be sent again", "results", len(reqs), "error", err)
+		crashed := ctx.Err() == nil && !in.stoppedOnPurpose() && in.waitExited(exitGrace)
 		d.mu.Lock()
 		d.resent += len(reqs)
+		more = true
+		if crashed {
+			more = d.crashedLocked(in, n)
+		}
 		d.mu.Unlock()
-		return false, true
+		return false, more
 	}
 	d.mu.Lock()
 	d.queue = slices.Delete(d.queue, 0, n)
+	d.crashes = 0
+	d.single = max(d.single-n, 0)
 	more = len(d.queue) > 0
 	d.mu.Unlock()
 	return true, more
+}
+
+// crashedLocked follows a delivery of the queue's first n results during
+// which the process died, and reports whether results remain.
+//
+// A result can kill every process it is sent to (one too large for the
+// plugin's memory, one that trips a bug): sent again and again, it would
+// spend the plugin's restart budget and leave a critical plugin FAILED,
+// every call DENIED, for one call. So a batch that crashed a process twice
+// goes one result at a time, and a result that crashes a process on its own
+// is given up on: logged, counted in the plugin's status, and not sent
+// again. The results after it are delivered as usual.
+func (d *durableResults) crashedLocked(in *instance, n int) bool {
+	d.crashes++
+	switch {
+	case n == 1 && (d.single > 0 || d.crashes >= 2):
+		q := d.queue[0]
+		d.queue = slices.Delete(d.queue, 0, 1)
+		d.crashes = 0
+		d.single = max(d.single-1, 0)
+		d.unrecorded++
+		e := q.req.GetExecution()
+		d.lastUnrecorded = fmt.Sprintf("call %s (tool %s)", e.GetId(), e.GetName())
+		d.log.Error("a result crashed the plugin's process each time it was delivered: given up on, its listeners have not recorded it",
+			"id", e.GetId(), "tool", e.GetName(), "result_bytes", len(q.req.GetResult().GetValueJson()), "unrecorded", d.unrecorded)
+	case d.crashes >= 2 && d.single == 0:
+		d.single = n
+		d.crashes = 0
+		in.log.Warn("a batch of results crashed the plugin's process twice: delivering them one at a time", "results", n)
+	}
+	return len(d.queue) > 0
+}
+
+// problem says what the plugin's listeners did not record, for its status;
+// "" when nothing.
+func (d *durableResults) problem() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.unrecorded == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d result(s) crashed its process each time they were delivered and are not recorded by it (the last: %s); see the host log",
+		d.unrecorded, d.lastUnrecorded)
 }
 
 // deliver sends reqs on a stream of their own and waits for the plugin to
@@ -281,30 +356,39 @@ func deliver(ctx context.Context, in *instance, reqs []*pb.ObserveRequest) error
 }
 
 // release is called when the process in stops, after the calls that could
-// still reach it are done. When it is the plugin's only process (an unload),
-// what is queued is delivered to it first, within ctx; otherwise another
-// process takes the queue (the new one of a reload, or the old one of a
-// reload that failed).
-func (d *durableResults) release(ctx context.Context, in *instance) {
+// still reach it are done. When it is the plugin's only process (an unload,
+// the host stopping), what is queued is delivered to it first: for as long
+// as it keeps acknowledging, with stall (the drain timeout) as the longest
+// wait for one batch. A fixed bound for the whole queue would drop the
+// results of calls that have returned whenever the plugin is behind by more
+// than that (an audit log fsyncing each line on a busy machine), and the
+// host would stop as if they had been written. Otherwise another process
+// takes the queue (the new one of a reload, or the old one of a reload that
+// failed), and ctx bounds the wait for a batch already on its way to in.
+func (d *durableResults) release(ctx context.Context, stall time.Duration, in *instance) {
 	d.mu.Lock()
 	t := d.targetLocked(in)
 	alone := t != nil && !slices.ContainsFunc(d.targets, func(o *target) bool { return o.in != in && !o.in.exited() })
 	d.mu.Unlock()
+	progress := time.Now()
 	for alone && !in.exited() {
-		sent, more := d.sendBatch(ctx, t)
+		sent, more := d.sendBatch(context.Background(), t, drainBatch, stall)
+		if sent {
+			progress = time.Now()
+		}
 		if !more {
 			break
 		}
 		if !sent {
-			select {
-			case <-ctx.Done():
+			if time.Since(progress) >= stall {
 				d.mu.Lock()
 				n := len(d.queue)
 				d.mu.Unlock()
-				d.log.Warn("stopping a critical plugin's process with results it has not acknowledged", "results", n)
-				alone = false
-			case <-time.After(durableRetry):
+				d.log.Warn("stopping a critical plugin's process with results it has not acknowledged: it acknowledged none for the drain timeout",
+					"results", n, "drain_timeout", stall)
+				break
 			}
+			time.Sleep(durableRetry)
 		}
 	}
 	d.mu.Lock()

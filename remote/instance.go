@@ -146,7 +146,7 @@ func (m *Manager) launch(ctx context.Context, spec Spec) (*instance, error) {
 		VersionedPlugins: wire.VersionedClientPlugins(m.opts.MaxMessageBytes),
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		AutoMTLS:         !m.opts.DisableMTLS,
-		Logger:           log,
+		Logger:           goPluginLog{log},
 		// go-plugin relays each stderr line to Logger and copies it here.
 		Stderr:          stderr,
 		GRPCDialOptions: dial,
@@ -385,8 +385,10 @@ func (in *instance) stop() {
 	in.stopOnce.Do(func() {
 		close(in.stopping)
 		if !in.exited() {
+			in.obs.drain(in.drainTimeout)
+			// A bound of its own: the plugin's Stop (an audit log's last
+			// fsync and close) runs even after a long drain.
 			ctx, cancel := context.WithTimeout(context.Background(), in.drainTimeout)
-			in.obs.drain(ctx)
 			if _, err := in.client.Shutdown(ctx, &pb.ShutdownRequest{}); err != nil && !in.exited() {
 				in.log.Debug("shutdown", "error", err)
 			}
@@ -397,4 +399,15 @@ func (in *instance) stop() {
 		in.gp.Kill()
 		in.cleanup()
 	})
+}
+
+// stoppedOnPurpose reports whether the host has begun stopping the process
+// (so that its end is no crash).
+func (in *instance) stoppedOnPurpose() bool {
+	select {
+	case <-in.stopping:
+		return true
+	default:
+		return false
+	}
 }

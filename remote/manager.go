@@ -427,6 +427,9 @@ func (m *Manager) Status() []Status {
 		mp.mu.Unlock()
 		if durable != nil {
 			st.Queued, st.Resent, st.Dropped = durable.counts()
+			if p := durable.problem(); p != "" && st.Problem == "" {
+				st.Problem = p
+			}
 		}
 		st.Sandbox = m.sandbox(spec)
 		if e, ok := failedExit(cur, info.State); ok {

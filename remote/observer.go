@@ -9,11 +9,14 @@ import (
 	"github.com/plugkit-go/plugkit/shared/pb"
 )
 
-// observers delivers stage-5 results to one plugin process in order, on one
-// stream, in paced batches (observeInterval), without holding up the
-// caller. A graceful stop sends everything queued before the stream is
-// closed; a dead process loses what was queued for it (an observer that must
-// not miss a call belongs to a critical plugin).
+// observers delivers stage-5 results to one plugin process in order, in
+// paced batches (observeInterval), without holding up the caller. Each batch
+// goes on a stream of its own, whose close returns once the plugin handled
+// it: so the host knows how far the plugin is, and no more than a batch
+// waits in the plugin's buffers unseen. A graceful stop delivers everything
+// queued for as long as the plugin keeps acknowledging batches (drain); a
+// dead process loses what was queued for it (an observer that must not miss
+// a call belongs to a critical plugin).
 type observers struct {
 	in *instance
 
@@ -24,6 +27,9 @@ type observers struct {
 	started bool
 	flush   chan struct{} // closed with closed: stop pacing
 	done    chan struct{}
+	// sent is signalled each time the plugin acknowledged a batch: drain
+	// waits as long as it does.
+	sent chan struct{}
 }
 
 // observeInterval paces the sender: a batch goes out at most once per
@@ -40,12 +46,12 @@ type observers struct {
 const observeInterval = 20 * time.Millisecond
 
 func newObservers(in *instance) *observers {
-	return &observers{in: in, wake: make(chan struct{}, 1), flush: make(chan struct{}), done: make(chan struct{})}
+	return &observers{in: in, wake: make(chan struct{}, 1), flush: make(chan struct{}), done: make(chan struct{}), sent: make(chan struct{}, 1)}
 }
 
 func (in *instance) observerProxy(handler string) pipeline.ResultFunc {
 	return func(ctx context.Context, e *pipeline.Execution, r pipeline.Result) error {
-		in.obs.push(&pb.ObserveRequest{HandlerId: handler, Execution: toExecution(e), Result: ToResult(r)})
+		in.obs.push(&pb.ObserveRequest{HandlerId: handler, Execution: toExecution(e), Result: observed(r, in.spec.maxResult())})
 		return nil
 	}
 }
@@ -72,51 +78,47 @@ func (o *observers) signal() {
 	}
 }
 
-// run owns the stream: it sends in queue order until closed and drained.
+// run sends the queue in order, a batch at a time, until closed and
+// drained.
 func (o *observers) run() {
 	defer close(o.done)
 	ctx, cancel := o.in.untilExit(context.Background())
 	defer cancel()
-	stream, err := o.in.client.Observe(ctx)
-	if err != nil {
-		o.in.log.Error("result observers: cannot open the stream", "error", err)
-		o.discard()
-		return
-	}
 	var last time.Time // when the last batch was sent
+	backlog := false   // results were left after the last batch: send at once
 	for {
-		if !o.pace(ctx, last) {
+		if !backlog && !o.pace(ctx, last) {
 			o.discard()
 			return
 		}
 		o.mu.Lock()
-		batch := o.queue
-		o.queue = nil
+		n := min(len(o.queue), drainBatch)
+		batch := o.queue[:n:n]
+		o.queue = o.queue[n:]
+		backlog = len(o.queue) > 0
 		closed := o.closed
 		o.mu.Unlock()
-		if len(batch) > 0 {
+		if n > 0 {
 			last = time.Now()
-		}
-		for _, req := range batch {
-			if err := stream.Send(req); err != nil {
-				o.in.log.Error("result observers: delivery failed", "error", o.in.callErr("observe", err))
+			if err := deliver(ctx, o.in, batch); err != nil {
+				o.in.log.Error("result observers: delivery failed", "results", n, "error", o.in.callErr("observe", err))
 				o.discard()
 				return
 			}
-		}
-		if closed && len(batch) == 0 {
-			if _, err := stream.CloseAndRecv(); err != nil {
-				o.in.log.Warn("result observers: closing the stream", "error", err)
+			select {
+			case o.sent <- struct{}{}:
+			default:
 			}
+			continue
+		}
+		if closed {
 			return
 		}
-		if len(batch) == 0 {
-			select {
-			case <-o.wake:
-			case <-ctx.Done():
-				o.discard()
-				return
-			}
+		select {
+		case <-o.wake:
+		case <-ctx.Done():
+			o.discard()
+			return
 		}
 	}
 }
@@ -155,8 +157,14 @@ func (o *observers) closeLocked() {
 }
 
 // drain stops accepting results and waits until what was queued is
-// delivered, or ctx ends.
-func (o *observers) drain(ctx context.Context) {
+// delivered: for as long as the plugin keeps acknowledging batches, stall
+// at most for each.
+//
+// Why not one bound for the whole queue: an observer behind by more than
+// that (an audit log fsyncing each line on a busy machine) would be stopped
+// with the results of calls that have returned still queued, and lose them.
+// A plugin that acknowledges nothing for stall is stopped regardless.
+func (o *observers) drain(stall time.Duration) {
 	o.mu.Lock()
 	o.closeLocked()
 	started := o.started
@@ -165,8 +173,21 @@ func (o *observers) drain(ctx context.Context) {
 		return
 	}
 	o.signal()
-	select {
-	case <-o.done:
-	case <-ctx.Done():
+	t := time.NewTimer(stall)
+	defer t.Stop()
+	for {
+		select {
+		case <-o.done:
+			return
+		case <-o.sent:
+			t.Reset(stall)
+		case <-t.C:
+			o.mu.Lock()
+			n := len(o.queue)
+			o.mu.Unlock()
+			o.in.log.Warn("result observers: stopping the process with results it has not handled: it took none for the drain timeout",
+				"queued", n, "drain_timeout", stall)
+			return
+		}
 	}
 }

@@ -152,6 +152,9 @@ func (in *instance) toolProxy(handler, name string) pipeline.ToolFunc {
 			}
 			return nil, errors.New(resp.GetError())
 		}
+		if tl := in.tooLarge("tool "+name, len(resp.GetValueJson())); tl != nil {
+			return nil, tl
+		}
 		return fromValueJSON(resp.GetValueJson()), nil
 	}
 }
@@ -302,6 +305,9 @@ func (in *instance) execProxy(h *hostService, handler string, wrap bool) pipelin
 			return pipeline.Fail(pipeline.CodeToolError, "execute listener of "+in.name+" failed: "+resp.GetError())
 		case resp.GetPass():
 			return next(ctx)
+		}
+		if tl := in.tooLarge("execute listener", len(resp.GetOutcome().GetValueJson())); tl != nil {
+			return pipeline.Result{Error: tl}
 		}
 		return fromOutcome(resp.GetOutcome())
 	}

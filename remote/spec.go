@@ -44,6 +44,11 @@ type Spec struct {
 	// Sandbox, when set, confines the process (package confine): the
 	// launcher applies it between fork and exec.
 	Sandbox *confine.Policy
+	// MaxResultBytes bounds a result of one of the plugin's tools (larger
+	// ends the call TOOL_ERROR before any stage-4 listener sees it) and the
+	// values its result observers receive (larger arrives as size, digest
+	// and head). 0 is DefaultMaxResultBytes.
+	MaxResultBytes int
 }
 
 // toolEnabled applies the deployment's enabled and disabled tool lists.

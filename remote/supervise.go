@@ -299,12 +299,14 @@ func (mp *managed) stopProcess(in *instance) {
 		if err := mp.m.tools.Quiesce(ctx); err != nil {
 			in.log.Warn("stopping the process with calls still in flight", "error", err)
 		}
-		if in.durable != nil {
-			in.durable.release(ctx, in)
-		}
 		cancel()
+		if in.durable != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), mp.m.opts.DrainTimeout)
+			in.durable.release(ctx, mp.m.opts.DrainTimeout, in)
+			cancel()
+		}
 	} else if in.durable != nil {
-		in.durable.release(context.Background(), in)
+		in.durable.release(context.Background(), mp.m.opts.DrainTimeout, in)
 	}
 	in.stop()
 	mp.mu.Lock()

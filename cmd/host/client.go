@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -264,8 +265,16 @@ func reload(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
+// stopHost asks the host to stop and waits until its process has exited:
+// the host stops its plugins first, and a critical audit writes every
+// result it holds before its process ends, so once `host stop` returns the
+// audit log has a line for every call that returned.
 func stopHost(ctx context.Context, e *env, _ []string) error {
 	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	st, err := c.Status(ctx)
 	if err != nil {
 		return err
 	}
@@ -273,9 +282,30 @@ func stopHost(ctx context.Context, e *env, _ []string) error {
 	if err != nil {
 		return err
 	}
+	if err := waitGone(ctx, st.PID); err != nil {
+		return fmt.Errorf("the host (pid %d) is stopping, but %w", st.PID, err)
+	}
+	msg = "stopped"
 	if e.json {
 		return printJSON(e.stdout, admin.Message{Message: msg})
 	}
 	fmt.Fprintln(e.stdout, msg)
 	return nil
+}
+
+// waitGone waits until process pid has exited, or ctx ends.
+func waitGone(ctx context.Context, pid int) error {
+	if pid <= 0 {
+		return nil
+	}
+	for {
+		if err := unix.Kill(pid, 0); errors.Is(err, unix.ESRCH) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("it has not exited yet: %w", ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }

@@ -279,11 +279,20 @@ func (h *faultHost) notePIDs(t *testing.T, st map[string]admin.PluginStatus) {
 // then no plugin process it ever ran may be left.
 func (h *faultHost) stop(t *testing.T) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	_, err := h.client.Stop(ctx)
-	cancel()
-	if err != nil {
-		t.Fatalf("stop: %v", err)
+	select {
+	case <-h.run.done: // stopped already (`host stop`)
+	default:
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err := h.client.Stop(ctx)
+		cancel()
+		if err != nil {
+			// Unless `host stop` stopped it, and it is just being reaped.
+			select {
+			case <-h.run.done:
+			case <-time.After(5 * time.Second):
+				t.Fatalf("stop: %v", err)
+			}
+		}
 	}
 	select {
 	case <-h.run.done:

@@ -43,6 +43,11 @@ func TestHealthyRunLogsNoError(t *testing.T) {
 			if strings.Contains(line, "[ERROR]") {
 				t.Errorf("round %d: an error in a healthy run: %s", round+1, line)
 			}
+			// go-plugin's line for each process's end, naming the
+			// launcher as the plugin: the host says what matters itself.
+			if strings.Contains(line, "plugin process exited") && !strings.Contains(line, "[DEBUG]") {
+				t.Errorf("round %d: go-plugin's exit line above DEBUG: %s", round+1, line)
+			}
 		}
 	}
 }

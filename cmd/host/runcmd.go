@@ -153,15 +153,18 @@ func reloadFile(ctx context.Context, h *host.Host, log hclog.Logger) (string, er
 
 // reported logs a reload's outcome and makes it the admin API's answer: an
 // error when it had errors (with summary, what it did anyway; without, the
-// file was refused), else summary.
+// file was refused), else summary. The log and the answer say the same:
+// a log saying nothing changed beside a CLI saying what was reloaded left
+// the operator to guess which was true.
 func reported(log hclog.Logger, summary string, diags hcl.Diagnostics) (string, error) {
 	if diags.HasErrors() {
 		msg := strings.TrimSpace(deployment.Format(diags))
-		log.Error("reload refused; the running deployment is unchanged", "problems", msg)
+		what := "the deployment file is not valid; nothing changed"
 		if summary != "" {
-			return "", errors.New(summary + "\n" + msg)
+			what = summary
 		}
-		return "", errors.New("the deployment file is not valid; nothing changed\n" + msg)
+		log.Error(what, "problems", msg)
+		return "", errors.New(what + "\n" + msg)
 	}
 	for _, d := range diags {
 		log.Warn(d.Summary, "detail", d.Detail)

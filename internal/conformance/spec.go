@@ -259,6 +259,9 @@ type ObserverSpec struct {
 	Sleep time.Duration `json:"sleep,omitempty"`
 	Tools []string      `json:"tools,omitempty"`
 	Log   string        `json:"log,omitempty"`
+	// CrashOn names a tool whose result makes the observer end its
+	// process before it logs (a result the observer cannot survive).
+	CrashOn string `json:"crash_on,omitempty"`
 }
 
 // Approve is an approver's behaviour.

@@ -301,6 +301,9 @@ func (b *builder) observer(s conformance.ObserverSpec) sdk.ResultListener {
 		if s.Sleep > 0 {
 			time.Sleep(s.Sleep) // an observer is not cancelled: it records
 		}
+		if s.CrashOn != "" && c.Name == s.CrashOn {
+			crash("observer: the result of " + c.Name + " ends this process")
+		}
 		code := ""
 		if r.Error != nil {
 			code = r.Error.Code

@@ -611,7 +611,19 @@ type ToolResult struct {
 	DecidedBy string `protobuf:"bytes,5,opt,name=decided_by,json=decidedBy,proto3" json:"decided_by,omitempty"`
 	// How long the call took in the host, from lookup to the end of stage 4,
 	// in nanoseconds. Set on results delivered to stage-5 observers.
-	DurationNs    int64 `protobuf:"varint,6,opt,name=duration_ns,json=durationNs,proto3" json:"duration_ns,omitempty"`
+	DurationNs int64 `protobuf:"varint,6,opt,name=duration_ns,json=durationNs,proto3" json:"duration_ns,omitempty"`
+	// Set on a result delivered to a stage-5 observer whose value is larger
+	// than the observing plugin's max_result_bytes: value_json is then empty
+	// and the value is described by its size, its SHA-256 and its first
+	// bytes, so that an observer with bounded memory still records the call.
+	ValueOmitted bool `protobuf:"varint,20,opt,name=value_omitted,json=valueOmitted,proto3" json:"value_omitted,omitempty"`
+	// The value's size in bytes (with value_omitted).
+	ValueSize int64 `protobuf:"varint,21,opt,name=value_size,json=valueSize,proto3" json:"value_size,omitempty"`
+	// The SHA-256 of the value, lower-case hex (with value_omitted).
+	ValueSha256 string `protobuf:"bytes,22,opt,name=value_sha256,json=valueSha256,proto3" json:"value_sha256,omitempty"`
+	// The value's first bytes, possibly cut inside a JSON token (with
+	// value_omitted).
+	ValueHead     []byte `protobuf:"bytes,23,opt,name=value_head,json=valueHead,proto3" json:"value_head,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -686,6 +698,34 @@ func (x *ToolResult) GetDurationNs() int64 {
 		return x.DurationNs
 	}
 	return 0
+}
+
+func (x *ToolResult) GetValueOmitted() bool {
+	if x != nil {
+		return x.ValueOmitted
+	}
+	return false
+}
+
+func (x *ToolResult) GetValueSize() int64 {
+	if x != nil {
+		return x.ValueSize
+	}
+	return 0
+}
+
+func (x *ToolResult) GetValueSha256() string {
+	if x != nil {
+		return x.ValueSha256
+	}
+	return ""
+}
+
+func (x *ToolResult) GetValueHead() []byte {
+	if x != nil {
+		return x.ValueHead
+	}
+	return nil
 }
 
 // Outcome is the result of stage 3: the tool call and its wrappers.
@@ -3690,7 +3730,7 @@ const file_plugkit_proto_rawDesc = "" +
 	"attributes\"9\n" +
 	"\tToolError\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"\xb8\x01\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"\xbe\x02\n" +
 	"\n" +
 	"ToolResult\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x0e\n" +
@@ -3701,7 +3741,13 @@ const file_plugkit_proto_rawDesc = "" +
 	"\n" +
 	"decided_by\x18\x05 \x01(\tR\tdecidedBy\x12\x1f\n" +
 	"\vduration_ns\x18\x06 \x01(\x03R\n" +
-	"durationNs\"e\n" +
+	"durationNs\x12#\n" +
+	"\rvalue_omitted\x18\x14 \x01(\bR\fvalueOmitted\x12\x1d\n" +
+	"\n" +
+	"value_size\x18\x15 \x01(\x03R\tvalueSize\x12!\n" +
+	"\fvalue_sha256\x18\x16 \x01(\tR\vvalueSha256\x12\x1d\n" +
+	"\n" +
+	"value_head\x18\x17 \x01(\fR\tvalueHead\"e\n" +
 	"\aOutcome\x12\x0e\n" +
 	"\x02ok\x18\x01 \x01(\bR\x02ok\x12\x1d\n" +
 	"\n" +

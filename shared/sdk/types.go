@@ -17,6 +17,9 @@ type (
 	ToolDescriptor = wire.ToolDescriptor
 	// ToolResult is the final result of a call through the pipeline.
 	ToolResult = wire.ToolResult
+	// OmittedValue stands for a result value larger than the observing
+	// plugin's max_result_bytes (ToolResult.Omitted).
+	OmittedValue = wire.OmittedValue
 	// ToolError is the failure half of a result.
 	ToolError = wire.ToolError
 	// Outcome is what stage 3 (the tool and its wrappers) produced.

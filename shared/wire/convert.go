@@ -106,7 +106,7 @@ func ToolErrorFromProto(m *pb.ToolError) *ToolError {
 
 // ToolResultToProto converts r.
 func ToolResultToProto(r ToolResult) *pb.ToolResult {
-	return &pb.ToolResult{
+	m := &pb.ToolResult{
 		Id:         r.ID,
 		Ok:         r.OK,
 		ValueJson:  r.Value,
@@ -114,6 +114,11 @@ func ToolResultToProto(r ToolResult) *pb.ToolResult {
 		DecidedBy:  r.DecidedBy,
 		DurationNs: int64(r.Duration),
 	}
+	if o := r.Omitted; o != nil {
+		m.ValueJson = nil
+		m.ValueOmitted, m.ValueSize, m.ValueSha256, m.ValueHead = true, o.Size, o.SHA256, o.Head
+	}
+	return m
 }
 
 // ToolResultFromProto converts m.
@@ -121,7 +126,7 @@ func ToolResultFromProto(m *pb.ToolResult) ToolResult {
 	if m == nil {
 		return ToolResult{}
 	}
-	return ToolResult{
+	r := ToolResult{
 		ID:        m.GetId(),
 		OK:        m.GetOk(),
 		Value:     m.GetValueJson(),
@@ -129,6 +134,11 @@ func ToolResultFromProto(m *pb.ToolResult) ToolResult {
 		DecidedBy: m.GetDecidedBy(),
 		Duration:  time.Duration(m.GetDurationNs()),
 	}
+	if m.GetValueOmitted() {
+		r.Value = nil
+		r.Omitted = &OmittedValue{Size: m.GetValueSize(), SHA256: m.GetValueSha256(), Head: m.GetValueHead()}
+	}
+	return r
 }
 
 // OutcomeToProto converts o.

@@ -86,6 +86,21 @@ type ToolResult struct {
 	// Duration is how long the call took in the host (lookup to the end of
 	// stage 4); set on the results stage-5 observers receive.
 	Duration time.Duration
+	// Omitted, on a result a stage-5 observer receives, describes a value
+	// larger than the observing plugin's max_result_bytes; Value is then
+	// nil.
+	Omitted *OmittedValue
+}
+
+// OmittedValue stands for a result value too large to hand to an observer:
+// enough to record the call and later check the value against a copy.
+type OmittedValue struct {
+	// Size is the value's size in bytes.
+	Size int64
+	// SHA256 is the value's digest, lower-case hex.
+	SHA256 string
+	// Head is the value's first bytes (not valid JSON on its own).
+	Head []byte
 }
 
 // Outcome is the result of stage 3: the tool call and its wrappers.

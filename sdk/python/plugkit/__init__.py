@@ -18,7 +18,19 @@ permission pipeline. With this package a plugin is a few lines::
 and a deployment file starts it like any other plugin (the file must be
 executable, with a ``#!/usr/bin/env python3`` line)::
 
-    plugin "greeter" { path = "plugins/greeter/plugin.py" }
+    plugin "greeter" {
+      path = "plugins/greeter/plugin.py"
+      sandbox {
+        read = ["plugins/greeter", "sdk/python"]
+      }
+    }
+
+A sandboxed plugin reads only what its sandbox grants (and /usr, where
+Python lives): the plugin's own folder and this SDK must be in ``read``,
+as above, or the process exits at start with ``ModuleNotFoundError: No
+module named 'plugkit'``. The sample deployment's default sandbox grants
+neither. The plugin finds the SDK on ``PYTHONPATH``, or by putting the
+SDK's folder on ``sys.path`` itself (plugins/python-example does).
 
 What the handlers receive and answer:
 
