@@ -56,6 +56,8 @@ func buildAll(dir string) error {
 	for _, p := range shippedPlugins {
 		targets[filepath.Join(dir, "plugins", p)] = "../../plugins/" + p
 	}
+	targets[hostilePath(dir)] = "../../internal/hostileplugin"
+
 	for out, pkg := range targets {
 		cmd := exec.Command("go", "build", "-o", out, pkg)
 		if b, err := cmd.CombinedOutput(); err != nil {
@@ -254,7 +256,13 @@ type running struct {
 
 func startHost(t *testing.T, config string, plugins int) *running {
 	t.Helper()
-	cmd := exec.Command(bins.host, "run", "-c", config)
+	return startHostCmd(t, exec.Command(bins.host, "run", "-c", config), config, plugins)
+}
+
+// startHostCmd is startHost with a command of the caller's (extra
+// descriptors, another environment).
+func startHostCmd(t *testing.T, cmd *exec.Cmd, config string, plugins int) *running {
+	t.Helper()
 	// A process group of its own, as a service manager gives it: a test
 	// can signal the host and its plugins at once.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -42,13 +43,23 @@ type Outcome struct {
 	Detail string `json:"detail"`
 }
 
+// Config names the tool, so that a deployment can hold two hostile
+// plugins (one sandboxed, one not).
+type Config struct {
+	Tool string `json:"tool,omitempty" doc:"The tool's name; attempt by default."`
+}
+
 func main() {
-	sdk.Serve(sdk.Plugin[struct{}]{
+	sdk.Serve(sdk.Plugin[Config]{
 		Name:   "hostile",
 		Inject: []string{"tools"},
-		Apply: func(ctx context.Context, p *sdk.Context, _ struct{}) error {
+		Apply: func(ctx context.Context, p *sdk.Context, cfg Config) error {
+			name := cfg.Tool
+			if name == "" {
+				name = "attempt"
+			}
 			_, err := p.RegisterTool(ctx, sdk.Tool{
-				Name:        "attempt",
+				Name:        name,
 				Description: "Tries something a sandbox must refuse.",
 				Parameters:  `{"type":"object","properties":{"what":{"type":"string"}},"required":["what"]}`,
 				Execute: func(ctx context.Context, call *sdk.Call) (any, error) {
@@ -119,6 +130,42 @@ func try(a Attempt) Outcome {
 	case "signal":
 		// SIGURG: a Go host takes it in its stride.
 		return outcome(syscall.Kill(host, syscall.SIGURG), "SIGURG to "+strconv.Itoa(host))
+	case "readfd":
+		// A descriptor the plugin may have inherited: read what it holds
+		// if it is a file (a socket or pipe of the plugin's own is left
+		// alone).
+		var st unix.Stat_t
+		if err := unix.Fstat(a.Count, &st); err != nil {
+			return outcome(err, "")
+		}
+		if st.Mode&unix.S_IFMT != unix.S_IFREG {
+			return Outcome{Detail: fmt.Sprintf("descriptor %d is not a file", a.Count)}
+		}
+		buf := make([]byte, 4096)
+		n, err := unix.Pread(a.Count, buf, 0)
+		return outcome(err, string(buf[:max(n, 0)]))
+	case "writefd":
+		var st unix.Stat_t
+		if err := unix.Fstat(a.Count, &st); err != nil {
+			return outcome(err, "")
+		}
+		if st.Mode&unix.S_IFMT != unix.S_IFREG {
+			return Outcome{Detail: fmt.Sprintf("descriptor %d is not a file", a.Count)}
+		}
+		_, err := unix.Write(a.Count, []byte("written by the hostile plugin through an inherited descriptor\n"))
+		return outcome(err, strconv.Itoa(a.Count))
+	case "fds":
+		// What every open descriptor is, as /proc/self/fd shows it.
+		entries, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			return outcome(err, "")
+		}
+		var out []string
+		for _, e := range entries {
+			target, _ := os.Readlink("/proc/self/fd/" + e.Name())
+			out = append(out, e.Name()+"="+target)
+		}
+		return Outcome{Done: true, Detail: strings.Join(out, " ")}
 	case "environ":
 		b, err := os.ReadFile("/proc/" + strconv.Itoa(host) + "/environ")
 		return outcome(err, fmt.Sprintf("%d bytes", len(b)))
