@@ -160,7 +160,7 @@ func (c *Client) Call(ctx context.Context, tool string, args json.RawMessage, as
 			return *ev.Result, nil
 		case ev.Question != nil:
 			approved := ask != nil && ask(*ev.Question)
-			if _, err := c.post(ctx, "/v1/answer", Answer{ID: ev.Question.ID, Approved: approved}); err != nil {
+			if _, err := c.post(ctx, "/v1/answer", Answer{ID: ev.Question.ID, Key: ev.AnswerKey, Approved: approved}); err != nil {
 				return Result{}, err
 			}
 		}

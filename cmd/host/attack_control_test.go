@@ -1,13 +1,20 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/plugkit-go/plugkit/admin"
 )
 
 // hostilePath is where TestMain builds internal/hostileplugin.
@@ -121,5 +128,122 @@ func TestAttackInheritedDescriptors(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(logPath); len(b) > 0 {
 		t.Errorf("the operator's log was written: %q", b)
+	}
+}
+
+// TestAttackPluginDrivesAdmin has plugins dial their host's admin socket
+// and ask for its status and for a call: the host refuses them before it
+// reads anything, sandboxed or not, and says why in its log.
+func TestAttackPluginDrivesAdmin(t *testing.T) {
+	needShippedDeployment(t)
+	dir := t.TempDir()
+	config := hostileDeployment(t, dir, "", "")
+	h := startHost(t, config, 2)
+	defer stopRunning(t, config, h)
+	socket := filepath.Join(dir, "run", "host.sock")
+	call := `POST /v1/call {"tool":"free","arguments":{"what":"write","path":"` + filepath.Join(dir, "pwned.txt") + `"},"interactive":true}`
+	for _, tool := range []string{"caged", "free"} {
+		for _, req := range []string{"GET /v1/status", call} {
+			t.Run(tool+" "+req[:strings.IndexByte(req, ' ')], func(t *testing.T) {
+				o := hostileCall(t, config, tool, map[string]any{"what": "admin", "path": socket, "addr": req})
+				t.Logf("%s", o.Detail)
+				if o.Done || strings.Contains(o.Detail, `"plugins"`) {
+					t.Errorf("the plugin drove the admin API: %s", o.Detail)
+				}
+			})
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "pwned.txt")); err == nil {
+		t.Errorf("a plugin's call through the admin API wrote a file")
+	}
+	if !strings.Contains(h.stderr.String(), "admin socket: connection refused") {
+		t.Errorf("the host did not log the refusals\n%s", tail(h.stderr.String()))
+	}
+	// The host's own user is still served.
+	if out, stderr, code := cli(t, "status", "-c", config); code != 0 || !strings.Contains(out, "caged") {
+		t.Fatalf("host status: exit %d\n%s%s", code, out, stderr)
+	}
+}
+
+// TestAttackAnswerFromAnotherClient puts a question to one client (a
+// write_file call that asks for approval) and answers it from another
+// connection, knowing its id: the answer is refused and the question
+// stays with the client that made the call, whose answer is taken.
+func TestAttackAnswerFromAnotherClient(t *testing.T) {
+	needShippedDeployment(t)
+	dir := t.TempDir()
+	config := deploymentFile(t, dir)
+	h := startHost(t, config, len(shippedPlugins))
+	defer stopRunning(t, config, h)
+	socket := filepath.Join(dir, "run", "host.sock")
+
+	dial := func() net.Conn {
+		c, err := net.DialTimeout("unix", socket, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+		return c
+	}
+	post := func(path string, body any) (int, string) {
+		b, _ := json.Marshal(body)
+		c := dial()
+		defer c.Close()
+		fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: host\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", path, len(b), b)
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatalf("POST %s: %v", path, err)
+		}
+		defer resp.Body.Close()
+		out, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(out)
+	}
+
+	// The caller: a call that waits for an approval.
+	caller := dial()
+	defer caller.Close()
+	b, _ := json.Marshal(admin.CallRequest{Tool: "write_file", Arguments: json.RawMessage(`{"path":"approved.md","content":"x"}`), Interactive: true})
+	fmt.Fprintf(caller, "POST /v1/call HTTP/1.1\r\nHost: host\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(b), b)
+	resp, err := http.ReadResponse(bufio.NewReader(caller), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	events := bufio.NewScanner(resp.Body)
+	next := func() admin.CallEvent {
+		if !events.Scan() {
+			t.Fatalf("the call's stream ended: %v", events.Err())
+		}
+		var ev admin.CallEvent
+		if err := json.Unmarshal(events.Bytes(), &ev); err != nil {
+			t.Fatal(err)
+		}
+		return ev
+	}
+	ev := next()
+	if ev.Question == nil {
+		t.Fatalf("no question: %+v", ev)
+	}
+
+	// Another client approves it with the id alone.
+	code, body := post("/v1/answer", admin.Answer{ID: ev.Question.ID, Approved: true})
+	t.Logf("answer from another client: %d %s", code, body)
+	if code == http.StatusOK {
+		t.Fatalf("an answer from another client was taken: %s", body)
+	}
+	// A wrong key does no better.
+	if code, body := post("/v1/answer", admin.Answer{ID: ev.Question.ID, Key: "guess", Approved: true}); code == http.StatusOK {
+		t.Fatalf("an answer with a guessed key was taken: %s", body)
+	}
+	// The client that made the call denies it, and that is what counts.
+	if code, body := post("/v1/answer", admin.Answer{ID: ev.Question.ID, Key: ev.AnswerKey, Approved: false}); code != http.StatusOK {
+		t.Fatalf("the caller's own answer: %d %s", code, body)
+	}
+	ev = next()
+	if ev.Result == nil || ev.Result.OK {
+		t.Fatalf("the call was not denied: %+v", ev.Result)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "workspace", "approved.md")); err == nil {
+		t.Errorf("the file was written")
 	}
 }

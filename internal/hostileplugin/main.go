@@ -9,11 +9,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -166,6 +168,17 @@ func try(a Attempt) Outcome {
 			out = append(out, e.Name()+"="+target)
 		}
 		return Outcome{Done: true, Detail: strings.Join(out, " ")}
+	case "admin":
+		// Drives a host's admin API: Path is its socket, Addr the request
+		// ("GET /v1/status", "POST /v1/call {json}").
+		return adminRequest(a.Path, a.Addr)
+	case "squat":
+		// Puts a socket of its own in place of the host's admin socket at
+		// Path (removing the host's, and its pid file when Count is 1)
+		// and records what clients send it; "squatted" tells.
+		return squat(a.Path, a.Count == 1)
+	case "squatted":
+		return squatted()
 	case "environ":
 		b, err := os.ReadFile("/proc/" + strconv.Itoa(host) + "/environ")
 		return outcome(err, fmt.Sprintf("%d bytes", len(b)))
@@ -218,4 +231,65 @@ func forkPause() (uintptr, syscall.Errno) {
 		}
 	}
 	return pid, errno
+}
+
+func adminRequest(socket, req string) Outcome {
+	method, rest, _ := strings.Cut(req, " ")
+	path, body, _ := strings.Cut(rest, " ")
+	c, err := net.DialTimeout("unix", socket, 3*time.Second)
+	if err != nil {
+		return outcome(err, "")
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	fmt.Fprintf(c, "%s %s HTTP/1.1\r\nHost: host\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", method, path, len(body), body)
+	resp, err := io.ReadAll(io.LimitReader(c, 64<<10))
+	if len(resp) == 0 && err != nil {
+		return outcome(err, "")
+	}
+	status, _, _ := strings.Cut(string(resp), "\r\n")
+	return Outcome{Done: strings.Contains(status, " 200 "), Detail: string(resp)}
+}
+
+var (
+	squatMu   sync.Mutex
+	squatSeen []string
+)
+
+func squat(path string, pidFile bool) Outcome {
+	if err := os.Remove(path); err != nil {
+		return outcome(err, "")
+	}
+	if pidFile {
+		// The recorded pid becomes this process's.
+		if err := os.WriteFile(path+".pid", []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+			return outcome(err, "")
+		}
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return outcome(err, "")
+	}
+	go func() {
+		time.AfterFunc(30*time.Second, func() { ln.Close() })
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+			b, _ := io.ReadAll(io.LimitReader(c, 64<<10))
+			c.Close()
+			squatMu.Lock()
+			squatSeen = append(squatSeen, string(b))
+			squatMu.Unlock()
+		}
+	}()
+	return Outcome{Done: true, Detail: path}
+}
+
+func squatted() Outcome {
+	squatMu.Lock()
+	defer squatMu.Unlock()
+	return Outcome{Done: len(squatSeen) > 0, Detail: strings.Join(squatSeen, "\n---\n")}
 }
