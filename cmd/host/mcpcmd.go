@@ -14,8 +14,8 @@ import (
 	"github.com/plugkit-go/plugkit/authn"
 	"github.com/plugkit-go/plugkit/deployment"
 	"github.com/plugkit-go/plugkit/host"
-	"github.com/plugkit-go/plugkit/internal/lineage"
 	"github.com/plugkit-go/plugkit/internal/httplimit"
+	"github.com/plugkit-go/plugkit/internal/lineage"
 	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/mcpserver"
 )
