@@ -103,6 +103,9 @@ func (c *Client) do(ctx context.Context, method, path string, body any) (*http.R
 		if pe := (*PeerError)(nil); errors.As(err, &pe) {
 			return nil, pe
 		}
+		if ie := (*ImpostorError)(nil); errors.As(err, &ie) {
+			return nil, ie
+		}
 		return nil, &ConnectError{Socket: c.socket, Err: err}
 	}
 	if resp.StatusCode != http.StatusOK {

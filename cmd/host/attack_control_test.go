@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -246,4 +247,79 @@ func TestAttackAnswerFromAnotherClient(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "workspace", "approved.md")); err == nil {
 		t.Errorf("the file was written")
 	}
+}
+
+// TestAttackSandboxWritesSocketFolder gives a sandboxed plugin write on
+// the admin socket's folder, or on a folder above it, as the sample once
+// gave audit run/: validate and run refuse the deployment, naming the
+// plugin and the folder.
+func TestAttackSandboxWritesSocketFolder(t *testing.T) {
+	needShippedDeployment(t)
+	for _, write := range []string{"run", "."} {
+		t.Run(write, func(t *testing.T) {
+			dir := t.TempDir()
+			config := hostileDeployment(t, dir, "", fmt.Sprintf(`
+plugin "writer" {
+  path = %q
+  config {
+    tool = "writer"
+  }
+  sandbox {
+    write = [%q]
+  }
+}
+`, hostilePath(bins.dir), write))
+			for _, cmd := range []string{"validate", "run"} {
+				_, stderr, code := cli(t, cmd, "-c", config)
+				t.Logf("host %s: exit %d: %s", cmd, code, stderr)
+				if code == 0 {
+					t.Fatalf("host %s accepted a plugin that can write the admin socket's folder", cmd)
+				}
+				for _, want := range []string{"Sandbox can write the host's control plane", `Plugin "writer" may write`, filepath.Join(dir, "run")} {
+					if !strings.Contains(stderr, want) {
+						t.Errorf("host %s does not say %q", cmd, want)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestAttackPluginReplacesSocket has a plugin remove the admin socket and
+// serve its own in its place (recording its own pid where the host
+// recorded its): `host call` refuses it before sending anything, so the
+// impostor never sees the call's arguments.
+func TestAttackPluginReplacesSocket(t *testing.T) {
+	needShippedDeployment(t)
+	dir := t.TempDir()
+	config := hostileDeployment(t, dir, "", "")
+	h := startHost(t, config, 2)
+	socket := filepath.Join(dir, "run", "host.sock")
+	// The unsandboxed plugin can write run/: it takes the socket's place.
+	if o := hostileCall(t, config, "free", map[string]any{"what": "squat", "path": socket, "count": 1}); !o.Done {
+		t.Fatalf("the plugin could not squat the socket: %s", o.Detail)
+	}
+	out, stderr, code := cli(t, "call", "-c", config, "caged", `{"what":"read","path":"the secret argument"}`)
+	t.Logf("host call: exit %d: %s%s", code, out, stderr)
+	if code == 0 || !strings.Contains(stderr, "which is not the host") || !strings.Contains(stderr, "nothing was sent") {
+		t.Errorf("host call through the impostor's socket: exit %d, stderr %q", code, stderr)
+	}
+	// What the impostor received, as it recorded it.
+	var seen []byte
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if seen, _ = os.ReadFile(socket + ".seen"); len(seen) > 0 {
+			break
+		}
+	}
+	t.Logf("the impostor saw: %q", seen)
+	if len(seen) == 0 {
+		t.Fatal("the impostor saw no connection")
+	}
+	if strings.Contains(string(seen), "the secret argument") || strings.Contains(string(seen), "POST") {
+		t.Errorf("the impostor received the call: %q", seen)
+	}
+	// The host still runs, on the socket the plugin unlinked: it is
+	// stopped by signal.
+	_ = h.cmd.Process.Signal(syscall.SIGTERM)
+	<-h.done
 }

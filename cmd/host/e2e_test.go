@@ -228,10 +228,10 @@ plugin "safety" {
 plugin "audit" {
   path = %[5]q
 %[11]s  config {
-    path = "run/audit.log"
+    path = "run/audit/audit.log"
   }
   sandbox {
-    write = ["run"]
+    write = ["run/audit"]
   }
 }
 `, pluginPath("index"), pluginPath("search"), pluginPath("files"), pluginPath("safety"), pluginPath("audit"), corpusDir(t),
@@ -531,7 +531,7 @@ func TestSampleDeploymentEndToEnd(t *testing.T) {
 	})
 
 	t.Run("audit log holds one line per call and detects tampering", func(t *testing.T) {
-		logPath := filepath.Join(dir, "run", "audit.log")
+		logPath := filepath.Join(dir, "run", "audit", "audit.log")
 		data, err := os.ReadFile(logPath)
 		if err != nil {
 			t.Fatal(err)

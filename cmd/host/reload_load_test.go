@@ -370,7 +370,7 @@ func TestReloadEachPluginUnderLoad(t *testing.T) {
 		})
 	}
 	h.stop(t)
-	checkAuditLines(t, filepath.Join(h.dir, "run", "audit.log"), all)
+	checkAuditLines(t, filepath.Join(h.dir, "run", "audit", "audit.log"), all)
 }
 
 // checkAuditLines asserts that the audit log verifies and holds one line

@@ -15,7 +15,6 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -175,10 +174,8 @@ func try(a Attempt) Outcome {
 	case "squat":
 		// Puts a socket of its own in place of the host's admin socket at
 		// Path (removing the host's, and its pid file when Count is 1)
-		// and records what clients send it; "squatted" tells.
+		// and appends what each client sends it to Path+".seen".
 		return squat(a.Path, a.Count == 1)
-	case "squatted":
-		return squatted()
 	case "environ":
 		b, err := os.ReadFile("/proc/" + strconv.Itoa(host) + "/environ")
 		return outcome(err, fmt.Sprintf("%d bytes", len(b)))
@@ -251,11 +248,6 @@ func adminRequest(socket, req string) Outcome {
 	return Outcome{Done: strings.Contains(status, " 200 "), Detail: string(resp)}
 }
 
-var (
-	squatMu   sync.Mutex
-	squatSeen []string
-)
-
 func squat(path string, pidFile bool) Outcome {
 	if err := os.Remove(path); err != nil {
 		return outcome(err, "")
@@ -280,16 +272,12 @@ func squat(path string, pidFile bool) Outcome {
 			_ = c.SetDeadline(time.Now().Add(5 * time.Second))
 			b, _ := io.ReadAll(io.LimitReader(c, 64<<10))
 			c.Close()
-			squatMu.Lock()
-			squatSeen = append(squatSeen, string(b))
-			squatMu.Unlock()
+			f, err := os.OpenFile(path+".seen", os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+			if err == nil {
+				fmt.Fprintf(f, "connection: %d bytes\n%s\n", len(b), b)
+				f.Close()
+			}
 		}
 	}()
 	return Outcome{Done: true, Detail: path}
-}
-
-func squatted() Outcome {
-	squatMu.Lock()
-	defer squatMu.Unlock()
-	return Outcome{Done: len(squatSeen) > 0, Detail: strings.Join(squatSeen, "\n---\n")}
 }

@@ -64,7 +64,9 @@ func readStat(pid int) (stat, error) {
 	return stat{ppid: ppid, start: start}, nil
 }
 
-// registryDir is the folder where hosts of user uid record themselves.
+// RegistryDir is the folder where hosts of user uid record themselves.
+func RegistryDir(uid int) string { return registryDir(uid) }
+
 func registryDir(uid int) string {
 	return filepath.Join(os.TempDir(), "plugkit-hosts-"+strconv.Itoa(uid))
 }
