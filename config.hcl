@@ -88,10 +88,12 @@ plugin "audit" {
   path     = "bin/plugins/audit"
   critical = true
   config {
-    path  = "run/audit.log"
+    path  = "run/audit/audit.log"
     fsync = "always"
   }
+  # A folder of its own: a plugin that could write run/ could replace the
+  # admin socket there (`host validate` refuses that).
   sandbox {
-    write = ["run"]
+    write = ["run/audit"]
   }
 }

@@ -103,6 +103,9 @@ func (c *Client) do(ctx context.Context, method, path string, body any) (*http.R
 		if pe := (*PeerError)(nil); errors.As(err, &pe) {
 			return nil, pe
 		}
+		if ie := (*ImpostorError)(nil); errors.As(err, &ie) {
+			return nil, ie
+		}
 		return nil, &ConnectError{Socket: c.socket, Err: err}
 	}
 	if resp.StatusCode != http.StatusOK {
@@ -160,7 +163,7 @@ func (c *Client) Call(ctx context.Context, tool string, args json.RawMessage, as
 			return *ev.Result, nil
 		case ev.Question != nil:
 			approved := ask != nil && ask(*ev.Question)
-			if _, err := c.post(ctx, "/v1/answer", Answer{ID: ev.Question.ID, Approved: approved}); err != nil {
+			if _, err := c.post(ctx, "/v1/answer", Answer{ID: ev.Question.ID, Key: ev.AnswerKey, Approved: approved}); err != nil {
 				return Result{}, err
 			}
 		}

@@ -16,8 +16,13 @@
 //
 // Who may talk to whom: Listen refuses a socket folder that another user
 // owns or that its group or others can write to (they could put their own
-// socket in its place), and the Client refuses a socket served by a process
-// of another user (SO_PEERCRED) before sending anything (PeerError).
+// socket in its place) and records the host's pid beside the socket
+// (PidFile). The server refuses a connection from a plugin of any host, or
+// from anything a plugin started (package lineage), before reading
+// anything from it. The Client refuses a socket served by a process of
+// another user (SO_PEERCRED, PeerError), by a plugin, or by any process but
+// the one whose pid the host recorded (ImpostorError), before sending
+// anything.
 //
 // Limits (internal/httplimit): a capped number of connections, a request's
 // headers and body each within their time, a body at most the deployment's

@@ -58,11 +58,17 @@ func (ps *peers) principal(uid int) pipeline.Principal {
 
 type peerKey struct{}
 
+type pidKey struct{}
+
 // connContext puts the principal of a connection's peer (the OS user
-// whose process opened it) in the context of its requests.
+// whose process opened it) and that process's pid in the context of its
+// requests.
 func (ps *peers) connContext(ctx context.Context, c net.Conn) context.Context {
 	for {
 		if u, ok := c.(*net.UnixConn); ok {
+			if pid, ok := peerPID(u); ok {
+				ctx = context.WithValue(ctx, pidKey{}, pid)
+			}
 			if uid, ok := peerUID(u); ok {
 				return context.WithValue(ctx, peerKey{}, ps.principal(uid))
 			}
@@ -74,6 +80,12 @@ func (ps *peers) connContext(ctx context.Context, c net.Conn) context.Context {
 		}
 		c = w.NetConn()
 	}
+}
+
+// connPID is the pid of the process that opened the request's connection.
+func connPID(ctx context.Context) (int, bool) {
+	pid, ok := ctx.Value(pidKey{}).(int)
+	return pid, ok
 }
 
 // peerPrincipal is the principal connContext found; ok is false when the

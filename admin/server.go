@@ -2,6 +2,8 @@ package admin
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -49,13 +51,13 @@ type Server struct {
 	lim httplimit.Limits
 
 	mu      sync.Mutex
-	waiting map[string]chan bool // question id → the call waiting for its answer
+	waiting map[string]*waiter // question id → the call waiting for its answer
 	peers   peers
 }
 
 // NewServer returns a server for c.
 func NewServer(c Controls, log hclog.Logger) *Server {
-	s := &Server{c: c, log: log, waiting: map[string]chan bool{}}
+	s := &Server{c: c, log: log, waiting: map[string]*waiter{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/status", s.status)
 	mux.HandleFunc("GET /v1/tools", s.tools)
@@ -114,7 +116,11 @@ func Listen(path string) (net.Listener, error) {
 		ln.Close()
 		return nil, fmt.Errorf("admin socket %s: %w", path, err)
 	}
-	return ln, nil
+	if err := writePidFile(PidFile(path)); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return &pidListener{Listener: ln, path: PidFile(path)}, nil
 }
 
 // checkFolder refuses a socket folder that someone else could write to.
@@ -141,7 +147,7 @@ func checkFolder(dir string) error {
 // Serve serves on ln until Shutdown, at most Limits.MaxConns connections
 // at once.
 func (s *Server) Serve(ln net.Listener) error {
-	err := s.srv.Serve(s.lim.Listener(s.srv, ln))
+	err := s.srv.Serve(s.lim.Listener(s.srv, &guardListener{Listener: ln, log: s.log}))
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}
@@ -219,19 +225,20 @@ func (s *Server) call(w http.ResponseWriter, r *http.Request) {
 	}
 	var ask host.Asker
 	if req.Interactive {
+		pid, _ := connPID(r.Context())
 		ask = func(ctx context.Context, q host.Question) (bool, error) {
-			ch := make(chan bool, 1)
+			wt := &waiter{answer: make(chan bool, 1), key: rand.Text(), pid: pid}
 			s.mu.Lock()
-			s.waiting[q.ID] = ch
+			s.waiting[q.ID] = wt
 			s.mu.Unlock()
 			defer func() {
 				s.mu.Lock()
 				delete(s.waiting, q.ID)
 				s.mu.Unlock()
 			}()
-			send(CallEvent{Question: &q})
+			send(CallEvent{Question: &q, AnswerKey: wt.key})
 			select {
-			case ok := <-ch:
+			case ok := <-wt.answer:
 				return ok, nil
 			case <-ctx.Done():
 				return false, fmt.Errorf("no answer: %w", ctx.Err())
@@ -255,17 +262,34 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
-	ch, ok := s.waiting[a.ID]
+	wt, ok := s.waiting[a.ID]
 	s.mu.Unlock()
 	if !ok {
 		writeJSON(w, http.StatusNotFound, Message{Error: "answer: no question " + a.ID + " is waiting"})
 		return
 	}
+	// Only the client the question was put to answers it: the key went to
+	// it alone, and the answer comes from the process that made the call.
+	pid, _ := connPID(r.Context())
+	if subtle.ConstantTimeCompare([]byte(a.Key), []byte(wt.key)) != 1 || pid != wt.pid || pid == 0 {
+		s.log.Warn("answer refused: not from the client that made the call", "question", a.ID, "pid", pid)
+		writeJSON(w, http.StatusForbidden, Message{Error: "answer: refused: question " + a.ID + " was put to another client; only the client that made the call may answer it"})
+		return
+	}
 	select {
-	case ch <- a.Approved:
+	case wt.answer <- a.Approved:
 	default:
 	}
 	writeJSON(w, http.StatusOK, Message{Message: "answered"})
+}
+
+// waiter is a call waiting for the answer to a question: the key sent with
+// the question and the pid of the process that made the call, which an
+// answer must both match.
+type waiter struct {
+	answer chan bool
+	key    string
+	pid    int
 }
 
 func (s *Server) reload(w http.ResponseWriter, r *http.Request) {

@@ -83,12 +83,17 @@ type Result struct {
 // CallEvent is one line of a call's response stream.
 type CallEvent struct {
 	Question *host.Question `json:"question,omitempty"`
-	Result   *Result        `json:"result,omitempty"`
+	// AnswerKey comes with a question: the answer must carry it back.
+	// Only the client that made the call sees it.
+	AnswerKey string  `json:"answer_key,omitempty"`
+	Result    *Result `json:"result,omitempty"`
 }
 
-// Answer is POST /v1/answer.
+// Answer is POST /v1/answer. It is accepted only with the question's
+// AnswerKey and from the process that made the call.
 type Answer struct {
 	ID       string `json:"id"`
+	Key      string `json:"key"`
 	Approved bool   `json:"approved"`
 }
 

@@ -31,6 +31,10 @@ type Launch struct {
 	// SocketDir is the host's private go-plugin socket folder: the plugin
 	// creates its socket there.
 	SocketDir string
+	// Inherit is how many descriptors after stderr the plugin is given
+	// (the caller's exec.Cmd.ExtraFiles: its call lanes); every other
+	// descriptor is closed at its exec.
+	Inherit int
 }
 
 // spec is what the launcher is told, as JSON in its first argument.
@@ -46,6 +50,8 @@ type spec struct {
 	Parent int `json:"parent"`
 	// Strict fails the launch when Landlock cannot enforce every rule.
 	Strict bool `json:"strict"`
+	// Inherit is how many descriptors from 3 up the plugin keeps.
+	Inherit int `json:"inherit,omitempty"`
 }
 
 // Command returns the command that starts the plugin confined by the
@@ -62,7 +68,7 @@ func Command(l Launch) (*exec.Cmd, error) {
 	if l.Policy.Required && e.State != StateEnforced {
 		return nil, fmt.Errorf("sandbox is required but cannot be enforced: %s", gapList(e.Gaps))
 	}
-	s := spec{Policy: l.Policy, Binary: l.Binary, SocketDir: l.SocketDir, UID: -1, GID: -1, Parent: os.Getpid(), Strict: l.Policy.Required}
+	s := spec{Policy: l.Policy, Binary: l.Binary, SocketDir: l.SocketDir, UID: -1, GID: -1, Parent: os.Getpid(), Strict: l.Policy.Required, Inherit: l.Inherit}
 	if l.Policy.User != "" && os.Geteuid() == 0 {
 		uid, gid, err := lookupUser(l.Policy.User)
 		if err != nil {

@@ -64,6 +64,11 @@ func launch(args []string) error {
 	if args[1] != s.Binary {
 		return fmt.Errorf("binary %q is not the one the spec names", args[1])
 	}
+	// The plugin starts with stdin, stdout, stderr and the descriptors it
+	// is given, nothing the host may have inherited from whoever started it.
+	if err := CloseOnExecFrom(3 + s.Inherit); err != nil {
+		return err
+	}
 	// Everything from here to the exec happens on this thread.
 	runtime.LockOSThread()
 	if err := setLimits(s.Limits); err != nil {

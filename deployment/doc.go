@@ -101,7 +101,7 @@
 //
 //	sandbox {
 //	  read     = ["corpus"]                 # files or folders it may read
-//	  write    = ["run"]                    # ... read and write; a missing one is made as a folder
+//	  write    = ["run/audit"]              # ... read and write; a missing one is made as a folder
 //	  exec     = ["/usr/bin/node"]          # binaries (or folders of them) it may execute
 //	  network  = "none"                     # "none" (default) | "host" | [443, 8080]: TCP connect ports
 //	  env      = { LANG = "C.UTF-8" }       # added to its (otherwise empty) environment

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/plugkit-go/plugkit/confine"
+	"github.com/plugkit-go/plugkit/internal/lineage"
 )
 
 // sandboxSyntax is a sandbox block, in the host block (the default) or a
@@ -357,6 +359,7 @@ func CheckSandboxes(d *Deployment, support confine.Support, euid int) hcl.Diagno
 		if pol == nil {
 			continue
 		}
+		diags = append(diags, checkControlPlane(d, pl, pol, euid)...)
 		e := pol.Enforcement(support, euid)
 		if e.State == confine.StateEnforced {
 			continue
@@ -382,4 +385,64 @@ func CheckSandboxes(d *Deployment, support confine.Support, euid int) hcl.Diagno
 		})
 	}
 	return diags
+}
+
+// checkControlPlane refuses a sandbox that can write the admin socket's
+// folder or a folder above it (the plugin could remove the socket and put
+// its own in its place, to read what the CLI sends), or the folder where
+// hosts record themselves (package lineage: it could hide its host there).
+func checkControlPlane(d *Deployment, pl Plugin, pol *confine.Policy, euid int) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	r := pl.Range
+	if pl.Sandbox.Range.Filename != "" {
+		r = pl.Sandbox.Range
+	}
+	guarded := []struct{ path, what string }{
+		{filepath.Dir(d.Host.AdminSocket), "the admin socket's folder"},
+		{lineage.RegistryDir(euid), "the folder where hosts record themselves"},
+	}
+	for _, w := range pol.Write {
+		for _, g := range guarded {
+			if !within(g.path, w) {
+				continue
+			}
+			diags = append(diags, errorAt(r, "Sandbox can write the host's control plane",
+				"Plugin %q may write %s, which holds %s (%s): it could replace what is there with its own. "+
+					"Give the plugin a folder of its own that is not above %s (the sample gives audit run/audit).", pl.Name, w, g.what, g.path, g.path))
+		}
+	}
+	return diags
+}
+
+// within reports whether path is dir or lies below it, as written or with
+// symbolic links resolved.
+func within(path, dir string) bool {
+	inside := func(p, d string) bool {
+		rel, err := filepath.Rel(d, p)
+		return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+	}
+	if inside(filepath.Clean(path), filepath.Clean(dir)) {
+		return true
+	}
+	rp, err1 := evalExisting(path)
+	rd, err2 := filepath.EvalSymlinks(dir)
+	return err1 == nil && err2 == nil && inside(rp, rd)
+}
+
+// evalExisting resolves the symbolic links of the part of path that
+// exists.
+func evalExisting(path string) (string, error) {
+	p := filepath.Clean(path)
+	var rest []string
+	for {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			return filepath.Join(append([]string{r}, rest...)...), nil
+		}
+		parent := filepath.Dir(p)
+		if parent == p {
+			return "", os.ErrNotExist
+		}
+		rest = append([]string{filepath.Base(p)}, rest...)
+		p = parent
+	}
 }

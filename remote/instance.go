@@ -105,7 +105,12 @@ func (in *instance) currentProblem() string {
 // and what go-plugin needs.
 func (m *Manager) launch(ctx context.Context, spec Spec) (*instance, error) {
 	log := m.log.Named(spec.Name)
-	cmd, socketDir, cleanup, err := m.command(spec)
+	withLanes := !m.opts.UnaryCalls && !m.opts.NoCallLanes
+	inherit := 0
+	if withLanes {
+		inherit = 2
+	}
+	cmd, socketDir, cleanup, err := m.command(spec, inherit)
 	if err != nil {
 		return nil, fmt.Errorf("plugin %s: %w", spec.Name, err)
 	}
@@ -134,7 +139,7 @@ func (m *Manager) launch(ctx context.Context, spec Spec) (*instance, error) {
 		serveHost = append(serveHost, wire.TraceServerOption(tp))
 	}
 	var lanes *lanes
-	if !m.opts.UnaryCalls && !m.opts.NoCallLanes {
+	if withLanes {
 		if lanes, err = newLanes(cmd); err != nil {
 			cleanup()
 			return nil, fmt.Errorf("plugin %s: %w", spec.Name, err)

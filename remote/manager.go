@@ -67,6 +67,7 @@ func NewManager(k *kernel.Kernel, tools *pipeline.Tools, opts Options) (*Manager
 		opts.Logger.Debug("socket folder base too long for Unix socket paths; using /tmp", "base", base)
 		base = "/tmp"
 	}
+	closeInherited(opts.Logger)
 	removeStaleSocketDirs(base)
 	dir, err := os.MkdirTemp(base, socketDirPrefix+strconv.Itoa(os.Getpid())+"-")
 	if err != nil {
@@ -82,6 +83,22 @@ func NewManager(k *kernel.Kernel, tools *pipeline.Tools, opts Options) (*Manager
 }
 
 const socketDirPrefix = "plugkit-"
+
+var closeInheritedOnce sync.Once
+
+// closeInherited marks the descriptors the host process inherited (any
+// but stdin, stdout and stderr) close-on-exec, once: a plugin, sandboxed
+// or not, then starts with its standard streams and its lanes only. The
+// launcher of a sandboxed plugin does the same again, whoever started it.
+// Every descriptor Go opens is close-on-exec already, so only inherited
+// ones change.
+func closeInherited(log hclog.Logger) {
+	closeInheritedOnce.Do(func() {
+		if err := confine.CloseOnExecFrom(3); err != nil {
+			log.Warn("descriptors the host inherited may reach unsandboxed plugins", "error", err)
+		}
+	})
+}
 
 // maxSocketBase is the longest folder the private socket folder can be
 // made in: a Unix socket's path is at most 107 bytes, and below the base

@@ -15,8 +15,10 @@ import (
 // command returns the command that starts spec's binary: the binary itself,
 // or, for a sandboxed plugin, the launcher that confines it first (package
 // confine). socketDir is the folder its go-plugin socket goes in; done
-// removes what command made for this process.
-func (m *Manager) command(spec Spec) (cmd *exec.Cmd, socketDir string, done func(), err error) {
+// removes what command made for this process. inherit is how many
+// descriptors the caller adds in cmd.ExtraFiles (the call lanes): the
+// launcher closes every other one but stdin, stdout and stderr.
+func (m *Manager) command(spec Spec, inherit int) (cmd *exec.Cmd, socketDir string, done func(), err error) {
 	done = func() {}
 	if spec.Sandbox == nil {
 		return exec.Command(spec.Path, spec.Args...), m.socketDir, done, nil
@@ -48,6 +50,7 @@ func (m *Manager) command(spec Spec) (cmd *exec.Cmd, socketDir string, done func
 		Binary:    spec.Path,
 		Args:      spec.Args,
 		SocketDir: socketDir,
+		Inherit:   inherit,
 	})
 	if err != nil {
 		done()

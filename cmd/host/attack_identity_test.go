@@ -98,7 +98,7 @@ func TestAttackMalformedGroupsClaim(t *testing.T) {
 	if got, _ := value(families, "plugkit_mcp_auth_refusals_total", map[string]string{"reason": "invalid"}); got < 4 {
 		t.Errorf("refusals for an invalid credential: %v, want at least 4", got)
 	}
-	log := waitAuditLines(t, filepath.Join(dir, "run", "audit.log"), 1)
+	log := waitAuditLines(t, filepath.Join(dir, "run", "audit", "audit.log"), 1)
 	if strings.Contains(log, "mallory") {
 		t.Errorf("a token with a malformed groups claim reached the pipeline:\n%s", log)
 	}

@@ -31,7 +31,7 @@ func bigResultHost(t *testing.T, filesBlock, host string) *faultHost {
 	config := deploymentFileWith(t, dir, tw)
 	hcl := readFile(t, config)
 	hcl = replaceOnce(t, hcl, `root = "workspace"`, "root = \"workspace\"\n    max_bytes = 104857600")
-	hcl = replaceOnce(t, hcl, `write = ["run"]`, "write = [\"run\"]\n    limits {\n      memory = \"256MiB\"\n    }")
+	hcl = replaceOnce(t, hcl, `write = ["run/audit"]`, "write = [\"run/audit\"]\n    limits {\n      memory = \"256MiB\"\n    }")
 	writeFileAtomic(t, config, hcl)
 	// 60 MB of JSON-safe text: the result is as large as the file.
 	big := bytes.Repeat([]byte("0123456789abcdef"), 60_000_000/16)
@@ -60,7 +60,7 @@ func checkAuditUnharmed(t *testing.T, h *faultHost, pid int) {
 func checkAuditLog(t *testing.T, h *faultHost, id string) {
 	t.Helper()
 	h.stop(t)
-	logPath := filepath.Join(h.dir, "run", "audit.log")
+	logPath := filepath.Join(h.dir, "run", "audit", "audit.log")
 	if out, err := exec.Command(pluginPath("audit"), "verify", logPath).CombinedOutput(); err != nil {
 		t.Errorf("audit verify: %v: %s", err, out)
 	}

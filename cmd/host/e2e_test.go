@@ -56,6 +56,8 @@ func buildAll(dir string) error {
 	for _, p := range shippedPlugins {
 		targets[filepath.Join(dir, "plugins", p)] = "../../plugins/" + p
 	}
+	targets[hostilePath(dir)] = "../../internal/hostileplugin"
+
 	for out, pkg := range targets {
 		cmd := exec.Command("go", "build", "-o", out, pkg)
 		if b, err := cmd.CombinedOutput(); err != nil {
@@ -226,10 +228,10 @@ plugin "safety" {
 plugin "audit" {
   path = %[5]q
 %[11]s  config {
-    path = "run/audit.log"
+    path = "run/audit/audit.log"
   }
   sandbox {
-    write = ["run"]
+    write = ["run/audit"]
   }
 }
 `, pluginPath("index"), pluginPath("search"), pluginPath("files"), pluginPath("safety"), pluginPath("audit"), corpusDir(t),
@@ -254,7 +256,13 @@ type running struct {
 
 func startHost(t *testing.T, config string, plugins int) *running {
 	t.Helper()
-	cmd := exec.Command(bins.host, "run", "-c", config)
+	return startHostCmd(t, exec.Command(bins.host, "run", "-c", config), config, plugins)
+}
+
+// startHostCmd is startHost with a command of the caller's (extra
+// descriptors, another environment).
+func startHostCmd(t *testing.T, cmd *exec.Cmd, config string, plugins int) *running {
+	t.Helper()
 	// A process group of its own, as a service manager gives it: a test
 	// can signal the host and its plugins at once.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -523,7 +531,7 @@ func TestSampleDeploymentEndToEnd(t *testing.T) {
 	})
 
 	t.Run("audit log holds one line per call and detects tampering", func(t *testing.T) {
-		logPath := filepath.Join(dir, "run", "audit.log")
+		logPath := filepath.Join(dir, "run", "audit", "audit.log")
 		data, err := os.ReadFile(logPath)
 		if err != nil {
 			t.Fatal(err)

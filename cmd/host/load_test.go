@@ -568,7 +568,7 @@ func TestAuditCriticalExactlyOnceAcrossCrash(t *testing.T) {
 	calls := append(slices.Clone(f.calls), h.checkRecovered(t)...)
 	h.stop(t)
 
-	logPath := filepath.Join(h.dir, "run", "audit.log")
+	logPath := filepath.Join(h.dir, "run", "audit", "audit.log")
 	lines := auditLines(t, logPath)
 	if out, err := exec.Command(pluginPath("audit"), "verify", logPath).CombinedOutput(); err != nil {
 		t.Errorf("audit verify after the crash: %v: %s", err, out)

@@ -141,7 +141,7 @@ func TestMCPSharedOverTLSWithKeys(t *testing.T) {
 
 	// The audit log: three calls, each for its key's principal, and none
 	// of the refused requests.
-	logPath := filepath.Join(dir, "run", "audit.log")
+	logPath := filepath.Join(dir, "run", "audit", "audit.log")
 	waitAuditLines(t, logPath, 3)
 	time.Sleep(200 * time.Millisecond) // for a line that should not come
 	b, _ := os.ReadFile(logPath)
@@ -246,7 +246,7 @@ func TestMCPOAuthTokens(t *testing.T) {
 			t.Errorf("%s: %d %q", c.name, resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
 		}
 	}
-	log := waitAuditLines(t, filepath.Join(dir, "run", "audit.log"), 2)
+	log := waitAuditLines(t, filepath.Join(dir, "run", "audit", "audit.log"), 2)
 	for _, want := range []string{`"principal":"alice","principal_kind":"user","tool":"list_dir"`, `"principal":"bob","principal_kind":"user","tool":"list_dir"`} {
 		if !strings.Contains(log, want) {
 			t.Errorf("audit log lacks %s:\n%s", want, log)

@@ -194,7 +194,7 @@ func TestMCPStdioEndToEnd(t *testing.T) {
 	})
 
 	t.Run("the audit log names the session as the caller", func(t *testing.T) {
-		data, err := os.ReadFile(filepath.Join(dir, "run", "audit.log"))
+		data, err := os.ReadFile(filepath.Join(dir, "run", "audit", "audit.log"))
 		if err != nil {
 			t.Fatal(err)
 		}

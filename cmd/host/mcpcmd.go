@@ -15,6 +15,7 @@ import (
 	"github.com/plugkit-go/plugkit/deployment"
 	"github.com/plugkit-go/plugkit/host"
 	"github.com/plugkit-go/plugkit/internal/httplimit"
+	"github.com/plugkit-go/plugkit/internal/lineage"
 	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/mcpserver"
 )
@@ -35,6 +36,12 @@ func serveMCP(ctx context.Context, e *env, _ []string) error {
 		fmt.Fprint(e.stderr, deployment.Format(diags)) // stderr: stdout is the protocol's
 	}
 	log := newLogger(e, d.Host.LogLevel)
+	// Its plugins are known to every host as plugins (package lineage).
+	unregister, err := lineage.Register()
+	if err != nil {
+		return fail(exitFailed, "%v", err)
+	}
+	defer unregister()
 	h, err := host.New(d, log)
 	if err != nil {
 		return fail(exitFailed, "%v", err)

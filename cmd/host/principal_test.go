@@ -45,7 +45,7 @@ func TestPrincipalThroughThePipeline(t *testing.T) {
 		t.Errorf("search, denied to a group %s is not in: %+v", me, r)
 	}
 
-	logPath := filepath.Join(h.dir, "run", "audit.log")
+	logPath := filepath.Join(h.dir, "run", "audit", "audit.log")
 	for _, text := range strings.Split(strings.TrimSpace(waitAuditLines(t, logPath, 3)), "\n") {
 		l, err := auditlog.ParseLine([]byte(text))
 		if err != nil {

@@ -138,7 +138,7 @@ func TestPythonPluginsEndToEnd(t *testing.T) {
 	}
 
 	// Every call made is a line of the audit log.
-	audit, err := os.ReadFile(filepath.Join(dir, "run", "audit.log"))
+	audit, err := os.ReadFile(filepath.Join(dir, "run", "audit", "audit.log"))
 	if err != nil {
 		t.Fatal(err)
 	}

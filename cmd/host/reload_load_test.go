@@ -380,7 +380,7 @@ func TestReloadEachPluginUnderLoad(t *testing.T) {
 	if out, stderr, code := cli(t, "stop", "-c", h.config); code != 0 {
 		t.Errorf("host stop: exit %d: %s%s", code, out, stderr)
 	}
-	checkAuditLines(t, filepath.Join(h.dir, "run", "audit.log"), all)
+	checkAuditLines(t, filepath.Join(h.dir, "run", "audit", "audit.log"), all)
 	h.stop(t)
 }
 

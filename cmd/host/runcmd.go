@@ -17,6 +17,7 @@ import (
 	"github.com/plugkit-go/plugkit/deployment"
 	"github.com/plugkit-go/plugkit/host"
 	"github.com/plugkit-go/plugkit/internal/httplimit"
+	"github.com/plugkit-go/plugkit/internal/lineage"
 )
 
 func newLogger(e *env, level string) hclog.Logger {
@@ -64,6 +65,12 @@ func runHost(ctx context.Context, e *env, _ []string) error {
 	if err != nil {
 		return fail(exitFailed, "%v", err)
 	}
+	unregister, err := lineage.Register()
+	if err != nil {
+		ln.Close()
+		return fail(exitFailed, "%v", err)
+	}
+	defer unregister()
 	h, err := host.New(d, log)
 	if err != nil {
 		ln.Close()
