@@ -64,8 +64,12 @@ type Options struct {
 	// Authenticate, when set, wraps the HTTP handler so that every
 	// request must carry a credential (authn.Authenticator.Require); a
 	// call over HTTP is then made for the principal it names. Without it
-	// a call over HTTP is made for nobody.
+	// a call over HTTP is made for nobody: `host run` always sets it,
+	// with authn.Local when the deployment has no mcp_auth.
 	Authenticate func(http.Handler) http.Handler
+	// ConnContext, when set, is the HTTP server's ConnContext
+	// (authn.Local.ConnContext remembers each connection's peer).
+	ConnContext func(ctx context.Context, c net.Conn) context.Context
 }
 
 // Server serves one host's tools over MCP.
@@ -247,6 +251,7 @@ func Listen(addr string) (net.Listener, error) {
 // once, and bounds the time a client may take to send a request.
 func (s *Server) Serve(ln net.Listener) error {
 	srv := s.opts.Limits.Server(s.Handler())
+	srv.ConnContext = s.opts.ConnContext
 	ln = s.opts.Limits.Listener(srv, ln)
 	s.smu.Lock()
 	if s.closed {
