@@ -32,6 +32,10 @@ const (
 	// DefaultMaxSessions is how many HTTP sessions are kept at once; one
 	// more closes the session idle longest.
 	DefaultMaxSessions = 64
+	// DefaultMaxSessionsPerPrincipal is how many of them one principal
+	// (one credential's user, or the host's own user without mcp_auth)
+	// may hold; one more closes that principal's idle-longest.
+	DefaultMaxSessionsPerPrincipal = 16
 	// DefaultSessionIdle closes an HTTP session that has sent no request
 	// for this long, so that a client that went away without saying so
 	// does not hold a caller; it starts a new session on its next request.
@@ -53,6 +57,9 @@ type Options struct {
 	// (DefaultSessionIdle when 0).
 	MaxSessions int
 	SessionIdle time.Duration
+	// MaxSessionsPerPrincipal caps the sessions of one principal
+	// (DefaultMaxSessionsPerPrincipal when 0, at most MaxSessions).
+	MaxSessionsPerPrincipal int
 	// Limits bound the HTTP server's connections and requests; zero fields
 	// take DefaultMaxConns, the MCP SDK's body limit (4 MiB) and
 	// httplimit's defaults.
@@ -118,6 +125,9 @@ func New(h *host.Host, opts Options) *Server {
 	}
 	if opts.MaxSessions <= 0 {
 		opts.MaxSessions = DefaultMaxSessions
+	}
+	if opts.MaxSessionsPerPrincipal <= 0 {
+		opts.MaxSessionsPerPrincipal = DefaultMaxSessionsPerPrincipal
 	}
 	if opts.SessionIdle <= 0 {
 		opts.SessionIdle = DefaultSessionIdle
@@ -218,7 +228,7 @@ func (s *Server) Handler() http.Handler {
 		SessionTimeout:      s.opts.SessionIdle,
 		MaxRequestBodyBytes: s.opts.Limits.MaxBodyBytes,
 	})
-	mux.Handle(Path, newSessionCap(s.opts.MaxSessions, s.mcp).wrap(sdk))
+	mux.Handle(Path, newSessionCap(s.opts.MaxSessions, s.opts.MaxSessionsPerPrincipal, s.mcp).wrap(sdk))
 	if s.opts.Authenticate != nil {
 		// Around the whole mux: it may serve paths of its own (an OAuth
 		// resource's metadata).
