@@ -25,6 +25,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
 	"github.com/plugkit-go/plugkit/authn"
+	"github.com/plugkit-go/plugkit/internal/hclbound"
 	"github.com/plugkit-go/plugkit/remote"
 	"github.com/plugkit-go/plugkit/shared/wire"
 )
@@ -294,11 +295,30 @@ func (p *parser) mcpTLS(ts *mcpTLSSyntax) *TLSFiles {
 	t := &TLSFiles{}
 	t.Cert, _ = p.resolve(*ts.Cert)
 	t.Key, _ = p.resolve(*ts.Key)
-	if _, err := tls.LoadX509KeyPair(t.Cert, t.Key); err != nil {
+	if _, err := LoadKeyPair(t.Cert, t.Key); err != nil {
 		p.errorf(valueRange(ts.Body, "cert", ts.DefRange), "Invalid mcp_tls files", "cert %q and key %q: %v.", *ts.Cert, *ts.Key, err)
 		return nil
 	}
 	return t
+}
+
+// MaxTLSFileBytes is the largest certificate or key file read: a chain of
+// a few certificates is a few KiB.
+const MaxTLSFileBytes = 1 << 20
+
+// LoadKeyPair reads a PEM certificate (chain) and its private key, each at
+// most MaxTLSFileBytes, as tls.LoadX509KeyPair does: at start, by `host
+// validate` and on every refresh (SIGHUP, `host reload`).
+func LoadKeyPair(certFile, keyFile string) (tls.Certificate, error) {
+	cert, err := hclbound.ReadAtMost(certFile, MaxTLSFileBytes)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	key, err := hclbound.ReadAtMost(keyFile, MaxTLSFileBytes)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.X509KeyPair(cert, key)
 }
 
 // mcpAuth checks the mcp_auth block: a keys file that reads, an oauth

@@ -180,6 +180,11 @@ func New(d *deployment.Deployment, log hclog.Logger) (*Host, error) {
 	}
 	tools := pipeline.New(k, popts)
 	h.tools = tools
+	// Per-tool series go with their tool (a bridged server may declare and
+	// withdraw thousands).
+	k.Points().Watch(pipeline.PointTools, func() {
+		h.Metrics.Prune(func(name string) bool { _, ok := tools.Lookup(name); return ok })
+	})
 	builtins := []kernel.Plugin{tools.Plugin(), h.Approvals.Plugin()}
 	pol := d.Host.Policy
 	if pp := pol.PerPrincipal; pp != nil {

@@ -32,6 +32,10 @@ const (
 	// DefaultMaxSessions is how many HTTP sessions are kept at once; one
 	// more closes the session idle longest.
 	DefaultMaxSessions = 64
+	// DefaultMaxSessionsPerPrincipal is how many of them one principal
+	// (one credential's user, or the host's own user without mcp_auth)
+	// may hold; one more closes that principal's idle-longest.
+	DefaultMaxSessionsPerPrincipal = 16
 	// DefaultSessionIdle closes an HTTP session that has sent no request
 	// for this long, so that a client that went away without saying so
 	// does not hold a caller; it starts a new session on its next request.
@@ -53,6 +57,9 @@ type Options struct {
 	// (DefaultSessionIdle when 0).
 	MaxSessions int
 	SessionIdle time.Duration
+	// MaxSessionsPerPrincipal caps the sessions of one principal
+	// (DefaultMaxSessionsPerPrincipal when 0, at most MaxSessions).
+	MaxSessionsPerPrincipal int
 	// Limits bound the HTTP server's connections and requests; zero fields
 	// take DefaultMaxConns, the MCP SDK's body limit (4 MiB) and
 	// httplimit's defaults.
@@ -64,8 +71,12 @@ type Options struct {
 	// Authenticate, when set, wraps the HTTP handler so that every
 	// request must carry a credential (authn.Authenticator.Require); a
 	// call over HTTP is then made for the principal it names. Without it
-	// a call over HTTP is made for nobody.
+	// a call over HTTP is made for nobody: `host run` always sets it,
+	// with authn.Local when the deployment has no mcp_auth.
 	Authenticate func(http.Handler) http.Handler
+	// ConnContext, when set, is the HTTP server's ConnContext
+	// (authn.Local.ConnContext remembers each connection's peer).
+	ConnContext func(ctx context.Context, c net.Conn) context.Context
 }
 
 // Server serves one host's tools over MCP.
@@ -114,6 +125,9 @@ func New(h *host.Host, opts Options) *Server {
 	}
 	if opts.MaxSessions <= 0 {
 		opts.MaxSessions = DefaultMaxSessions
+	}
+	if opts.MaxSessionsPerPrincipal <= 0 {
+		opts.MaxSessionsPerPrincipal = DefaultMaxSessionsPerPrincipal
 	}
 	if opts.SessionIdle <= 0 {
 		opts.SessionIdle = DefaultSessionIdle
@@ -214,7 +228,7 @@ func (s *Server) Handler() http.Handler {
 		SessionTimeout:      s.opts.SessionIdle,
 		MaxRequestBodyBytes: s.opts.Limits.MaxBodyBytes,
 	})
-	mux.Handle(Path, newSessionCap(s.opts.MaxSessions, s.mcp).wrap(sdk))
+	mux.Handle(Path, newSessionCap(s.opts.MaxSessions, s.opts.MaxSessionsPerPrincipal, s.mcp).wrap(sdk))
 	if s.opts.Authenticate != nil {
 		// Around the whole mux: it may serve paths of its own (an OAuth
 		// resource's metadata).
@@ -247,6 +261,7 @@ func Listen(addr string) (net.Listener, error) {
 // once, and bounds the time a client may take to send a request.
 func (s *Server) Serve(ln net.Listener) error {
 	srv := s.opts.Limits.Server(s.Handler())
+	srv.ConnContext = s.opts.ConnContext
 	ln = s.opts.Limits.Listener(srv, ln)
 	s.smu.Lock()
 	if s.closed {

@@ -6,7 +6,10 @@
 //
 // Labels are tool and plugin names, outcome codes and states only, never
 // arguments or a caller's free text, so the number of series is bounded by
-// the deployment.
+// the deployment. A bridged server may declare thousands of tools and
+// replace them at will, so per-tool series exist only for tools registered
+// when called, are deleted when their tool goes (Prune), and are capped:
+// past MaxToolSeries tools, calls are counted under tool="other".
 //
 // A host makes one Metrics, gives the pipeline its Call (told of every call
 // once stage 5 is over, so that a call denied before any tool ran is
@@ -38,6 +41,13 @@ const Path = "/metrics"
 // exist, whatever name the caller gave.
 const UnknownTool = "(unknown)"
 
+// MaxToolSeries is how many tools get series of their own; the calls of any
+// more are counted under OtherTool until some of them go.
+const MaxToolSeries = 1000
+
+// OtherTool is the tool label of the calls of tools past MaxToolSeries.
+const OtherTool = "other"
+
 // Metrics is the host's registry and what feeds it.
 type Metrics struct {
 	reg      *prometheus.Registry
@@ -51,6 +61,13 @@ type Metrics struct {
 
 	counters  sync.Map // callKey → prometheus.Counter
 	observers sync.Map // tool → prometheus.Observer
+
+	// labelled holds the tools with series of their own (tool → true);
+	// tmu serialises adding and pruning them, which keeps the count.
+	labelled  sync.Map
+	tmu       sync.Mutex
+	nlabelled int
+	maxTools  int
 }
 
 // latencyBuckets span a check in-host (tens of µs) to a slow tool (tens of
@@ -69,7 +86,8 @@ func New(version string, status func() []remote.Status, inflight func() int64) *
 		inflight = func() int64 { return 0 }
 	}
 	m := &Metrics{
-		reg: prometheus.NewRegistry(),
+		maxTools: MaxToolSeries,
+		reg:      prometheus.NewRegistry(),
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "plugkit", Name: "calls_total",
 			Help: "Calls the pipeline ended, by tool, outcome code (\"ok\" for a success) and the plugin that decided a denial or a block.",
@@ -159,7 +177,7 @@ func (m *Metrics) RPC(plugin, kind string, d time.Duration) {
 
 // Approval counts how an Ask ended; it is pipeline.Options.OnApproval.
 func (m *Metrics) Approval(tool string, outcome pipeline.Approval) {
-	m.asks.WithLabelValues(tool, string(outcome)).Inc()
+	m.asks.WithLabelValues(m.toolLabel(tool), string(outcome)).Inc()
 }
 
 // Call counts a call's result, its latency and each stage's; it is
@@ -173,6 +191,8 @@ func (m *Metrics) Call(e *pipeline.Execution, r pipeline.Result, times pipeline.
 		// The name is the caller's, not the deployment's: one series for
 		// them all keeps the series bounded.
 		tool = UnknownTool
+	} else {
+		tool = m.toolLabel(tool)
 	}
 	m.counter(callKey{tool, code, r.DecidedBy}).Inc()
 	m.observer(tool).Observe(r.Duration.Seconds())
@@ -202,4 +222,57 @@ func (m *Metrics) observer(tool string) prometheus.Observer {
 	}
 	o, _ := m.observers.LoadOrStore(tool, m.duration.WithLabelValues(tool))
 	return o.(prometheus.Observer)
+}
+
+// toolLabel is the tool label of a call of tool: its name while fewer than
+// maxTools tools have series, OtherTool past that.
+func (m *Metrics) toolLabel(tool string) string {
+	if _, ok := m.labelled.Load(tool); ok {
+		return tool
+	}
+	m.tmu.Lock()
+	defer m.tmu.Unlock()
+	if _, ok := m.labelled.Load(tool); ok {
+		return tool
+	}
+	if m.nlabelled >= m.maxTools {
+		return OtherTool
+	}
+	m.labelled.Store(tool, true)
+	m.nlabelled++
+	return tool
+}
+
+// Prune deletes the series of every tool that registered says is gone
+// (the host calls it whenever the tool registry changes), so that tools a
+// bridged server declared and withdrew leave nothing behind. A call still
+// in flight for a tool pruned under it counts it again, until the next
+// change prunes it.
+func (m *Metrics) Prune(registered func(tool string) bool) {
+	m.tmu.Lock()
+	defer m.tmu.Unlock()
+	var gone []string
+	m.labelled.Range(func(k, _ any) bool {
+		if t := k.(string); !registered(t) {
+			gone = append(gone, t)
+		}
+		return true
+	})
+	for _, t := range gone {
+		m.labelled.Delete(t)
+		m.nlabelled--
+		m.observers.Delete(t)
+		m.duration.DeleteLabelValues(t)
+		m.calls.DeletePartialMatch(prometheus.Labels{"tool": t})
+		m.asks.DeletePartialMatch(prometheus.Labels{"tool": t})
+	}
+	if len(gone) == 0 {
+		return
+	}
+	m.counters.Range(func(k, _ any) bool {
+		if ck := k.(callKey); !registered(ck.tool) && ck.tool != UnknownTool && ck.tool != OtherTool {
+			m.counters.Delete(k)
+		}
+		return true
+	})
 }

@@ -21,6 +21,7 @@ package tracing
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
@@ -31,6 +32,7 @@ import (
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
+	"golang.org/x/time/rate"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/plugkit-go/plugkit/pipeline"
@@ -50,10 +52,24 @@ type Config struct {
 	Headers map[string]string
 }
 
+// Limits of what plugins' spans may cost the host: a plugin's exports are
+// held in memory while the collector takes them, so a slow collector and
+// large batches (20 MB each took a host from 186 MB to 1.18 GB) would grow
+// the host without bound. Bytes past the rate are dropped (the plugin is
+// told), never queued: a span is worth less than the host's memory.
+const (
+	// ExportBytesPerSecond is the rate of plugin span bytes sent on, all
+	// plugins together.
+	ExportBytesPerSecond = 1 << 20
+	// ExportBurstBytes is the most sent at once, and the largest batch.
+	ExportBurstBytes = 4 << 20
+)
+
 // Tracing is the host's tracer provider and its exporter.
 type Tracing struct {
 	tp     *sdktrace.TracerProvider
 	client otlptrace.Client
+	bytes  *rate.Limiter // plugin span bytes, ExportBytesPerSecond
 }
 
 // New starts the exporter (it connects lazily: an unreachable collector
@@ -77,7 +93,7 @@ func New(ctx context.Context, cfg Config, version string) (*Tracing, error) {
 		sdktrace.WithResource(res),
 		sdktrace.WithSampler(Sampler(cfg.Sample)),
 	)
-	return &Tracing{tp: tp, client: client}, nil
+	return &Tracing{tp: tp, client: client, bytes: rate.NewLimiter(ExportBytesPerSecond, ExportBurstBytes)}, nil
 }
 
 // Sampler starts a trace at a call only, for the share sample of calls,
@@ -110,6 +126,9 @@ func (t *Tracing) Provider() trace.TracerProvider { return t.tp }
 // Export sends a plugin's spans on (remote.Options.ExportSpans): otlp is
 // an OTLP ExportTraceServiceRequest, whose resources are named for plugin.
 func (t *Tracing) Export(ctx context.Context, plugin string, otlp []byte) error {
+	if !t.bytes.AllowN(time.Now(), len(otlp)) {
+		return fmt.Errorf("spans of %s dropped: %d bytes over the host's span export limit of %d bytes a second (at most %d at once)", plugin, len(otlp), ExportBytesPerSecond, ExportBurstBytes)
+	}
 	var req coltracepb.ExportTraceServiceRequest
 	if err := proto.Unmarshal(otlp, &req); err != nil {
 		return fmt.Errorf("spans of %s: not an OTLP trace export: %w", plugin, err)

@@ -5,8 +5,11 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -110,5 +113,51 @@ func TestExportNamesThePlugin(t *testing.T) {
 		if attrs["service.name"] != "plugkit/search" {
 			t.Errorf("resource %v: want service.name plugkit/search", attrs)
 		}
+	}
+}
+
+// TestAttackSpanBytesBounded: span exports are limited by bytes a second,
+// not only by batches: a plugin sending 3 MB batches against a collector
+// that holds each request gets the first through and the rest dropped,
+// each refusal naming the limit, so what waits on the collector is
+// bounded by the burst.
+func TestAttackSpanBytesBounded(t *testing.T) {
+	release := make(chan struct{})
+	var received atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := io.Copy(io.Discard, r.Body)
+		received.Add(n)
+		<-release // a slow collector
+		out, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		_, _ = w.Write(out)
+	}))
+	defer srv.Close()
+	defer close(release)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tr, err := tracing.New(ctx, tracing.Config{Endpoint: srv.URL + "/v1/traces", Sample: 1}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Shutdown(ctx)
+	big, _ := proto.Marshal(&coltracepb.ExportTraceServiceRequest{ResourceSpans: []*tracepb.ResourceSpans{{ScopeSpans: []*tracepb.ScopeSpans{{Spans: []*tracepb.Span{
+		{Name: strings.Repeat("x", 3<<20), TraceId: make([]byte, 16), SpanId: make([]byte, 8)}}}}}}})
+	var wg sync.WaitGroup
+	var refused atomic.Int64
+	for range 10 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ectx, ecancel := context.WithTimeout(ctx, 2*time.Second)
+			defer ecancel()
+			if err := tr.Export(ectx, "flood", big); err != nil && strings.Contains(err.Error(), "span export limit") {
+				refused.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if refused.Load() < 8 {
+		t.Errorf("%d of 10 batches of 3 MB refused at once, want at least 8 (a burst of %d bytes)", refused.Load(), tracing.ExportBurstBytes)
 	}
 }

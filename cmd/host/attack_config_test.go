@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -90,5 +91,73 @@ func TestAttackHostileDeploymentFile(t *testing.T) {
 				t.Fatalf("the running deployment changed: %+v", st)
 			}
 		})
+	}
+}
+
+// TestAttackHostileKeysFile: an mcp_auth keys file of 200,000 nested
+// brackets crashed authn.LoadKeys (a stack overflow, at start or on
+// SIGHUP). `host validate` now refuses it with its file and line, and a
+// running host told to reload it by SIGHUP keeps the keys in use and says
+// why.
+func TestAttackHostileKeysFile(t *testing.T) {
+	needBinaries(t)
+	dir := t.TempDir()
+	keys := filepath.Join(dir, "keys.hcl")
+	key, stderr, code := cli(t, "key", "add", "ci-bot", "-f", keys)
+	if code != 0 {
+		t.Fatalf("host key add: exit %d %s", code, stderr)
+	}
+	key = strings.TrimSpace(key)
+	addr := freeLoopbackAddr(t)
+	config := filepath.Join(dir, "config.hcl")
+	good := fmt.Sprintf("host {\n  admin_socket = \"host.sock\"\n  mcp = %q\n  mcp_auth {\n    keys = %q\n  }\n}\nplugin \"files\" {\n  path = %q\n  config {\n    root = %q\n  }\n}\n", addr, keys, pluginPath("files"), dir)
+	if err := os.WriteFile(config, []byte(good), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := startHost(t, config, 1)
+	initialize := func(key string) int {
+		t.Helper()
+		req, _ := http.NewRequest("POST", "http://"+addr+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := initialize(key); code != http.StatusOK {
+		t.Fatalf("initialize with the key: %d", code)
+	}
+
+	hostile := "key \"a\" {\n  attributes = " + strings.Repeat("[", 200000) + strings.Repeat("]", 200000) + "\n}\n"
+	if err := os.WriteFile(keys, []byte(hostile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code = cli(t, "validate", "-c", config)
+	if code != 1 || !strings.Contains(stderr, "Nesting too deep") || !strings.Contains(stderr, "keys.hcl:2") || strings.Contains(stderr, "goroutine ") {
+		t.Fatalf("validate: exit %d, want 1 naming keys.hcl line 2:\n%s", code, tail(stderr))
+	}
+	logged := strings.Count(h.stderr.String(), "keys file not reloaded")
+	if err := h.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); strings.Count(h.stderr.String(), "keys file not reloaded") == logged; time.Sleep(20 * time.Millisecond) {
+		select {
+		case <-h.done:
+			t.Fatalf("the host exited on SIGHUP: %v\n%s", h.err, tail(h.stderr.String()))
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("SIGHUP: no refusal logged\n%s", tail(h.stderr.String()))
+		}
+	}
+	if !strings.Contains(h.stderr.String(), "keys.hcl:2") {
+		t.Errorf("the refusal does not name the file and line:\n%s", tail(h.stderr.String()))
+	}
+	if code := initialize(key); code != http.StatusOK {
+		t.Fatalf("initialize with the key in use after the refused reload: %d", code)
 	}
 }

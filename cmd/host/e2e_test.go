@@ -33,6 +33,8 @@ var bins struct {
 }
 
 func TestMain(m *testing.M) {
+	// A test runs the test binary as an MCP client as another user.
+	runAsMCPClient()
 	// Hosts that tests run in this process launch sandboxed plugins
 	// through the test binary.
 	confine.RunIfLauncher()

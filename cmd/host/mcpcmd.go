@@ -16,6 +16,7 @@ import (
 	"github.com/plugkit-go/plugkit/host"
 	"github.com/plugkit-go/plugkit/internal/httplimit"
 	"github.com/plugkit-go/plugkit/internal/lineage"
+	"github.com/plugkit-go/plugkit/internal/peeruid"
 	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/mcpserver"
 )
@@ -121,6 +122,13 @@ func startMCP(d *deployment.Deployment, h *host.Host, log hclog.Logger) (*mcpFro
 		opts.Authenticate = au.Require
 		refreshers = append(refreshers, func() { au.SetKeys(cfg.Keys) })
 	}
+	if d.Host.MCPAuth == nil {
+		// Without credentials, only the host's own user is served: the
+		// peer of each loopback connection is looked up (authn.Local).
+		local := &authn.Local{UID: os.Geteuid(), PeerUID: peeruid.Of, Principal: admin.LocalPrincipal, OnRefused: h.Metrics.AuthRefused}
+		opts.Authenticate = local.Require
+		opts.ConnContext = local.ConnContext
+	}
 	ln, err := mcpserver.Listen(d.Host.MCP)
 	if err != nil {
 		cancel()
@@ -147,7 +155,11 @@ func startMCP(d *deployment.Deployment, h *host.Host, log hclog.Logger) (*mcpFro
 	srv := mcpserver.New(h, opts)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	log.Info("serving MCP", "url", scheme+"://"+d.Host.MCP+mcpserver.Path, "authentication", opts.Authenticate != nil)
+	authentication := "the host's own user only (no mcp_auth)"
+	if d.Host.MCPAuth != nil {
+		authentication = "mcp_auth"
+	}
+	log.Info("serving MCP", "url", scheme+"://"+d.Host.MCP+mcpserver.Path, "authentication", authentication)
 	front.stop = func(ctx context.Context) {
 		if err := srv.Shutdown(ctx); err != nil {
 			log.Warn("mcp shutdown", "error", err)
@@ -177,7 +189,7 @@ func newCertificate(certFile, keyFile string) (*certificate, error) {
 }
 
 func (c *certificate) load() error {
-	pair, err := tls.LoadX509KeyPair(c.certFile, c.keyFile)
+	pair, err := deployment.LoadKeyPair(c.certFile, c.keyFile)
 	if err != nil {
 		return err
 	}

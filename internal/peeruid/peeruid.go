@@ -1,0 +1,108 @@
+// Package peeruid finds which OS user opened the other end of a loopback
+// TCP connection: the uid the kernel recorded for the client's socket,
+// which the client cannot choose. A front end without credentials uses it
+// to serve only the host's own user, as a Unix socket's SO_PEERCRED does.
+//
+// On Linux the client's socket is looked up in /proc/net/tcp and
+// /proc/net/tcp6 (the host's network namespace, where a loopback client's
+// socket is): its local address is the connection's remote one and its
+// remote address the connection's local one. The lookup reads the table
+// once per connection; NETLINK_SOCK_DIAG would answer one socket without
+// reading the rest, at the cost of a netlink client.
+package peeruid
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+)
+
+// ErrNotFound is returned when no socket of the table is the connection's
+// other end: the client has already gone, or it is in another network
+// namespace.
+var ErrNotFound = errors.New("the client's socket is not in the host's socket table")
+
+// ErrUnsupported is returned where the system gives no way to tell.
+var ErrUnsupported = errors.New("telling a TCP client's user is supported on Linux only")
+
+// Of returns the uid of the process that opened the other end of c, a
+// loopback TCP connection accepted by this process.
+func Of(c net.Conn) (int, error) {
+	local, ok1 := c.LocalAddr().(*net.TCPAddr)
+	remote, ok2 := c.RemoteAddr().(*net.TCPAddr)
+	if !ok1 || !ok2 {
+		return 0, fmt.Errorf("not a TCP connection (%s)", c.LocalAddr().Network())
+	}
+	l, r := local.AddrPort(), remote.AddrPort()
+	if !l.Addr().Unmap().IsLoopback() || !r.Addr().Unmap().IsLoopback() {
+		return 0, fmt.Errorf("%s is not a loopback client", r)
+	}
+	return lookup(l, r)
+}
+
+// Find reads a /proc/net/tcp or /proc/net/tcp6 table from r and returns
+// the uid of the socket whose local address is client and whose remote
+// address is server; found is false when there is none. A line that is not
+// of the table's shape is an error; nothing of the table is trusted
+// further than its columns.
+func Find(r io.Reader, client, server netip.AddrPort) (uid int, found bool, err error) {
+	wantLocal, wantRemote := procAddr(client), procAddr(server)
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 512), 4096)
+	first := true
+	for sc.Scan() {
+		line := sc.Text()
+		if first {
+			first = false
+			if strings.Contains(line, "local_address") {
+				continue // the header
+			}
+		}
+		f := strings.Fields(line)
+		if len(f) < 8 {
+			return 0, false, fmt.Errorf("socket table line %q: %d fields, want at least 8", truncate(line), len(f))
+		}
+		if !strings.EqualFold(f[1], wantLocal) || !strings.EqualFold(f[2], wantRemote) {
+			continue
+		}
+		u, err := strconv.ParseUint(f[7], 10, 32)
+		if err != nil {
+			return 0, false, fmt.Errorf("socket table line %q: uid %q: %w", truncate(line), f[7], err)
+		}
+		return int(u), true, nil
+	}
+	return 0, false, sc.Err()
+}
+
+// procAddr writes ap as the tables do: the address as 32-bit words in the
+// kernel's byte order, each as 8 hex digits, then ':' and the port as 4.
+func procAddr(ap netip.AddrPort) string {
+	var b strings.Builder
+	a := ap.Addr()
+	var raw []byte
+	if a.Is4() {
+		v := a.As4()
+		raw = v[:]
+	} else {
+		v := a.As16()
+		raw = v[:]
+	}
+	for i := 0; i < len(raw); i += 4 {
+		fmt.Fprintf(&b, "%08X", binary.NativeEndian.Uint32(raw[i:i+4]))
+	}
+	fmt.Fprintf(&b, ":%04X", ap.Port())
+	return b.String()
+}
+
+func truncate(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "…"
+	}
+	return s
+}
