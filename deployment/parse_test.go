@@ -114,6 +114,7 @@ plugin "store" {
 		AdminSocket:     filepath.Join(conf, "run", "host.sock"),
 		AutoMTLS:        false,
 		MaxMessageBytes: 1 << 20,
+		MaxResultBytes:  remote.DefaultMaxResultBytes,
 		LogLevel:        "debug",
 		ApprovalTimeout: 2 * time.Minute,
 		ListenerTimeout: 1500 * time.Millisecond,
@@ -131,24 +132,26 @@ plugin "store" {
 		t.Errorf("Host =\n%+v\nwant\n%+v", d.Host, wantHost)
 	}
 	wantPlugins := []Plugin{{
-		Name:          "index",
-		Path:          filepath.Join(conf, "bin", "ok"),
-		Dir:           conf,
-		SHA256:        "306c6ca7407560340797866e077e053627ad409277d1b9da58106fce4cf717cb",
-		Inject:        []string{"tools", "store"},
-		Critical:      true,
-		Watch:         true,
-		Restart:       remote.RestartPolicy{Attempts: 2, Window: 30 * time.Second, Backoff: 100 * time.Millisecond, MaxBackoff: 10 * time.Second},
-		EnabledTools:  []string{"search"},
-		DisabledTools: []string{"reindex"},
-		Config:        json.RawMessage(`{"root":"corpus","rule":[{"name":"deny","tool":"delete_*"}]}`),
+		Name:           "index",
+		Path:           filepath.Join(conf, "bin", "ok"),
+		Dir:            conf,
+		SHA256:         "306c6ca7407560340797866e077e053627ad409277d1b9da58106fce4cf717cb",
+		Inject:         []string{"tools", "store"},
+		Critical:       true,
+		Watch:          true,
+		MaxResultBytes: remote.DefaultMaxResultBytes,
+		Restart:        remote.RestartPolicy{Attempts: 2, Window: 30 * time.Second, Backoff: 100 * time.Millisecond, MaxBackoff: 10 * time.Second},
+		EnabledTools:   []string{"search"},
+		DisabledTools:  []string{"reindex"},
+		Config:         json.RawMessage(`{"root":"corpus","rule":[{"name":"deny","tool":"delete_*"}]}`),
 	}, {
-		Name:    "store",
-		Path:    filepath.Join(conf, "bin", "other"),
-		Dir:     conf,
-		Inject:  []string{},
-		Restart: defaultRestart,
-		Config:  json.RawMessage(`{}`),
+		Name:           "store",
+		Path:           filepath.Join(conf, "bin", "other"),
+		Dir:            conf,
+		Inject:         []string{},
+		Restart:        defaultRestart,
+		Config:         json.RawMessage(`{}`),
+		MaxResultBytes: remote.DefaultMaxResultBytes,
 	}}
 	if got := withoutSource(d.Plugins); !reflect.DeepEqual(got, wantPlugins) {
 		t.Errorf("Plugins =\n%+v\nwant\n%+v", got, wantPlugins)
@@ -174,6 +177,7 @@ plugin "store" {
 			Config: wantPlugins[0].Config, Inject: []string{"tools", "store"}, Critical: true,
 			Restart:      wantPlugins[0].Restart,
 			EnabledTools: []string{"search"}, DisabledTools: []string{"reindex"},
+			MaxResultBytes: remote.DefaultMaxResultBytes,
 		}
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("Spec() =\n%+v\nwant\n%+v", got, want)
@@ -210,6 +214,7 @@ func TestParseDefaults(t *testing.T) {
 				AdminSocket:     filepath.Join(filepath.Dir(path), "plugkit.sock"),
 				AutoMTLS:        true,
 				MaxMessageBytes: wire.DefaultMaxMessageBytes,
+				MaxResultBytes:  remote.DefaultMaxResultBytes,
 				LogLevel:        "info",
 				ApprovalTimeout: 60 * time.Second,
 				ListenerTimeout: 30 * time.Second,

@@ -9,8 +9,10 @@
 package hclbound
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 
 	"github.com/hashicorp/hcl/v2"
@@ -77,6 +79,10 @@ func (l Limits) ReadFile(path string) ([]byte, hcl.Diagnostics) {
 // limit), where size is the one bound needed.
 func ReadAtMost(path string, max int64) ([]byte, error) {
 	b, err := readAtMost(path, max)
+	var pathErr *fs.PathError
+	if errors.As(err, &pathErr) {
+		return nil, err // names the path already
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
