@@ -62,6 +62,10 @@ func (s *Server) sync() {
 	seen := make(map[string]bool, len(current))
 	var add []pipeline.ToolInfo
 	for _, t := range current {
+		if t.Held != "" {
+			// Held absent: listed to people (host tools), never to agents.
+			continue
+		}
 		seen[t.Name] = true
 		old, ok := s.listed[t.Name]
 		if !ok || !sameTool(old, t) || touched[t.Owner] {
