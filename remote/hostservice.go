@@ -66,6 +66,9 @@ func (h *hostService) RegisterTool(ctx context.Context, req *pb.RegisterToolRequ
 		return nil, err
 	}
 	t := fromDescriptor(req.GetTool())
+	if req.GetTool().GetOwnerPrefix() {
+		t.Name = h.scope.Name() + "_" + t.Name
+	}
 	if !h.inst.spec.toolEnabled(t.Name) {
 		h.inst.log.Info("tool not enabled by the deployment; not registered", "tool", t.Name)
 		id, err := h.record(h.scope.Track("disabled tool "+t.Name, func() error { return nil }))

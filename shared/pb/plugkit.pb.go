@@ -305,7 +305,11 @@ type ToolDescriptor struct {
 	Held string `protobuf:"bytes,21,opt,name=held,proto3" json:"held,omitempty"`
 	// The pin of the tool's definition as its source gave it, which
 	// `host lock` records.
-	Definition    string `protobuf:"bytes,22,opt,name=definition,proto3" json:"definition,omitempty"`
+	Definition string `protobuf:"bytes,22,opt,name=definition,proto3" json:"definition,omitempty"`
+	// The host registers the tool as OWNER_name, OWNER being the name the
+	// deployment gave the plugin (which the plugin does not know), so that a
+	// bridged server's tools cannot take another plugin's names.
+	OwnerPrefix   bool `protobuf:"varint,23,opt,name=owner_prefix,json=ownerPrefix,proto3" json:"owner_prefix,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -415,6 +419,13 @@ func (x *ToolDescriptor) GetDefinition() string {
 		return x.Definition
 	}
 	return ""
+}
+
+func (x *ToolDescriptor) GetOwnerPrefix() bool {
+	if x != nil {
+		return x.OwnerPrefix
+	}
+	return false
 }
 
 // Execution is the frozen call every stage sees. No stage can change it.
@@ -3541,7 +3552,7 @@ var File_plugkit_proto protoreflect.FileDescriptor
 const file_plugkit_proto_rawDesc = "" +
 	"\n" +
 	"\rplugkit.proto\x12\n" +
-	"plugkit.v1\"\xcd\x02\n" +
+	"plugkit.v1\"\xf0\x02\n" +
 	"\x0eToolDescriptor\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12'\n" +
@@ -3558,7 +3569,8 @@ const file_plugkit_proto_rawDesc = "" +
 	"\x04held\x18\x15 \x01(\tR\x04held\x12\x1e\n" +
 	"\n" +
 	"definition\x18\x16 \x01(\tR\n" +
-	"definition\"\xd3\x01\n" +
+	"definition\x12!\n" +
+	"\fowner_prefix\x18\x17 \x01(\bR\vownerPrefix\"\xd3\x01\n" +
 	"\tExecution\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12%\n" +

@@ -43,7 +43,7 @@ func (p *Context) RegisterTool(ctx context.Context, t Tool) (*Handle, error) {
 	desc := wire.ToolDescriptor{
 		Name: t.Name, Description: t.Description, Parameters: params,
 		Destructive: t.Destructive, ReadOnly: t.ReadOnly, Idempotent: t.Idempotent, Timeout: t.Timeout,
-		Notes: t.Notes, Held: t.Held, Definition: t.Definition,
+		Notes: t.Notes, Held: t.Held, Definition: t.Definition, OwnerPrefix: t.OwnerPrefix,
 	}
 	return register(ctx, p.srv, &p.srv.reg.tools, "tool", named("tool", t.Name), t, func(host pb.HostClient, id string) (string, error) {
 		resp, err := host.RegisterTool(ctx, &pb.RegisterToolRequest{HandlerId: id, Tool: wire.ToolDescriptorToProto(desc)})

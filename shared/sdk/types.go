@@ -78,6 +78,9 @@ type Tool struct {
 	// Definition is the pin of the tool's definition as its source gave it,
 	// which `host lock` records.
 	Definition string
+	// OwnerPrefix registers the tool as OWNER_Name, OWNER being the name
+	// the deployment gave this plugin (which the plugin is not told).
+	OwnerPrefix bool
 	// Execute runs the tool. Its result is encoded as JSON (a
 	// json.RawMessage is sent as is); an error becomes TOOL_ERROR with its
 	// message. ctx is done when the host cancels the call or its deadline

@@ -28,6 +28,7 @@ func ToolDescriptorToProto(d ToolDescriptor) *pb.ToolDescriptor {
 		Notes:          d.Notes,
 		Held:           d.Held,
 		Definition:     d.Definition,
+		OwnerPrefix:    d.OwnerPrefix,
 	}
 }
 
@@ -48,6 +49,7 @@ func ToolDescriptorFromProto(m *pb.ToolDescriptor) ToolDescriptor {
 		Notes:       m.GetNotes(),
 		Held:        m.GetHeld(),
 		Definition:  m.GetDefinition(),
+		OwnerPrefix: m.GetOwnerPrefix(),
 	}
 }
 
@@ -199,5 +201,5 @@ func durationToMillis(d time.Duration) int64 {
 func isZeroDescriptor(d ToolDescriptor) bool {
 	return d.Name == "" && d.Description == "" && len(d.Parameters) == 0 &&
 		!d.Destructive && !d.ReadOnly && !d.Idempotent && d.Timeout == 0 && d.Owner == "" &&
-		len(d.Notes) == 0 && d.Held == "" && d.Definition == ""
+		len(d.Notes) == 0 && d.Held == "" && d.Definition == "" && !d.OwnerPrefix
 }

@@ -47,6 +47,8 @@ type ToolDescriptor struct {
 	Notes      []string
 	Held       string
 	Definition string
+	// OwnerPrefix asks the host to register the tool as OWNER_Name.
+	OwnerPrefix bool
 }
 
 // Execution is the frozen call every stage sees.
