@@ -69,10 +69,10 @@ const configRules = `{
 
 // settings is a checked Config.
 type settings struct {
-	command  []string
-	url      string
-	headers  map[string]string
-	env      map[string]string
+	command []string
+	url     string
+	headers map[string]string
+	env     map[string]string
 	// prefix is the block's; ownerPrefix (no prefix set) has the host put
 	// the plugin's name in front instead.
 	prefix      string
