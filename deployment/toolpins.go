@@ -1,6 +1,7 @@
 package deployment
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
@@ -184,4 +185,30 @@ func writeKeepingMode(path string, data []byte) error {
 		os.Remove(tmp.Name())
 	}
 	return err
+}
+
+// checkToolPins warns about a plugin that can pin the definitions of the
+// tools it bridges (its config schema declares a pins attribute: the mcp
+// plugin) but whose block has none: it runs, trusting its server's
+// definitions as they come.
+func checkToolPins(p Plugin, schema json.RawMessage) hcl.Diagnostics {
+	var decl struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if json.Unmarshal(schema, &decl) != nil {
+		return nil
+	}
+	if _, ok := decl.Properties["pins"]; !ok {
+		return nil
+	}
+	var cfg map[string]json.RawMessage
+	if json.Unmarshal(p.Config, &cfg) == nil {
+		if _, ok := cfg["pins"]; ok {
+			return nil
+		}
+	}
+	r := p.Range
+	return hcl.Diagnostics{{Severity: hcl.DiagWarning, Summary: "Bridged server unpinned",
+		Detail:  fmt.Sprintf("Plugin %q bridges tools whose definitions are not pinned: its server can change them at any time. With the host running, `host lock %s` pins them.", p.Name, p.Name),
+		Subject: &r}}
 }
