@@ -47,7 +47,7 @@ var descRules = []descRule{
 	{
 		id: "conceal-from-user", what: "asks the model to keep something from the user",
 		source: "Invariant Labs, Tool Poisoning Attacks (2025): \"do not mention that you first need to read the file\"",
-		re:     regexp.MustCompile(`(?i)\b(do not|don't|dont|never|must not|without)\s+(tell(ing)?|inform(ing)?|mention(ing)?|reveal(ing)?|notify(ing)?|show(ing)?|alert(ing)?|let(ting)?)\b[^.]{0,40}\b(user|human|operator|them)\b`),
+		re:     regexp.MustCompile(`(?i)(\b(do not|don't|dont|never|must not)\s+(tell|inform|mention|reveal|notify|alert|show)\b|\bwithout\s+(telling|informing|notifying|alerting|asking)\s+(the\s+)?(user|human|operator))`),
 	},
 	{
 		id: "instruction-tags", what: "an <IMPORTANT>-style block addressed to the model",
