@@ -365,3 +365,76 @@ func TestAttackBridgeListChangedFlood(t *testing.T) {
 		t.Errorf("%d tools/list in 3 s under a list_changed flood, want at most 4", lists)
 	}
 }
+
+// The real npm servers' definitions are stable: host lock, then a restart
+// of the host, changes nothing (no pin differs, host lock finds nothing to
+// accept), and the pinned deployment (pin = "strict") serves every tool.
+func TestPinnedNPMServers(t *testing.T) {
+	needBinaries(t)
+	everything := npmServer(t, "mcp-server-everything")
+	filesystem := npmServer(t, "mcp-server-filesystem")
+	noLeaks(t)
+	dir := t.TempDir()
+	root := filepath.Join(dir, "sandbox")
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	config := deployment(t, dir, fmt.Sprintf(`
+plugin "ev" {
+  path = %[1]q
+  config {
+    command = [%[2]q]
+  }
+}
+plugin "fs" {
+  path = %[1]q
+  config {
+    command = [%[3]q, %[4]q]
+  }
+}
+`, bin("plugins/mcp"), everything, filesystem, root))
+	h := startHost(t, config, 3)
+	before := map[string]hostTool{}
+	for _, owner := range []string{"ev", "fs"} {
+		for name, tool := range h.tools(t, owner) {
+			before[name] = tool
+		}
+	}
+	out, stderr, code := cli(t, "lock", "-c", config)
+	if code != 0 || !strings.Contains(out, "ev: tool definitions pinned for the first time") || !strings.Contains(out, "fs: tool definitions pinned for the first time") {
+		t.Fatalf("lock: exit %d\n%s%s", code, out, stderr)
+	}
+	h.waitActive(t, 3)
+	if _, _, code := cli(t, "stop", "-c", config); code != 0 {
+		t.Fatal("stop failed")
+	}
+	<-h.done
+	h = startHost(t, config, 3)
+	for _, owner := range []string{"ev", "fs"} {
+		after := h.tools(t, owner)
+		for name, tool := range after {
+			if tool.Held != "" {
+				t.Errorf("%s held after a restart: %s", name, tool.Held)
+			}
+			if before[name].Definition != tool.Definition {
+				t.Errorf("%s: definition changed across a restart", name)
+			}
+		}
+		n := 0
+		for name := range before {
+			if strings.HasPrefix(name, owner+"_") {
+				n++
+			}
+		}
+		if len(after) != n || n == 0 {
+			t.Errorf("%s: %d tools served pinned, %d before", owner, len(after), n)
+		}
+	}
+	out, stderr, code = cli(t, "lock", "-c", config)
+	if code != 0 || !strings.Contains(out, "ev: tool definitions already pinned") || !strings.Contains(out, "fs: tool definitions already pinned") {
+		t.Errorf("lock after a restart: exit %d\n%s%s", code, out, stderr)
+	}
+	if r := h.call(t, "ev_echo", `{"message":"pinned"}`); !r.OK {
+		t.Errorf("ev_echo: %+v", r)
+	}
+}
