@@ -169,7 +169,7 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 	for _, p := range h.Status() {
 		ps := PluginStatus{
 			Name: p.Name, State: p.State.String(), PID: p.PID, Started: p.Started,
-			Restarts: p.Restarts, Critical: p.Critical, Tools: p.Tools, LastError: p.LastError,
+			Restarts: p.Restarts, Critical: p.Critical, Tools: p.Tools, Held: p.Held, LastError: p.LastError,
 			LastExit: p.LastExit, Stderr: p.Stderr, Sandbox: p.Sandbox, Problem: p.Problem,
 			Calls: p.Calls, Protocol: p.Protocol,
 		}
@@ -190,6 +190,7 @@ func (s *Server) tools(w http.ResponseWriter, r *http.Request) {
 		tool := Tool{
 			Name: t.Name, Owner: t.Owner, Description: t.Description, Parameters: t.Parameters,
 			Destructive: t.Destructive, ReadOnly: t.ReadOnly, Idempotent: t.Idempotent,
+			Notes: t.Notes, Held: t.Held, Definition: t.Definition,
 		}
 		if t.Timeout > 0 {
 			tool.Timeout = t.Timeout.String()

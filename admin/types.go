@@ -11,15 +11,17 @@ import (
 
 // PluginStatus is one plugin in GET /v1/status.
 type PluginStatus struct {
-	Name      string    `json:"name"`
-	State     string    `json:"state"`
-	PID       int       `json:"pid,omitempty"`
-	Started   time.Time `json:"started,omitzero"`
-	Uptime    string    `json:"uptime,omitempty"`
-	Restarts  int       `json:"restarts"`
-	Critical  bool      `json:"critical,omitempty"`
-	Tools     []string  `json:"tools"`
-	LastError string    `json:"last_error,omitempty"`
+	Name     string    `json:"name"`
+	State    string    `json:"state"`
+	PID      int       `json:"pid,omitempty"`
+	Started  time.Time `json:"started,omitzero"`
+	Uptime   string    `json:"uptime,omitempty"`
+	Restarts int       `json:"restarts"`
+	Critical bool      `json:"critical,omitempty"`
+	Tools    []string  `json:"tools"`
+	// Held are the plugin's tools held absent, "name: why" each.
+	Held      []string `json:"held,omitempty"`
+	LastError string   `json:"last_error,omitempty"`
 	// LastExit says how the plugin's last process to crash ended, and
 	// Stderr holds the last lines that process wrote to stderr.
 	LastExit string   `json:"last_exit,omitempty"`
@@ -55,6 +57,11 @@ type Tool struct {
 	ReadOnly    bool            `json:"read_only,omitempty"`
 	Idempotent  bool            `json:"idempotent,omitempty"`
 	Timeout     string          `json:"timeout,omitempty"`
+	// Notes, Held and Definition are set for tools bridged from a source
+	// their plugin does not vouch for (see pipeline.ToolInfo).
+	Notes      []string `json:"notes,omitempty"`
+	Held       string   `json:"held,omitempty"`
+	Definition string   `json:"definition,omitempty"`
 }
 
 // CallRequest is POST /v1/call.

@@ -93,6 +93,7 @@ func describeAll(ctx context.Context, plugins []Plugin, describe func(ctx contex
 			continue
 		}
 		diags = append(diags, checkConfig(p, decls[i].ConfigSchema)...)
+		diags = append(diags, checkToolPins(p, decls[i].ConfigSchema)...)
 	}
 	return decls, diags, described
 }

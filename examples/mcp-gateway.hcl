@@ -33,7 +33,10 @@ plugin "fs" {
     prefix  = "fs"
     timeout = "30s"
     tools {
-      disabled = ["read_media_file"] # server tool names, before the prefix
+      disabled  = ["read_media_file"] # server tool names, before the prefix
+      # The server's hints are not believed: every tool counts as destructive
+      # unless named here (see docs/trusting-bridged-servers.md).
+      read_only = ["read_*", "list_*", "directory_tree", "search_files", "get_file_info"]
     }
   }
 }

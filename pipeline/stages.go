@@ -56,6 +56,10 @@ func (t *Tools) run(ctx context.Context, s *snapshot, e *Execution, args json.Ra
 		}
 		return Fail(CodeUnknownTool, "no tool named "+e.name)
 	}
+	if reg.info.Held != "" {
+		e.args = validJSON(args)
+		return Fail(CodeUnknownTool, "tool "+e.name+" is held absent: "+reg.info.Held)
+	}
 	e.tool = &reg.info
 	canon, bad := checkArguments(reg, args)
 	if bad != nil {

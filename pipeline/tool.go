@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -27,7 +28,11 @@ type Tool struct {
 	Idempotent bool
 	// Timeout, when set, is enforced by the timeout policy.
 	Timeout time.Duration
-	Execute ToolFunc
+	// Notes, Held and Definition: see ToolInfo.
+	Notes      []string
+	Held       string
+	Definition string
+	Execute    ToolFunc
 }
 
 // ToolInfo describes a registered tool to listeners and clients.
@@ -41,6 +46,17 @@ type ToolInfo struct {
 	Timeout     time.Duration
 	// Owner is the plugin that registered the tool.
 	Owner string
+	// Notes are shown beside the tool: for a tool bridged from a source its
+	// plugin does not vouch for, what the source claimed and the checks its
+	// description failed.
+	Notes []string
+	// Held, when set, says why the tool is held absent: it is listed (so
+	// that people see why) and its name stays its owner's, but it is not
+	// served to clients and a call to it is refused as UNKNOWN_TOOL naming
+	// the reason.
+	Held string
+	// Definition is the pin of the tool's definition as its source gave it.
+	Definition string
 }
 
 // Info returns the tool's descriptor as owned by owner.
@@ -49,6 +65,7 @@ func (t Tool) Info(owner string) ToolInfo {
 		Name: t.Name, Description: t.Description, Parameters: t.Parameters,
 		Destructive: t.Destructive, ReadOnly: t.ReadOnly, Idempotent: t.Idempotent,
 		Timeout: t.Timeout, Owner: owner,
+		Notes: slices.Clone(t.Notes), Held: t.Held, Definition: t.Definition,
 	}
 }
 
@@ -56,6 +73,7 @@ func (t Tool) Info(owner string) ToolInfo {
 // the pipeline (the registry's descriptors are never changed in place).
 func (i ToolInfo) clone() ToolInfo {
 	i.Parameters = bytes.Clone(i.Parameters)
+	i.Notes = slices.Clone(i.Notes)
 	return i
 }
 

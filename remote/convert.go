@@ -22,6 +22,7 @@ func toDescriptor(t *pipeline.ToolInfo) *pb.ToolDescriptor {
 		Name: t.Name, Description: t.Description, ParametersJson: t.Parameters,
 		Destructive: t.Destructive, ReadOnly: t.ReadOnly, Idempotent: t.Idempotent,
 		TimeoutMs: t.Timeout.Milliseconds(), Owner: t.Owner,
+		Notes: t.Notes, Held: t.Held, Definition: t.Definition,
 	}
 }
 
@@ -30,6 +31,7 @@ func fromDescriptor(d *pb.ToolDescriptor) pipeline.Tool {
 		Name: d.GetName(), Description: d.GetDescription(), Parameters: d.GetParametersJson(),
 		Destructive: d.GetDestructive(), ReadOnly: d.GetReadOnly(), Idempotent: d.GetIdempotent(),
 		Timeout: time.Duration(d.GetTimeoutMs()) * time.Millisecond,
+		Notes:   d.GetNotes(), Held: d.GetHeld(), Definition: d.GetDefinition(),
 	}
 }
 

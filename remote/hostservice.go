@@ -65,7 +65,7 @@ func (h *hostService) RegisterTool(ctx context.Context, req *pb.RegisterToolRequ
 	if err != nil {
 		return nil, err
 	}
-	t := fromDescriptor(req.GetTool())
+	t := h.toolOf(req.GetTool())
 	if !h.inst.spec.toolEnabled(t.Name) {
 		h.inst.log.Info("tool not enabled by the deployment; not registered", "tool", t.Name)
 		id, err := h.record(h.scope.Track("disabled tool "+t.Name, func() error { return nil }))
@@ -74,6 +74,16 @@ func (h *hostService) RegisterTool(ctx context.Context, req *pb.RegisterToolRequ
 	t.Execute = h.inst.toolProxy(req.GetHandlerId(), t.Name)
 	id, err := h.record(reg.Register(t))
 	return &pb.RegisterToolResponse{RegistrationId: id}, err
+}
+
+// toolOf is the tool a plugin's descriptor asks for, named with the
+// plugin's prefix when the descriptor asks for it.
+func (h *hostService) toolOf(d *pb.ToolDescriptor) pipeline.Tool {
+	t := fromDescriptor(d)
+	if d.GetOwnerPrefix() {
+		t.Name = h.scope.Name() + "_" + t.Name
+	}
+	return t
 }
 
 // RegisterTools registers a batch of tools and disposes registrations in
@@ -101,7 +111,7 @@ func (h *hostService) RegisterTools(ctx context.Context, req *pb.RegisterToolsRe
 	var tools []pipeline.Tool
 	var at []int // index in items of each tool
 	for i, item := range items {
-		t := fromDescriptor(item.GetTool())
+		t := h.toolOf(item.GetTool())
 		if !h.inst.spec.toolEnabled(t.Name) {
 			h.inst.log.Info("tool not enabled by the deployment; not registered", "tool", t.Name)
 			id, err := h.record(h.scope.Track("disabled tool "+t.Name, func() error { return nil }))

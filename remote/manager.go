@@ -377,13 +377,16 @@ func (m *Manager) Close(ctx context.Context) {
 
 // Status describes one managed plugin.
 type Status struct {
-	Name      string
-	State     kernel.State
-	PID       int
-	Started   time.Time
-	Restarts  int
-	Critical  bool
-	Tools     []string
+	Name     string
+	State    kernel.State
+	PID      int
+	Started  time.Time
+	Restarts int
+	Critical bool
+	Tools    []string
+	// Held are the plugin's tools held absent, "name: why" each (see
+	// pipeline.ToolInfo.Held); they are not in Tools.
+	Held      []string
 	LastError string
 	// LastExit says how the plugin's last process to crash ended ("process
 	// 123 exited unexpectedly: exit status 3", "...: killed by signal:
@@ -454,7 +457,11 @@ func (m *Manager) Status() []Status {
 			st.LastExit, st.Stderr = e.summary(), slices.Clone(e.stderr)
 		}
 		for _, t := range tools {
-			if t.Owner == info.Name {
+			switch {
+			case t.Owner != info.Name:
+			case t.Held != "":
+				st.Held = append(st.Held, t.Name+": "+t.Held)
+			default:
 				st.Tools = append(st.Tools, t.Name)
 			}
 		}

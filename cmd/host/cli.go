@@ -70,8 +70,8 @@ var commands = []command{
 		long: "Call TOOL with JSON arguments (default {}) through the whole pipeline and print\nthe result. When a policy asks for approval and the terminal can answer, you are\nasked yes/no; otherwise the call is denied.\nExit 0 when the result is ok, 1 when it is not, 2 on usage or connection errors."},
 	{use: "reload [PLUGIN]", short: "Restart one plugin, or reload the deployment file", args: cobra.MaximumNArgs(1), run: reload},
 	{use: "stop", short: "Stop the running host", args: cobra.NoArgs, run: stopHost},
-	{use: "lock", short: "Pin every plugin to its binary's current checksum", args: cobra.NoArgs, run: lock,
-		long: "Write sha256 = \"...\" into each plugin block of the deployment file, keeping its\ncomments and layout. A pinned binary is checked before every launch."},
+	{use: "lock [PLUGIN]", short: "Pin every plugin's binary, and the tools of bridged servers", args: cobra.MaximumNArgs(1), run: lock,
+		long: "Write sha256 = \"...\" into each plugin block of the deployment file, keeping its\ncomments and layout. A pinned binary is checked before every launch.\n\nWith the host running, also pin the definition of every tool a bridged MCP\nserver defines now (held ones included: this accepts them) as pins = {...} in\nthe plugin's config block, print what changed, and reload the plugins whose\npins changed. With PLUGIN, only that plugin's tool definitions are pinned."},
 }
 
 // run is the whole CLI, testable without a process.

@@ -68,6 +68,14 @@ func status(ctx context.Context, e *env, _ []string) error {
 		}
 	}
 	for _, p := range st.Plugins {
+		if len(p.Held) > 0 {
+			fmt.Fprintf(e.stdout, "\n%s: tools held absent:\n", p.Name)
+			for _, h := range p.Held {
+				fmt.Fprintf(e.stdout, "  %s\n", h)
+			}
+		}
+	}
+	for _, p := range st.Plugins {
 		if p.Problem != "" {
 			fmt.Fprintf(e.stdout, "\n%s: problem: %s\n", p.Name, p.Problem)
 		}
@@ -131,9 +139,28 @@ func tools(ctx context.Context, e *env, _ []string) error {
 		if t.Timeout != "" {
 			hints = append(hints, "timeout "+t.Timeout)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.Name, t.Owner, orDash(strings.Join(hints, ",")), parameterSummary(t.Parameters), t.Description)
+		desc := t.Description
+		if t.Held != "" {
+			hints = append([]string{"HELD"}, hints...)
+			desc = "held absent: " + t.Held
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.Name, t.Owner, orDash(strings.Join(hints, ",")), parameterSummary(t.Parameters), oneLine(desc))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	// What the tools' sources claimed and the checks they failed, below
+	// the table (a note may be long).
+	for _, t := range ts {
+		if len(t.Notes) == 0 {
+			continue
+		}
+		fmt.Fprintf(e.stdout, "\n%s:\n", t.Name)
+		for _, n := range t.Notes {
+			fmt.Fprintf(e.stdout, "  %s\n", n)
+		}
+	}
+	return nil
 }
 
 // parameterSummary lists a schema's properties, required ones marked.
@@ -308,4 +335,16 @@ func waitGone(ctx context.Context, pid int) error {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// oneLine keeps a table row on one line: a description's line breaks and
+// control characters (a bridged server's text is not trusted to be tidy)
+// become spaces.
+func oneLine(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, s)
 }

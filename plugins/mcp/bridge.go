@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -135,11 +136,21 @@ func (b *bridge) follow() {
 		case <-b.dead:
 			return
 		case <-b.poke:
-			ctx, cancel := context.WithTimeout(b.base, time.Minute)
-			if err := b.sync(ctx); err != nil && b.base.Err() == nil {
+			if err := b.sync(b.base); err != nil && b.base.Err() == nil {
 				b.log.Warn("tools/list after list_changed failed; keeping the tools as they were", "error", err)
 			}
-			cancel()
+			// Coalesce: whatever arrives until the interval has passed
+			// makes one more sync, not one each.
+			t := time.NewTimer(b.set.limits.listInterval)
+			select {
+			case <-b.base.Done():
+				t.Stop()
+				return
+			case <-b.dead:
+				t.Stop()
+				return
+			case <-t.C:
+			}
 		}
 	}
 }
@@ -150,20 +161,9 @@ func (b *bridge) follow() {
 // untouched. A tool the host refuses (its name is taken, its schema is not
 // one) is logged and left out; the others are still bridged.
 func (b *bridge) sync(ctx context.Context) error {
-	want := map[string]sdk.Tool{}
-	for t, err := range b.cs.Tools(ctx, nil) {
-		if err != nil {
-			return fmt.Errorf("tools/list of the MCP server %s: %w", b.set.describe(), err)
-		}
-		if !b.set.bridged(t.Name) {
-			continue
-		}
-		spec, err := b.toolSpec(t)
-		if err != nil {
-			b.log.Warn("tool not bridged", "tool", t.Name, "error", err)
-			continue
-		}
-		want[t.Name] = spec
+	want, err := b.list(ctx)
+	if err != nil {
+		return err
 	}
 	added, disposed, err := b.apply(ctx, want)
 	if err != nil {
@@ -175,11 +175,39 @@ func (b *bridge) sync(ctx context.Context) error {
 	return nil
 }
 
+// list is the server's tools as they are to be registered, by the server's
+// names: tools/list under start_timeout, at most max_tools of them.
+func (b *bridge) list(ctx context.Context) (map[string]sdk.Tool, error) {
+	ctx, cancel := b.set.limits.control(ctx)
+	defer cancel()
+	want := map[string]sdk.Tool{}
+	n := 0
+	for t, err := range b.cs.Tools(ctx, nil) {
+		if err != nil {
+			err = b.set.limits.timedOut("tools/list", err)
+			return nil, fmt.Errorf("tools/list of the MCP server %s: %w", b.set.describe(), err)
+		}
+		if n++; n > b.set.limits.maxTools {
+			return nil, fmt.Errorf("tools/list of the MCP server %s: %w", b.set.describe(), b.set.limits.tooManyTools())
+		}
+		if !b.set.bridged(t.Name) {
+			continue
+		}
+		spec, err := b.toolSpec(t)
+		if err != nil {
+			b.log.Warn("tool not bridged", "tool", t.Name, "error", err)
+			continue
+		}
+		want[t.Name] = spec
+	}
+	return want, nil
+}
+
 // sameSpec compares what the host knows of a tool.
 func sameSpec(a, b sdk.Tool) bool {
 	return a.Name == b.Name && a.Description == b.Description && a.Parameters == b.Parameters &&
 		a.Destructive == b.Destructive && a.ReadOnly == b.ReadOnly && a.Idempotent == b.Idempotent &&
-		a.Timeout == b.Timeout
+		a.Timeout == b.Timeout && slices.Equal(a.Notes, b.Notes) && a.Held == b.Held && a.Definition == b.Definition
 }
 
 // toolSpec is the pipeline tool for a server tool. Hints follow MCP's
@@ -187,17 +215,35 @@ func sameSpec(a, b sdk.Tool) bool {
 // destructiveHint only counts for a tool that is not read-only.
 func (b *bridge) toolSpec(t *mcp.Tool) (sdk.Tool, error) {
 	params := []byte(`{"type":"object"}`)
+	var held []string
 	if t.InputSchema != nil {
 		raw, err := json.Marshal(t.InputSchema)
 		if err != nil {
 			return sdk.Tool{}, fmt.Errorf("inputSchema: %w", err)
 		}
+		if why := b.set.limits.schemaTooLarge("inputSchema", len(raw)); why != "" {
+			held = append(held, why)
+			raw = []byte(`{"type":"object"}`)
+		}
 		params = raw
 	}
-	readOnly, destructive, idempotent := false, true, false
-	if a := t.Annotations; a != nil {
-		readOnly, idempotent = a.ReadOnlyHint, a.IdempotentHint
-		destructive = !readOnly && (a.DestructiveHint == nil || *a.DestructiveHint)
+	if t.OutputSchema != nil {
+		raw, _ := json.Marshal(t.OutputSchema)
+		if why := b.set.limits.schemaTooLarge("outputSchema", len(raw)); why != "" {
+			held = append(held, why)
+		}
+	}
+	readOnly, destructive, idempotent, notes := b.set.trust.hints(t.Name, t.Annotations)
+	flags := scanTool(t)
+	for _, f := range flags {
+		notes = append(notes, f.String())
+	}
+	if len(flags) > 0 && b.set.trust.block {
+		held = append(held, fmt.Sprintf("description failed the check %s (descriptions = \"block\")", flags[0].rule))
+	}
+	def := definitionOf(t)
+	if why := b.set.trust.pinHeld(t.Name, def); why != "" {
+		held = append(held, why)
 	}
 	desc := t.Description
 	if strings.TrimSpace(desc) == "" {
@@ -207,18 +253,31 @@ func (b *bridge) toolSpec(t *mcp.Tool) (sdk.Tool, error) {
 		desc = fmt.Sprintf("%s of the MCP server %s", t.Name, b.set.describe())
 	}
 	name := t.Name
-	return sdk.Tool{
+	spec := sdk.Tool{
 		Name:        b.set.toolName(name),
+		OwnerPrefix: b.set.ownerPrefix,
 		Description: desc,
 		Parameters:  string(params),
 		Destructive: destructive,
 		ReadOnly:    readOnly,
 		Idempotent:  idempotent,
 		Timeout:     b.set.timeout,
+		Notes:       notes,
+		Definition:  wireDefinition(name, def),
 		Execute: func(ctx context.Context, call *sdk.Call) (any, error) {
 			return b.call(ctx, name, call.Arguments)
 		},
-	}, nil
+	}
+	if len(held) > 0 {
+		spec.Held = strings.Join(held, "; ")
+		// A host that does not know Held would serve the tool: refuse here
+		// too.
+		why := spec.Held
+		spec.Execute = func(context.Context, *sdk.Call) (any, error) {
+			return nil, fmt.Errorf("tool %s is held absent: %s", name, why)
+		}
+	}
+	return spec, nil
 }
 
 // call runs tools/call. Cancelling ctx (the pipeline call was cancelled or

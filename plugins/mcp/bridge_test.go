@@ -195,7 +195,7 @@ func (m *inMemory) call(t *testing.T, ctx context.Context, name, args string) (s
 }
 
 func TestBridgeRegistersAndCalls(t *testing.T) {
-	m := startInMemory(t, Config{Command: []string{"unused"}, Prefix: "t", Timeout: "5s"})
+	m := startInMemory(t, Config{Command: []string{"unused"}, Prefix: strPtr("t"), Timeout: "5s", TrustHints: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	want := []string{"t_calls", "t_echo", "t_fail", "t_remove_tool", "t_set_tool", "t_wait", "t_wipe"}
@@ -390,3 +390,5 @@ func TestErrorText(t *testing.T) {
 		})
 	}
 }
+
+func strPtr(s string) *string { return &s }

@@ -18,9 +18,22 @@ type Config struct {
 	URL     string              `json:"url,omitempty" doc:"A streamable HTTP server: its MCP endpoint (http or https)."`
 	Headers []map[string]string `json:"headers,omitempty" doc:"HTTP headers sent with every request to url, as headers { Name = \"value\" } blocks."`
 	Env     map[string]string   `json:"env,omitempty" doc:"The stdio server's environment: only these variables, plus PATH and HOME from the host's."`
-	Prefix  string              `json:"prefix,omitempty" doc:"Registers each tool as PREFIX_name; none by default."`
+	Prefix  *string             `json:"prefix,omitempty" doc:"Registers each tool as PREFIX_name. By default PREFIX is the plugin's name in the deployment; prefix = \"\" registers the server's own names."`
 	Timeout string              `json:"timeout,omitempty" doc:"The declared timeout of every bridged tool, a Go duration (\"30s\"); the host's timeout policy enforces it. None by default."`
-	Tools   []ToolFilter        `json:"tools,omitempty" doc:"Which of the server's tools to bridge, by the server's own names."`
+	Tools   []ToolFilter        `json:"tools,omitempty" doc:"Which of the server's tools to bridge, by the server's own names, and which are read-only."`
+
+	// What the bridge believes of the server (see trust.go).
+	TrustHints   bool              `json:"trust_hints,omitempty" doc:"Believe the server's annotations (readOnlyHint, destructiveHint, idempotentHint). By default every bridged tool counts as destructive and open-world unless tools.read_only names it."`
+	Descriptions string            `json:"descriptions,omitempty" doc:"What a description that fails a check for injected instructions does: \"flag\" (default: served, flagged in host tools and logged) or \"block\" (held absent with the reason)."`
+	Pin          string            `json:"pin,omitempty" doc:"With pins: \"strict\" (default) holds absent a tool the pins do not know; \"new-ok\" serves it."`
+	Pins         map[string]string `json:"pins,omitempty" doc:"The pinned definition of each tool, by the server's name, written by host lock. A tool whose definition differs is held absent. Without pins nothing is checked."`
+
+	// Bounds on what the server can make the bridge do (see limits.go).
+	StartTimeout        string `json:"start_timeout,omitempty" doc:"Bounds initialize, tools/list and every other control request to the server (default \"30s\", the host's start timeout)."`
+	MaxTools            int    `json:"max_tools,omitempty" doc:"The most tools the server may list (default 1000); a longer list is refused."`
+	MaxSchemaBytes      int    `json:"max_schema_bytes,omitempty" doc:"The largest input or output schema of one tool, in bytes (default 262144); a tool with a larger one is held absent."`
+	MaxAnswerBytes      int    `json:"max_answer_bytes,omitempty" doc:"The largest message the server may send, in bytes (default 16777216); a larger one ends the session."`
+	ListChangedInterval string `json:"list_changed_interval,omitempty" doc:"list_changed notifications are coalesced: at most one tools/list per interval (default \"1s\")."`
 }
 
 // ToolFilter is a tools block: globs (path.Match syntax) over the server's
@@ -28,6 +41,7 @@ type Config struct {
 type ToolFilter struct {
 	Enabled  []string `json:"enabled,omitempty" doc:"Bridge only the tools that match one of these globs."`
 	Disabled []string `json:"disabled,omitempty" doc:"Never bridge the tools that match one of these globs."`
+	ReadOnly []string `json:"read_only,omitempty" doc:"The tools that match one of these globs count as read-only and not destructive, whatever the server says."`
 }
 
 // configRules is what the struct cannot say: exactly one of command and url,
@@ -41,27 +55,44 @@ const configRules = `{
   "properties": {
     "command": {"minItems": 1, "items": {"minLength": 1}},
     "url": {"pattern": "^https?://[^/]"},
-    "prefix": {"pattern": "^[A-Za-z0-9][A-Za-z0-9_.-]*$"},
-    "timeout": {"pattern": "^([0-9]+(\\.[0-9]*)?(ns|us|µs|ms|s|m|h))+$"}
+    "prefix": {"pattern": "^([A-Za-z0-9][A-Za-z0-9_.-]*)?$"},
+    "timeout": {"pattern": "^([0-9]+(\\.[0-9]*)?(ns|us|µs|ms|s|m|h))+$"},
+    "start_timeout": {"pattern": "^([0-9]+(\\.[0-9]*)?(ns|us|µs|ms|s|m|h))+$"},
+    "list_changed_interval": {"pattern": "^([0-9]+(\\.[0-9]*)?(ns|us|µs|ms|s|m|h))+$"},
+    "descriptions": {"enum": ["flag", "block"]},
+    "pin": {"enum": ["strict", "new-ok"]},
+    "max_tools": {"minimum": 1},
+    "max_schema_bytes": {"minimum": 1},
+    "max_answer_bytes": {"minimum": 1024}
   }
 }`
 
 // settings is a checked Config.
 type settings struct {
-	command  []string
-	url      string
-	headers  map[string]string
-	env      map[string]string
-	prefix   string
-	timeout  time.Duration
-	enabled  []string
-	disabled []string
+	command []string
+	url     string
+	headers map[string]string
+	env     map[string]string
+	// prefix is the block's; ownerPrefix (no prefix set) has the host put
+	// the plugin's name in front instead.
+	prefix      string
+	ownerPrefix bool
+	timeout     time.Duration
+	enabled     []string
+	disabled    []string
+	trust       trust
+	limits      limits
 }
 
 // check turns cfg into settings, reporting every problem on one line.
 func check(cfg Config) (*settings, error) {
 	var errs []string
-	s := &settings{command: cfg.Command, url: cfg.URL, env: cfg.Env, prefix: cfg.Prefix, headers: map[string]string{}}
+	s := &settings{command: cfg.Command, url: cfg.URL, env: cfg.Env, headers: map[string]string{}}
+	if cfg.Prefix == nil {
+		s.ownerPrefix = true
+	} else {
+		s.prefix = *cfg.Prefix
+	}
 	switch {
 	case len(cfg.Command) == 0 && cfg.URL == "":
 		errs = append(errs, "set command (a stdio server) or url (a streamable HTTP server)")
@@ -98,8 +129,11 @@ func check(cfg Config) (*settings, error) {
 	for _, f := range cfg.Tools {
 		s.enabled = append(s.enabled, f.Enabled...)
 		s.disabled = append(s.disabled, f.Disabled...)
+		s.trust.readOnly = append(s.trust.readOnly, f.ReadOnly...)
 	}
-	for _, g := range append(append([]string(nil), s.enabled...), s.disabled...) {
+	errs = append(errs, s.trust.check(cfg)...)
+	errs = append(errs, s.limits.check(cfg)...)
+	for _, g := range append(append(append([]string(nil), s.enabled...), s.disabled...), s.trust.readOnly...) {
 		if _, err := path.Match(g, ""); err != nil || g == "" {
 			errs = append(errs, fmt.Sprintf("tools: %q is not a valid glob (path.Match syntax)", g))
 		}

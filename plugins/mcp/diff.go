@@ -82,6 +82,7 @@ func (b *bridge) apply(ctx context.Context, want map[string]sdk.Tool) (added, di
 		b.refused = map[string]string{}
 	}
 	for i, spec := range d.add {
+		b.logTrust(keyOf[spec.Name], spec)
 		if errs != nil && errs[i] != nil {
 			if why := errs[i].Error(); b.refused[spec.Name] != why {
 				b.refused[spec.Name] = why

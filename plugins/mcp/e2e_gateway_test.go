@@ -27,6 +27,7 @@ plugin %q {
   config {
     command = [%q]
     prefix  = %q
+    trust_hints = true
 %s  }
 }
 `, name, bin("plugins/mcp"), bin("mcp-test-server"), prefix, extra)
@@ -128,6 +129,7 @@ plugin "everything" {
   config {
     command = [%q]
     prefix  = "ev"
+    trust_hints = true
   }
 }
 `, bin("plugins/mcp"), everything))

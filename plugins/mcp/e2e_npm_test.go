@@ -53,6 +53,9 @@ type hostTool struct {
 	ReadOnly    bool            `json:"read_only"`
 	Idempotent  bool            `json:"idempotent"`
 	Timeout     string          `json:"timeout"`
+	Notes       []string        `json:"notes"`
+	Held        string          `json:"held"`
+	Definition  string          `json:"definition"`
 }
 
 func (h *hostRun) tools(t testing.TB, owner string) map[string]hostTool {
@@ -133,6 +136,7 @@ plugin "everything" {
     command = [%q]
     env     = { GREETING = "hello" }
     prefix  = "ev"
+    trust_hints = true
     timeout = "3s"
   }
 }
@@ -260,6 +264,7 @@ plugin "fs" {
   config {
     command = [%q, "sandbox"]
     prefix  = "fs"
+    trust_hints = true
   }
 }
 `, bin("plugins/mcp"), server)+safetyBlock(`

@@ -70,6 +70,7 @@ plugin "fs" {
   config {
     command = [%q, %q, %q]
     prefix  = "fs"
+    trust_hints = true
   }%s
 }
 `, bin("plugins/mcp"), nodePath, script, dir, sandbox))

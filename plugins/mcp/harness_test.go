@@ -60,6 +60,8 @@ func needBinaries(t testing.TB) {
 			"plugins/safety":  "../safety",
 			"plugins/audit":   "../audit",
 			"mcp-test-server": "../../internal/mcptestserver/serve",
+			"hostile-mcp":     "../../internal/hostilemcp",
+			"plugins/files":   "../files",
 		} {
 			cmd := exec.Command("go", "build", "-o", filepath.Join(bins.dir, out), pkg)
 			if b, err := cmd.CombinedOutput(); err != nil {
@@ -186,12 +188,25 @@ type pluginStatus struct {
 	State     string   `json:"state"`
 	PID       int      `json:"pid"`
 	Tools     []string `json:"tools"`
+	Held      []string `json:"held"`
 	LastError string   `json:"last_error"`
 }
 
 // startHost starts `host run -c config` and waits until its n plugins are
 // ACTIVE.
 func startHost(t *testing.T, config string, n int) *hostRun {
+	t.Helper()
+	h := startHostAnyState(t, config)
+	h.waitActive(t, n)
+	return h
+}
+
+// execHost is the host binary with args.
+func execHost(args ...string) *exec.Cmd { return exec.Command(bin("host"), args...) }
+
+// startHostAnyState starts `host run -c config` and waits until its admin
+// socket answers, whatever state its plugins are in.
+func startHostAnyState(t *testing.T, config string) *hostRun {
 	t.Helper()
 	h := &hostRun{cmd: exec.Command(bin("host"), "run", "-c", config), log: &logBuffer{}, config: config, done: make(chan struct{})}
 	h.cmd.Stdout, h.cmd.Stderr = h.log, h.log
@@ -216,7 +231,14 @@ func startHost(t *testing.T, config string, n int) *hostRun {
 			<-h.done
 		}
 	})
-	h.waitActive(t, n)
+	waitFor(t, 90*time.Second, "the admin socket", func() bool {
+		select {
+		case <-h.done:
+			t.Fatalf("host run exited early\n%s", h.log)
+		default:
+		}
+		return len(h.status(t)) > 0
+	}, h.log.String)
 	return h
 }
 

@@ -61,7 +61,8 @@ func homeDir() string {
 // returned stderr relay is nil for HTTP.
 func transport(s *settings, log hclog.Logger) (mcp.Transport, *stderrRelay, error) {
 	if s.url != "" {
-		client := &http.Client{Transport: &headerTransport{base: http.DefaultTransport, headers: s.headers}}
+		base := &limitedBody{base: http.DefaultTransport, max: int64(s.limits.maxAnswer)}
+		client := &http.Client{Transport: &headerTransport{base: base, headers: s.headers}}
 		return &mcp.StreamableClientTransport{Endpoint: s.url, HTTPClient: client}, nil, nil
 	}
 	cmd, err := launcherCommand(s.command, serverEnv(s.env))
@@ -70,7 +71,7 @@ func transport(s *settings, log hclog.Logger) (mcp.Transport, *stderrRelay, erro
 	}
 	relay := newStderrRelay(log)
 	cmd.Stderr = relay
-	return &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, relay, nil
+	return &commandTransport{cmd: cmd, terminate: 2 * time.Second, maxAnswer: s.limits.maxAnswer}, relay, nil
 }
 
 // headerTransport adds the block's headers to every request.
@@ -160,8 +161,11 @@ func connect(ctx context.Context, s *settings, t mcp.Transport, relay *stderrRel
 	client := mcp.NewClient(&mcp.Implementation{Name: "plugkit-mcp-bridge", Version: pluginVersion}, &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { onListChanged() },
 	})
-	cs, err := client.Connect(ctx, t, nil)
+	cctx, cancel := s.limits.control(ctx)
+	defer cancel()
+	cs, err := client.Connect(cctx, t, nil)
 	if err != nil {
+		err = s.limits.timedOut("initialize", err)
 		if relay != nil {
 			if cause := relay.exitCause(500 * time.Millisecond); cause != "" {
 				err = fmt.Errorf("%w (%s)", err, cause)

@@ -291,7 +291,25 @@ type ToolDescriptor struct {
 	TimeoutMs int64 `protobuf:"varint,7,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
 	// Name of the plugin that registered the tool. Set by the host; ignored in
 	// RegisterToolRequest.
-	Owner         string `protobuf:"bytes,8,opt,name=owner,proto3" json:"owner,omitempty"`
+	Owner string `protobuf:"bytes,8,opt,name=owner,proto3" json:"owner,omitempty"`
+	// Fields 20-29: tools a plugin bridges from a source it does not vouch
+	// for (an MCP server). An older host ignores them; the plugin refuses a
+	// held tool's calls itself too.
+	//
+	// What the host shows beside the tool: what its source claimed ("server
+	// says read-only") and the checks its description failed.
+	Notes []string `protobuf:"bytes,20,rep,name=notes,proto3" json:"notes,omitempty"`
+	// When set, the tool is held absent for this reason: listed (host tools,
+	// host status) but never served to clients nor called; a call is refused
+	// as UNKNOWN_TOOL naming the reason. The name stays the plugin's.
+	Held string `protobuf:"bytes,21,opt,name=held,proto3" json:"held,omitempty"`
+	// The pin of the tool's definition as its source gave it, which
+	// `host lock` records.
+	Definition string `protobuf:"bytes,22,opt,name=definition,proto3" json:"definition,omitempty"`
+	// The host registers the tool as OWNER_name, OWNER being the name the
+	// deployment gave the plugin (which the plugin does not know), so that a
+	// bridged server's tools cannot take another plugin's names.
+	OwnerPrefix   bool `protobuf:"varint,23,opt,name=owner_prefix,json=ownerPrefix,proto3" json:"owner_prefix,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -380,6 +398,34 @@ func (x *ToolDescriptor) GetOwner() string {
 		return x.Owner
 	}
 	return ""
+}
+
+func (x *ToolDescriptor) GetNotes() []string {
+	if x != nil {
+		return x.Notes
+	}
+	return nil
+}
+
+func (x *ToolDescriptor) GetHeld() string {
+	if x != nil {
+		return x.Held
+	}
+	return ""
+}
+
+func (x *ToolDescriptor) GetDefinition() string {
+	if x != nil {
+		return x.Definition
+	}
+	return ""
+}
+
+func (x *ToolDescriptor) GetOwnerPrefix() bool {
+	if x != nil {
+		return x.OwnerPrefix
+	}
+	return false
 }
 
 // Execution is the frozen call every stage sees. No stage can change it.
@@ -3702,7 +3748,7 @@ var File_plugkit_proto protoreflect.FileDescriptor
 const file_plugkit_proto_rawDesc = "" +
 	"\n" +
 	"\rplugkit.proto\x12\n" +
-	"plugkit.v1\"\x83\x02\n" +
+	"plugkit.v1\"\xf0\x02\n" +
 	"\x0eToolDescriptor\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12'\n" +
@@ -3714,7 +3760,13 @@ const file_plugkit_proto_rawDesc = "" +
 	"idempotent\x12\x1d\n" +
 	"\n" +
 	"timeout_ms\x18\a \x01(\x03R\ttimeoutMs\x12\x14\n" +
-	"\x05owner\x18\b \x01(\tR\x05owner\"\xd3\x01\n" +
+	"\x05owner\x18\b \x01(\tR\x05owner\x12\x14\n" +
+	"\x05notes\x18\x14 \x03(\tR\x05notes\x12\x12\n" +
+	"\x04held\x18\x15 \x01(\tR\x04held\x12\x1e\n" +
+	"\n" +
+	"definition\x18\x16 \x01(\tR\n" +
+	"definition\x12!\n" +
+	"\fowner_prefix\x18\x17 \x01(\bR\vownerPrefix\"\xd3\x01\n" +
 	"\tExecution\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12%\n" +

@@ -45,10 +45,7 @@ func (p *Context) RegisterTools(ctx context.Context, tools []Tool, replace []*Ha
 			continue
 		}
 		ids[i] = p.srv.reg.newID("tool")
-		items[i] = &pb.RegisterToolRequest{HandlerId: ids[i], Tool: wire.ToolDescriptorToProto(wire.ToolDescriptor{
-			Name: t.Name, Description: t.Description, Parameters: params,
-			Destructive: t.Destructive, ReadOnly: t.ReadOnly, Idempotent: t.Idempotent, Timeout: t.Timeout,
-		})}
+		items[i] = &pb.RegisterToolRequest{HandlerId: ids[i], Tool: wire.ToolDescriptorToProto(descriptorOf(t, params))}
 		// Stored before the request, as register does: the host may
 		// route a call to it before the answer arrives.
 		p.srv.reg.tools.put(ids[i], t)

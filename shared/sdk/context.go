@@ -40,14 +40,22 @@ func (p *Context) RegisterTool(ctx context.Context, t Tool) (*Handle, error) {
 	if err != nil {
 		return nil, err
 	}
-	desc := wire.ToolDescriptor{
-		Name: t.Name, Description: t.Description, Parameters: params,
-		Destructive: t.Destructive, ReadOnly: t.ReadOnly, Idempotent: t.Idempotent, Timeout: t.Timeout,
-	}
+	desc := descriptorOf(t, params)
 	return register(ctx, p.srv, &p.srv.reg.tools, "tool", named("tool", t.Name), t, func(host pb.HostClient, id string) (string, error) {
 		resp, err := host.RegisterTool(ctx, &pb.RegisterToolRequest{HandlerId: id, Tool: wire.ToolDescriptorToProto(desc)})
 		return resp.GetRegistrationId(), err
 	})
+}
+
+// descriptorOf is what the host is told of t, whose checked parameter
+// schema is params: one place, so that RegisterTool and RegisterTools send
+// the same fields.
+func descriptorOf(t Tool, params json.RawMessage) wire.ToolDescriptor {
+	return wire.ToolDescriptor{
+		Name: t.Name, Description: t.Description, Parameters: params,
+		Destructive: t.Destructive, ReadOnly: t.ReadOnly, Idempotent: t.Idempotent, Timeout: t.Timeout,
+		Notes: t.Notes, Held: t.Held, Definition: t.Definition, OwnerPrefix: t.OwnerPrefix,
+	}
 }
 
 func checkTool(t Tool) (json.RawMessage, error) {

@@ -69,6 +69,21 @@ type Tool struct {
 	Idempotent bool
 	// Timeout is enforced by the host's timeout policy; 0 means none.
 	Timeout time.Duration
+	// Notes are shown beside the tool (host tools): for a tool bridged from
+	// a source the plugin does not vouch for, what the source claimed and
+	// the checks its definition failed.
+	Notes []string
+	// Held, when set, registers the tool held absent for this reason: the
+	// host lists it but never serves or calls it, and keeps its name for
+	// this plugin. Execute still runs for nothing: an older host that does
+	// not know Held would call it, so a held tool's Execute should refuse.
+	Held string
+	// Definition is the pin of the tool's definition as its source gave it,
+	// which `host lock` records.
+	Definition string
+	// OwnerPrefix registers the tool as OWNER_Name, OWNER being the name
+	// the deployment gave this plugin (which the plugin is not told).
+	OwnerPrefix bool
 	// Execute runs the tool. Its result is encoded as JSON (a
 	// json.RawMessage is sent as is); an error becomes TOOL_ERROR with its
 	// message. ctx is done when the host cancels the call or its deadline

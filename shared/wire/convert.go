@@ -25,6 +25,10 @@ func ToolDescriptorToProto(d ToolDescriptor) *pb.ToolDescriptor {
 		Idempotent:     d.Idempotent,
 		TimeoutMs:      durationToMillis(d.Timeout),
 		Owner:          d.Owner,
+		Notes:          d.Notes,
+		Held:           d.Held,
+		Definition:     d.Definition,
+		OwnerPrefix:    d.OwnerPrefix,
 	}
 }
 
@@ -42,6 +46,10 @@ func ToolDescriptorFromProto(m *pb.ToolDescriptor) ToolDescriptor {
 		Idempotent:  m.GetIdempotent(),
 		Timeout:     time.Duration(m.GetTimeoutMs()) * time.Millisecond,
 		Owner:       m.GetOwner(),
+		Notes:       m.GetNotes(),
+		Held:        m.GetHeld(),
+		Definition:  m.GetDefinition(),
+		OwnerPrefix: m.GetOwnerPrefix(),
 	}
 }
 
@@ -202,5 +210,6 @@ func durationToMillis(d time.Duration) int64 {
 
 func isZeroDescriptor(d ToolDescriptor) bool {
 	return d.Name == "" && d.Description == "" && len(d.Parameters) == 0 &&
-		!d.Destructive && !d.ReadOnly && !d.Idempotent && d.Timeout == 0 && d.Owner == ""
+		!d.Destructive && !d.ReadOnly && !d.Idempotent && d.Timeout == 0 && d.Owner == "" &&
+		len(d.Notes) == 0 && d.Held == "" && d.Definition == "" && !d.OwnerPrefix
 }

@@ -40,6 +40,15 @@ type ToolDescriptor struct {
 	Timeout time.Duration
 	// Owner is the plugin that registered the tool; set by the host.
 	Owner string
+	// Notes, Held and Definition are for tools a plugin bridges from a
+	// source it does not vouch for: what the host shows beside the tool,
+	// why it is held absent ("" when it is served), and the pin of its
+	// definition.
+	Notes      []string
+	Held       string
+	Definition string
+	// OwnerPrefix asks the host to register the tool as OWNER_Name.
+	OwnerPrefix bool
 }
 
 // Execution is the frozen call every stage sees.
