@@ -96,10 +96,10 @@ plugin "audit" {
   path     = "../bin/plugins/audit"
   critical = true
   config {
-    path  = "../run/python-audit.log"
+    path  = "../run/audit/python-audit.log"
     fsync = "always"
   }
   sandbox {
-    write = ["../run"]
+    write = ["../run/audit"]
   }
 }

@@ -61,12 +61,12 @@ func TestAttackHostileDeploymentFile(t *testing.T) {
 			if code != 1 || !strings.Contains(stderr, c.want) {
 				t.Fatalf("reload: exit %d, want 1 with %q:\n%s", code, c.want, tail(stderr))
 			}
-			logged := strings.Count(h.stderr.String(), "reload refused")
+			logged := strings.Count(h.stderr.String(), "is not valid; nothing changed")
 			if err := h.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 				t.Fatal(err)
 			}
 			deadline := time.Now().Add(30 * time.Second)
-			for strings.Count(h.stderr.String(), "reload refused") == logged {
+			for strings.Count(h.stderr.String(), "is not valid; nothing changed") == logged {
 				select {
 				case <-h.done:
 					t.Fatalf("the host exited on SIGHUP: %v\n%s", h.err, tail(h.stderr.String()))

@@ -124,7 +124,7 @@ func TestAttackLoopbackMCPOtherUser(t *testing.T) {
 		t.Fatalf("list_dir as the host's user: %s", toolText(r))
 	}
 	me := admin.LocalPrincipal(os.Geteuid())
-	text := waitAuditLines(t, filepath.Join(dir, "run", "audit.log"), 1)
+	text := waitAuditLines(t, filepath.Join(dir, "run", "audit", "audit.log"), 1)
 	for _, line := range strings.Split(strings.TrimSpace(text), "\n") {
 		l, err := auditlog.ParseLine([]byte(line))
 		if err != nil {
