@@ -59,6 +59,7 @@ func needBinaries(t testing.TB) {
 			"plugins/mcp":     ".",
 			"plugins/safety":  "../safety",
 			"plugins/audit":   "../audit",
+			"plugins/files":   "../files",
 			"mcp-test-server": "../../internal/mcptestserver/serve",
 		} {
 			cmd := exec.Command("go", "build", "-o", filepath.Join(bins.dir, out), pkg)
