@@ -53,7 +53,11 @@ func validate(t *registered, v any) (err error) {
 			err = fmt.Errorf("the validator could not check them (%v); is a number out of range?", p)
 		}
 	}()
-	return t.schema.Validate(v)
+	schema, err := t.fullSchema()
+	if err != nil {
+		return fmt.Errorf("the tool's schema could not be compiled again: %w", err)
+	}
+	return schema.Validate(v)
 }
 
 // canonicalBuffers recycles the buffers canonical forms are written into.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -82,12 +83,33 @@ var anyObject = json.RawMessage(`{"type":"object"}`)
 // registered is a tool as the registry holds it: descriptor, compiled schema
 // and body.
 type registered struct {
-	info   ToolInfo
-	schema *jsonschema.Schema
+	info ToolInfo
+	// full is the schema compiled by jsonschema. A tool whose schema the
+	// fast validator takes needs it only for arguments the fast one does
+	// not accept (to judge and word them), so it is compiled again then,
+	// once, rather than kept from registration: a compiled schema costs
+	// about 2 KB a tool, which thousands of bridged tools would hold for
+	// nothing.
+	fullOnce sync.Once
+	schema   *jsonschema.Schema
+	fullErr  error
 	// fast, when the schema allows, accepts valid arguments without
 	// jsonschema (see fastschema.go); nil otherwise.
 	fast *fastSchema
 	body ToolFunc
+}
+
+// fullSchema returns the jsonschema form of the tool's schema.
+func (r *registered) fullSchema() (*jsonschema.Schema, error) {
+	r.fullOnce.Do(func() {
+		if r.schema == nil {
+			var doc any
+			if doc, r.fullErr = jsonschema.UnmarshalJSON(bytes.NewReader(r.info.Parameters)); r.fullErr == nil {
+				r.schema, r.fullErr = compileSchema(r.info.Name, doc)
+			}
+		}
+	})
+	return r.schema, r.fullErr
 }
 
 // compile checks a tool's fields and compiles its schema once, at
@@ -114,18 +136,33 @@ func compile(t Tool, owner string) (*registered, error) {
 	if err != nil {
 		return nil, fmt.Errorf("register tool %q: parameters are not valid JSON: %w", t.Name, err)
 	}
-	c := jsonschema.NewCompiler()
-	// The compiler names the schema by URL; escaped, so that a name with
-	// '#', '?' or '%' is not read as a fragment, a query or an escape.
-	loc := "tool:" + url.PathEscape(t.Name)
-	if err := c.AddResource(loc, doc); err != nil {
-		return nil, fmt.Errorf("register tool %q: parameters: %w", t.Name, err)
-	}
-	schema, err := c.Compile(loc)
+	// Compiled now, so that a schema that is not one is refused at
+	// registration; kept only when the fast validator cannot stand in.
+	schema, err := compileSchema(t.Name, doc)
 	if err != nil {
-		return nil, fmt.Errorf("register tool %q: parameters are not a valid JSON Schema: %w", t.Name, err)
+		return nil, err
+	}
+	fast := compileFast(doc)
+	if fast != nil {
+		schema = nil
 	}
 	info := t.Info(owner)
 	info.Parameters = append(json.RawMessage(nil), params...)
-	return &registered{info: info, schema: schema, fast: compileFast(doc), body: t.Execute}, nil
+	return &registered{info: info, schema: schema, fast: fast, body: t.Execute}, nil
+}
+
+// compileSchema compiles a tool's schema with jsonschema.
+func compileSchema(name string, doc any) (*jsonschema.Schema, error) {
+	c := jsonschema.NewCompiler()
+	// The compiler names the schema by URL; escaped, so that a name with
+	// '#', '?' or '%' is not read as a fragment, a query or an escape.
+	loc := "tool:" + url.PathEscape(name)
+	if err := c.AddResource(loc, doc); err != nil {
+		return nil, fmt.Errorf("register tool %q: parameters: %w", name, err)
+	}
+	schema, err := c.Compile(loc)
+	if err != nil {
+		return nil, fmt.Errorf("register tool %q: parameters are not a valid JSON Schema: %w", name, err)
+	}
+	return schema, nil
 }

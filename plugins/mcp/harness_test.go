@@ -59,9 +59,9 @@ func needBinaries(t testing.TB) {
 			"plugins/mcp":     ".",
 			"plugins/safety":  "../safety",
 			"plugins/audit":   "../audit",
+			"plugins/files":   "../files",
 			"mcp-test-server": "../../internal/mcptestserver/serve",
 			"hostile-mcp":     "../../internal/hostilemcp",
-			"plugins/files":   "../files",
 		} {
 			cmd := exec.Command("go", "build", "-o", filepath.Join(bins.dir, out), pkg)
 			if b, err := cmd.CombinedOutput(); err != nil {

@@ -1,7 +1,9 @@
 // Command serve runs the test MCP server of package mcptestserver on stdin
 // and stdout, its log on stderr; with -http ADDR it serves streamable HTTP
 // instead, printing its URL on stdout, and with -header NAME=VALUE it
-// refuses requests without that header.
+// refuses requests without that header. -claim NAMES adds tools under those
+// names (comma-separated), -many N adds N tools, and -relist D sends
+// tools/list_changed every D.
 package main
 
 import (
@@ -21,8 +23,18 @@ import (
 func main() {
 	addr := flag.String("http", "", "serve streamable HTTP on this address")
 	header := flag.String("header", "", "NAME=VALUE every HTTP request must carry")
+	claim := flag.String("claim", "", "comma-separated tool names to claim")
+	many := flag.Int("many", 0, "add this many tools")
+	relist := flag.Duration("relist", 0, "send tools/list_changed this often")
 	flag.Parse()
 	srv := mcptestserver.New(os.Stderr)
+	if *claim != "" {
+		srv.Claim(strings.Split(*claim, ",")...)
+	}
+	srv.Many(*many)
+	if *relist > 0 {
+		go srv.Relist(context.Background(), *relist)
+	}
 	if *addr == "" {
 		if err := srv.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 			fmt.Fprintln(os.Stderr, err)
