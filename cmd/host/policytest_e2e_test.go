@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/plugkit-go/plugkit/internal/testenv"
 )
 
 // shippedCopy lays the shipped config.hcl out in a folder of its own as
@@ -172,5 +174,51 @@ case "a" {
 		if !strings.Contains(errOut, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, errOut)
 		}
+	}
+}
+
+// TestGatewayPolicyTest runs examples/mcp-gateway_test.hcl against the
+// gateway example, laid out as in the repository, through the real
+// binaries and the npm filesystem server the example starts with npx.
+func TestGatewayPolicyTest(t *testing.T) {
+	needShippedDeployment(t)
+	testenv.LookPath(t, "npx")
+	dir := t.TempDir()
+	for _, d := range []string{"examples", "bin/plugins", "run"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range []string{"safety", "audit"} {
+		if err := os.Symlink(pluginPath(p), filepath.Join(dir, "bin", "plugins", p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b, err := exec.Command("go", "build", "-o", filepath.Join(dir, "bin", "plugins", "mcp"), "../../plugins/mcp").CombinedOutput(); err != nil {
+		t.Fatalf("go build plugins/mcp: %v\n%s", err, b)
+	}
+	example, err := filepath.Abs("../../sandbox.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := exec.Command("cp", "-R", example, filepath.Join(dir, "run", "sandbox")).CombinedOutput(); err != nil {
+		t.Fatalf("copy the sandbox: %v %s", err, b)
+	}
+	src, err := os.ReadFile("../../examples/mcp-gateway.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	config := filepath.Join(dir, "examples", "mcp-gateway.hcl")
+	// host test serves no MCP: the example's port is not bound.
+	if err := os.WriteFile(config, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases, err := filepath.Abs("../../examples/mcp-gateway_test.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := cli(t, "test", "-c", config, cases)
+	if code != 0 || strings.Contains(out, "--- FAIL") {
+		t.Fatalf("host test: exit %d\n%s\n%s", code, out, errOut)
 	}
 }
