@@ -37,7 +37,7 @@ func explainCommand(e *env) *cobra.Command {
 			"reported \"not asked\" instead of being called.\n" +
 			"Exit 0 when the call would run, 3 when it would be denied, 4 when it would be\n" +
 			"asked about, 2 on errors (an unknown tool or invalid arguments too).",
-		Args: callArgs,
+		Args: explainArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			tool, raw := args[0], "{}"
 			if len(args) == 2 {
@@ -83,6 +83,17 @@ func explainCommand(e *env) *cobra.Command {
 	cmd.Flags().StringVar(&as, "as", "", "explain the call as made for KIND:ID (user:alice, local:root); default: you")
 	cmd.Flags().StringArrayVar(&attrs, "attribute", nil, "an attribute of that principal, key:value (group:readers); repeat for more")
 	return cmd
+}
+
+// explainArgs wants TOOL, and at most one JSON argument, saying so.
+func explainArgs(cmd *cobra.Command, args []string) error {
+	switch {
+	case len(args) == 0:
+		return fail(exitUsage, "explain: which tool? usage: host explain TOOL [JSON] [--as KIND:ID] (`host tools` lists them)")
+	case len(args) > 2:
+		return fail(exitUsage, "explain: %d arguments after the tool; the arguments are one JSON object, quoted: host explain %s '{\"key\":\"value\"}'", len(args)-1, args[0])
+	}
+	return nil
 }
 
 // parsePrincipal reads KIND:ID and its attributes.
