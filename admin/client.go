@@ -174,6 +174,20 @@ func (c *Client) Call(ctx context.Context, tool string, args json.RawMessage, as
 	return Result{}, &ConnectError{Socket: c.socket, Err: errors.New("the host closed the call without a result")}
 }
 
+// Explain asks what a call would do, without making it.
+func (c *Client) Explain(ctx context.Context, req ExplainRequest) (Explanation, error) {
+	var x Explanation
+	resp, err := c.do(ctx, http.MethodPost, "/v1/explain", req)
+	if err != nil {
+		return x, err
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(&x); err != nil {
+		return x, fmt.Errorf("explain: bad answer from the host: %w", err)
+	}
+	return x, nil
+}
+
 func (c *Client) post(ctx context.Context, path string, body any) (string, error) {
 	resp, err := c.do(ctx, http.MethodPost, path, body)
 	if err != nil {

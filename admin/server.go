@@ -62,6 +62,7 @@ func NewServer(c Controls, log hclog.Logger) *Server {
 	mux.HandleFunc("GET /v1/status", s.status)
 	mux.HandleFunc("GET /v1/tools", s.tools)
 	mux.HandleFunc("POST /v1/call", s.call)
+	mux.HandleFunc("POST /v1/explain", s.explain)
 	mux.HandleFunc("POST /v1/answer", s.answer)
 	mux.HandleFunc("POST /v1/reload", s.reload)
 	mux.HandleFunc("POST /v1/stop", s.stop)
@@ -254,6 +255,31 @@ func (s *Server) call(w http.ResponseWriter, r *http.Request) {
 	}
 	res := FromResult(s.c.Host.Call(ctx, req.Tool, req.Arguments, caller))
 	send(CallEvent{Result: &res})
+}
+
+// explain runs stages 0-2 of a call as a dry run and says what each
+// listener would decide. It is served here only, never over MCP: an MCP
+// client sees real calls.
+func (s *Server) explain(w http.ResponseWriter, r *http.Request) {
+	var req ExplainRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		writeJSON(w, http.StatusBadRequest, Message{Error: "explain: bad request: " + err.Error()})
+		return
+	}
+	if req.Tool == "" {
+		writeJSON(w, http.StatusBadRequest, Message{Error: "explain: no tool named"})
+		return
+	}
+	ctx := r.Context()
+	switch p, ok := peerPrincipal(ctx); {
+	case req.As != nil:
+		// Only the host's own user reaches this socket: the operator may
+		// ask what a call of anyone would do, since nothing runs.
+		ctx = pipeline.WithPrincipal(ctx, pipeline.Principal{ID: req.As.ID, Kind: req.As.Kind, Attributes: req.As.Attributes})
+	case ok:
+		ctx = pipeline.WithPrincipal(ctx, p)
+	}
+	writeJSON(w, http.StatusOK, s.c.Host.Explain(ctx, req.Tool, req.Arguments, "cli"))
 }
 
 func (s *Server) answer(w http.ResponseWriter, r *http.Request) {

@@ -72,6 +72,25 @@ type CallRequest struct {
 	Interactive bool `json:"interactive,omitempty"`
 }
 
+// ExplainRequest is POST /v1/explain: what `host explain` asks.
+type ExplainRequest struct {
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	// As is the principal to explain the call for; the client's own (the
+	// socket's peer) when absent.
+	As *Principal `json:"as,omitempty"`
+}
+
+// Principal is who a call is made for, on the admin API.
+type Principal struct {
+	ID         string   `json:"id"`
+	Kind       string   `json:"kind"`
+	Attributes []string `json:"attributes,omitempty"`
+}
+
+// Explanation is POST /v1/explain's answer (pipeline.Explanation).
+type Explanation = pipeline.Explanation
+
 // Error is a failed call's code and message.
 type Error struct {
 	Code    string `json:"code"`

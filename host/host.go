@@ -290,6 +290,12 @@ func (h *Host) Call(ctx context.Context, tool string, args json.RawMessage, call
 	return h.tools.Execute(ctx, tool, args, caller)
 }
 
+// Explain runs stages 0-2 of a call as a dry run (pipeline.Tools.Explain):
+// nothing executes, nothing is approved or audited as a call.
+func (h *Host) Explain(ctx context.Context, tool string, args json.RawMessage, caller string) pipeline.Explanation {
+	return h.tools.Explain(ctx, tool, args, caller)
+}
+
 // Tools lists the registered tools.
 func (h *Host) Tools() []pipeline.ToolInfo { return h.tools.List() }
 

@@ -18,6 +18,9 @@ type Decision struct {
 	Reason string
 	// DecidedBy is filled by the pipeline with the plugin that decided.
 	DecidedBy string
+	// Rule names the rule that decided, when the listener has named rules;
+	// optional, read by Explain.
+	Rule string
 }
 
 // Allow lets the call go on to the guards.

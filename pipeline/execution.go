@@ -15,6 +15,8 @@ type Execution struct {
 	tool      *ToolInfo
 	args      string
 	principal Principal
+	// dryRun marks an explained call (Tools.Explain): nothing executes.
+	dryRun bool
 }
 
 // NewExecution builds an execution for code that runs stages itself, such
@@ -26,6 +28,12 @@ func NewExecution(id, name, caller string, tool *ToolInfo, args string) *Executi
 // Principal is who the call is made for (see WithPrincipal); Anonymous
 // when the caller did not say. Read only: Attributes is shared.
 func (e *Execution) Principal() Principal { return e.principal }
+
+// DryRun reports that the call is explained, not made (Tools.Explain): a
+// listener answers what it would decide and acts on nothing (no side
+// effect, no question to a person). Remote listeners see it as
+// Execution.dry_run.
+func (e *Execution) DryRun() bool { return e.dryRun }
 
 // ID identifies the call.
 func (e *Execution) ID() string { return e.id }

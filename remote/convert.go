@@ -40,6 +40,7 @@ func toExecution(e *pipeline.Execution) *pb.Execution {
 		Id: e.ID(), Name: e.Name(), ArgumentsJson: []byte(e.ArgumentsJSON()),
 		Caller: e.Caller(), Tool: toDescriptor(e.Tool()),
 		Principal: wire.PrincipalToProto(e.Principal()),
+		DryRun:    e.DryRun(),
 	}
 }
 
@@ -114,7 +115,7 @@ func toDecision(d pipeline.Decision) *pb.Decision {
 	case pipeline.VerdictAsk:
 		v = pb.Verdict_VERDICT_ASK
 	}
-	return &pb.Decision{Verdict: v, Reason: d.Reason}
+	return &pb.Decision{Verdict: v, Reason: d.Reason, Rule: d.Rule}
 }
 
 func toReview(r pipeline.Review) *pb.Review {

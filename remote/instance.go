@@ -36,7 +36,10 @@ type instance struct {
 	client     *wire.PluginClient
 	calls      *calls // the stage handlers' calls: as frames, or as RPCs
 	unaryCalls bool   // Options.UnaryCalls
-	lanes      *lanes // the host's ends of the call lanes; nil without them
+	// dryRun: the plugin's Describe says its listeners understand dry runs
+	// (Execution.dry_run); without it, explain does not call them.
+	dryRun bool
+	lanes  *lanes // the host's ends of the call lanes; nil without them
 	// host is the Host service of the version the process serves (set at
 	// apply), which answers the calls back on the callback lane.
 	host            atomic.Pointer[hostService]
@@ -256,6 +259,8 @@ func (in *instance) describe(ctx context.Context) (*pb.DescribeResponse, error) 
 	if err != nil {
 		return nil, in.callErr("describe", err)
 	}
+	// Set before Apply, so before any listener of the plugin exists.
+	in.dryRun = resp.GetDryRun()
 	switch {
 	case in.unaryCalls:
 	case in.gp.NegotiatedVersion() < wire.FramesVersion:

@@ -163,6 +163,9 @@ func (in *instance) toolProxy(handler, name string) pipeline.ToolFunc {
 // func it returns waits for the verdict (pipeline.Registrar.StartedGuard).
 func (in *instance) guardProxy(handler string) pipeline.GuardStart {
 	return func(ctx context.Context, e *pipeline.Execution) func() (string, error) {
+		if e.DryRun() && !in.dryRun {
+			return func() (string, error) { return "", pipeline.ErrNotAsked }
+		}
 		rctx, cancel := in.filterCtx(ctx)
 		start := time.Now()
 		wait := in.calls.startGuard(rctx, &pb.GuardRequest{HandlerId: handler, Execution: toExecution(e)})
@@ -178,6 +181,7 @@ func (in *instance) guardProxy(handler string) pipeline.GuardStart {
 				_ = settle(rctx, nil)
 				return "", in.answered(ctx, rctx, nil, "guard", resp.GetError())
 			}
+			pipeline.NoteRule(ctx, resp.GetRule())
 			return resp.GetReason(), nil
 		}
 	}
@@ -202,6 +206,11 @@ func (in *instance) approverProxy(handler string) pipeline.ApproverFunc {
 
 func (in *instance) preProxy(h *hostService, handler string, wrap bool) pipeline.PreExecuteFunc {
 	return func(ctx context.Context, e *pipeline.Execution, next pipeline.DecideNext) (pipeline.Decision, error) {
+		if e.DryRun() && !in.dryRun {
+			// A plugin that did not say it understands dry runs might act
+			// on the call: it is not sent one.
+			return pipeline.Decision{}, pipeline.ErrNotAsked
+		}
 		req := &pb.PreExecuteRequest{HandlerId: handler, Execution: toExecution(e)}
 		var inner latest[pipeline.Decision]
 		var rctx context.Context
@@ -238,6 +247,9 @@ func (in *instance) preProxy(h *hostService, handler string, wrap bool) pipeline
 			_ = settle(rctx, nil)
 			return pipeline.Decision{}, in.answered(ctx, rctx, b.ranOut(expired, in, "pre-execute listener"), "pre-execute listener", resp.GetError())
 		}
+		if resp.GetNotAsked() && e.DryRun() {
+			return pipeline.Decision{}, pipeline.ErrNotAsked
+		}
 		d := resp.GetDecision()
 		var out pipeline.Decision
 		switch d.GetVerdict() {
@@ -256,9 +268,10 @@ func (in *instance) preProxy(h *hostService, handler string, wrap bool) pipeline
 		default:
 			return pipeline.Decision{}, fmt.Errorf("unknown decision %v", d.GetVerdict())
 		}
+		out.Rule = d.GetRule()
 		// Handing back what next returned keeps the inner decider's name.
 		if prev := inner.get(); prev.Verdict == out.Verdict && prev.Reason == out.Reason {
-			out.DecidedBy = prev.DecidedBy
+			out.DecidedBy, out.Rule = prev.DecidedBy, prev.Rule
 		}
 		return out, nil
 	}

@@ -103,7 +103,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			RunE: func(cmd *cobra.Command, args []string) error { return c.run(cmd.Context(), e, args) },
 		})
 	}
-	root.AddCommand(keyCommand(e))
+	root.AddCommand(keyCommand(e), explainCommand(e), testCommand(e))
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return exitOK

@@ -35,4 +35,5 @@ def apply(p, config):
     p.add_guard(guard, tools=["word_count"], name="word-limits")
 
 
-serve(Plugin(name="python-example", version="0.1.0", config=Config, inject=["tools"], apply=apply))
+# dry_run: the guard only reads the call, so it answers host explain too.
+serve(Plugin(name="python-example", version="0.1.0", config=Config, inject=["tools"], apply=apply, dry_run=True))

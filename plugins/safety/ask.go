@@ -30,23 +30,35 @@ func preExecute(askDestructive bool, sp *secretsPolicy, scan *secrets.Scanner) f
 			}
 			if len(hits) > 0 {
 				if sp.arguments == argumentsDeny {
-					return sdk.Deny(argumentsReason(hits)), nil
+					d := sdk.Deny(argumentsReason(hits))
+					d.Rule = secretsName
+					return d, nil
 				}
 				found = describe(hits)
 			}
 		}
 		destructive := askDestructive && call.Tool.Destructive
+		var d sdk.Decision
 		switch {
 		case found != "" && destructive:
-			return sdk.Ask(call.Name + " is destructive and its arguments carry a credential (" + found + "): allow this call? arguments: " + briefArguments(scan, call.Arguments)), nil
+			d = sdk.Ask(call.Name + " is destructive and its arguments carry a credential (" + found + "): allow this call? arguments: " + briefArguments(scan, call.Arguments))
+			d.Rule = secretsName
 		case found != "":
-			return sdk.Ask("the arguments of " + call.Name + " carry a credential (" + found + "): allow this call? arguments: " + briefArguments(scan, call.Arguments)), nil
+			d = sdk.Ask("the arguments of " + call.Name + " carry a credential (" + found + "): allow this call? arguments: " + briefArguments(scan, call.Arguments))
+			d.Rule = secretsName
 		case destructive:
-			return sdk.Ask(call.Name + " is destructive: allow this call? arguments: " + briefArguments(scan, call.Arguments)), nil
+			d = sdk.Ask(call.Name + " is destructive: allow this call? arguments: " + briefArguments(scan, call.Arguments))
+			d.Rule = askDestructiveRule
+		default:
+			return sdk.Pass(), nil
 		}
-		return sdk.Pass(), nil
+		return d, nil
 	}
 }
+
+// askDestructiveRule is the rule name the ask_destructive question reports
+// (Decision.Rule), as the setting is spelled in the deployment.
+const askDestructiveRule = "ask_destructive"
 
 // briefArguments renders arguments for a question a person reads:
 // credentials replaced by their markers, each value cut to a short length

@@ -26,11 +26,11 @@ func TestAskDestructive(t *testing.T) {
 		want        sdk.Decision
 	}{
 		{name: "a destructive tool is asked about", destructive: true, tool: "delete_file", args: `{"path":"a.txt"}`,
-			want: sdk.Ask(`delete_file is destructive: allow this call? arguments: {path="a.txt"}`)},
+			want: ruled(sdk.Ask(`delete_file is destructive: allow this call? arguments: {path="a.txt"}`), askDestructiveRule)},
 		{name: "arguments are sorted and shortened", destructive: true, tool: "write_file", args: `{"path":"notes/a.txt","content":"` + long + `"}`,
-			want: sdk.Ask(`write_file is destructive: allow this call? arguments: {content="` + strings.Repeat("x", 79) + `…, path="notes/a.txt"}`)},
+			want: ruled(sdk.Ask(`write_file is destructive: allow this call? arguments: {content="`+strings.Repeat("x", 79)+`…, path="notes/a.txt"}`), askDestructiveRule)},
 		{name: "no arguments", destructive: true, tool: "reset", args: `{}`,
-			want: sdk.Ask(`reset is destructive: allow this call? arguments: {}`)},
+			want: ruled(sdk.Ask(`reset is destructive: allow this call? arguments: {}`), askDestructiveRule)},
 		{name: "a read-only tool passes", tool: "read_file", args: `{"path":"a.txt"}`, want: sdk.Pass()},
 		{name: "a tool without hints passes", tool: "search", args: `{"q":"x"}`, want: sdk.Pass()},
 	} {
@@ -78,4 +78,10 @@ func manyArgs(n int) string {
 		parts[i] = `"arg` + strings.Repeat("x", i%10) + string(rune('a'+i%26)) + `":"value"`
 	}
 	return strings.Join(parts, ",")
+}
+
+// ruled is d with the rule its listener reports (Decision.Rule).
+func ruled(d sdk.Decision, rule string) sdk.Decision {
+	d.Rule = rule
+	return d
 }

@@ -213,6 +213,9 @@ func newPlugin() sdk.Plugin[Config] {
 		Inject:       []string{"tools"},
 		ConfigSchema: configSchema,
 		Apply:        apply,
+		// Every rule only reads the call: a dry run is answered as a
+		// call would be.
+		DryRun: true,
 	}
 }
 

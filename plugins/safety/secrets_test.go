@@ -105,18 +105,18 @@ func TestSecretsStageOne(t *testing.T) {
 		want sdk.Decision
 	}{
 		{"deny beside ask_destructive denies before asking", Config{AskDestructive: true, Secrets: []Secrets{{}}}, destructive(withKey),
-			sdk.Deny(`denied by safety rule "secrets": the arguments carry a credential (aws-access-key in /content)`)},
+			ruled(sdk.Deny(`denied by safety rule "secrets": the arguments carry a credential (aws-access-key in /content)`), secretsName)},
 		{"deny beside ask_destructive still asks about a clean destructive call", Config{AskDestructive: true, Secrets: []Secrets{{}}}, destructive(clean),
-			sdk.Ask(`write_file is destructive: allow this call? arguments: {content="hello", path="a.txt"}`)},
+			ruled(sdk.Ask(`write_file is destructive: allow this call? arguments: {content="hello", path="a.txt"}`), askDestructiveRule)},
 		{"ask asks, naming the kind", Config{Secrets: []Secrets{{Arguments: "ask"}}}, readOnly(withKey),
-			sdk.Ask(`the arguments of read_file carry a credential (aws-access-key in /content): allow this call? arguments: {content="[redacted: aws-access-key]", path="a.txt"}`)},
+			ruled(sdk.Ask(`the arguments of read_file carry a credential (aws-access-key in /content): allow this call? arguments: {content="[redacted: aws-access-key]", path="a.txt"}`), secretsName)},
 		{"ask and destructive make one question", Config{AskDestructive: true, Secrets: []Secrets{{Arguments: "ask"}}}, destructive(withKey),
-			sdk.Ask(`write_file is destructive and its arguments carry a credential (aws-access-key in /content): allow this call? arguments: {content="[redacted: aws-access-key]", path="a.txt"}`)},
+			ruled(sdk.Ask(`write_file is destructive and its arguments carry a credential (aws-access-key in /content): allow this call? arguments: {content="[redacted: aws-access-key]", path="a.txt"}`), secretsName)},
 		{"ask passes clean arguments", Config{Secrets: []Secrets{{Arguments: "ask"}}}, readOnly(clean), sdk.Pass()},
 		{"a question never quotes a credential", Config{AskDestructive: true, Secrets: []Secrets{{Arguments: "off"}}}, destructive(withKey),
-			sdk.Ask(`write_file is destructive: allow this call? arguments: {content="[redacted: aws-access-key]", path="a.txt"}`)},
+			ruled(sdk.Ask(`write_file is destructive: allow this call? arguments: {content="[redacted: aws-access-key]", path="a.txt"}`), askDestructiveRule)},
 		{"ask_destructive without a secrets block redacts too", Config{AskDestructive: true}, destructive(withKey),
-			sdk.Ask(`write_file is destructive: allow this call? arguments: {content="[redacted: aws-access-key]", path="a.txt"}`)},
+			ruled(sdk.Ask(`write_file is destructive: allow this call? arguments: {content="[redacted: aws-access-key]", path="a.txt"}`), askDestructiveRule)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pol := mustCompile(t, tc.cfg)

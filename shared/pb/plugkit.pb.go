@@ -444,7 +444,14 @@ type Execution struct {
 	Tool *ToolDescriptor `protobuf:"bytes,5,opt,name=tool,proto3" json:"tool,omitempty"`
 	// Who the call is made for (protocol 2; unset from a host of protocol 1
 	// and for a call made without one).
-	Principal     *Principal `protobuf:"bytes,6,opt,name=principal,proto3" json:"principal,omitempty"`
+	Principal *Principal `protobuf:"bytes,6,opt,name=principal,proto3" json:"principal,omitempty"`
+	// A dry run (`host explain`, `host test`): the host asks what this
+	// listener would decide, and nothing will execute, be approved or be
+	// audited as a call. Only plugins that declare
+	// DescribeResponse.dry_run are sent a call with it set; a listener that
+	// sees it must not act on the call (no side effect, no question to a
+	// person), only answer.
+	DryRun        bool `protobuf:"varint,7,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -519,6 +526,13 @@ func (x *Execution) GetPrincipal() *Principal {
 		return x.Principal
 	}
 	return nil
+}
+
+func (x *Execution) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
 }
 
 // Principal is who a call is made for.
@@ -841,7 +855,11 @@ type Decision struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Verdict Verdict                `protobuf:"varint,1,opt,name=verdict,proto3,enum=plugkit.v1.Verdict" json:"verdict,omitempty"`
 	// Why, for DENY; the question, for ASK.
-	Reason        string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	Reason string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	// The name of the rule that decided, when the listener has named rules
+	// (the safety plugin's "ask_destructive"): explain, tests and audits read
+	// it here rather than in the reason's text. Optional.
+	Rule          string `protobuf:"bytes,3,opt,name=rule,proto3" json:"rule,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -886,6 +904,13 @@ func (x *Decision) GetVerdict() Verdict {
 func (x *Decision) GetReason() string {
 	if x != nil {
 		return x.Reason
+	}
+	return ""
+}
+
+func (x *Decision) GetRule() string {
+	if x != nil {
+		return x.Rule
 	}
 	return ""
 }
@@ -1139,7 +1164,12 @@ type DescribeResponse struct {
 	// calls on the first and the plugin's calls back (Next, ExecuteTool,
 	// CallService of the Host service) on the second. The host then prefers
 	// them to Plugin.Calls. See shared/README.md.
-	CallLanes     bool `protobuf:"varint,9,opt,name=call_lanes,json=callLanes,proto3" json:"call_lanes,omitempty"`
+	CallLanes bool `protobuf:"varint,9,opt,name=call_lanes,json=callLanes,proto3" json:"call_lanes,omitempty"`
+	// The plugin's stage-1 listeners and guards understand dry runs
+	// (Execution.dry_run): they answer without acting. The host sends a dry
+	// run only to a plugin that says so, and reports the listeners of any
+	// other plugin as "not asked".
+	DryRun        bool `protobuf:"varint,10,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1233,6 +1263,13 @@ func (x *DescribeResponse) GetCallStream() bool {
 func (x *DescribeResponse) GetCallLanes() bool {
 	if x != nil {
 		return x.CallLanes
+	}
+	return false
+}
+
+func (x *DescribeResponse) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
 	}
 	return false
 }
@@ -1510,7 +1547,11 @@ type PreExecuteResponse struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Decision *Decision              `protobuf:"bytes,1,opt,name=decision,proto3" json:"decision,omitempty"`
 	// The listener failed; the host denies.
-	Error         string `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	Error string `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	// The listener did not look at the call: it was a dry run and this
+	// listener cannot answer one without acting. The host reports it as
+	// "not asked" and goes on with the chain; never set outside a dry run.
+	NotAsked      bool `protobuf:"varint,3,opt,name=not_asked,json=notAsked,proto3" json:"not_asked,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1557,6 +1598,13 @@ func (x *PreExecuteResponse) GetError() string {
 		return x.Error
 	}
 	return ""
+}
+
+func (x *PreExecuteResponse) GetNotAsked() bool {
+	if x != nil {
+		return x.NotAsked
+	}
+	return false
 }
 
 type GuardRequest struct {
@@ -1616,7 +1664,10 @@ type GuardResponse struct {
 	// A reason denies; empty passes.
 	Reason string `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
 	// The guard failed; the host denies.
-	Error         string `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	Error string `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	// The name of the rule that denied, when the guard has named rules.
+	// Optional; read by explain, tests and audits.
+	Rule          string `protobuf:"bytes,3,opt,name=rule,proto3" json:"rule,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1661,6 +1712,13 @@ func (x *GuardResponse) GetReason() string {
 func (x *GuardResponse) GetError() string {
 	if x != nil {
 		return x.Error
+	}
+	return ""
+}
+
+func (x *GuardResponse) GetRule() string {
+	if x != nil {
+		return x.Rule
 	}
 	return ""
 }
@@ -3766,14 +3824,15 @@ const file_plugkit_proto_rawDesc = "" +
 	"\n" +
 	"definition\x18\x16 \x01(\tR\n" +
 	"definition\x12!\n" +
-	"\fowner_prefix\x18\x17 \x01(\bR\vownerPrefix\"\xd3\x01\n" +
+	"\fowner_prefix\x18\x17 \x01(\bR\vownerPrefix\"\xec\x01\n" +
 	"\tExecution\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12%\n" +
 	"\x0earguments_json\x18\x03 \x01(\fR\rargumentsJson\x12\x16\n" +
 	"\x06caller\x18\x04 \x01(\tR\x06caller\x12.\n" +
 	"\x04tool\x18\x05 \x01(\v2\x1a.plugkit.v1.ToolDescriptorR\x04tool\x123\n" +
-	"\tprincipal\x18\x06 \x01(\v2\x15.plugkit.v1.PrincipalR\tprincipal\"O\n" +
+	"\tprincipal\x18\x06 \x01(\v2\x15.plugkit.v1.PrincipalR\tprincipal\x12\x17\n" +
+	"\adry_run\x18\a \x01(\bR\x06dryRun\"O\n" +
 	"\tPrincipal\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x1e\n" +
@@ -3804,10 +3863,11 @@ const file_plugkit_proto_rawDesc = "" +
 	"\x02ok\x18\x01 \x01(\bR\x02ok\x12\x1d\n" +
 	"\n" +
 	"value_json\x18\x02 \x01(\fR\tvalueJson\x12+\n" +
-	"\x05error\x18\x03 \x01(\v2\x15.plugkit.v1.ToolErrorR\x05error\"Q\n" +
+	"\x05error\x18\x03 \x01(\v2\x15.plugkit.v1.ToolErrorR\x05error\"e\n" +
 	"\bDecision\x12-\n" +
 	"\averdict\x18\x01 \x01(\x0e2\x13.plugkit.v1.VerdictR\averdict\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\"x\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x12\n" +
+	"\x04rule\x18\x03 \x01(\tR\x04rule\"x\n" +
 	"\x06Review\x123\n" +
 	"\averdict\x18\x01 \x01(\x0e2\x19.plugkit.v1.ReviewVerdictR\averdict\x12\x1d\n" +
 	"\n" +
@@ -3826,7 +3886,7 @@ const file_plugkit_proto_rawDesc = "" +
 	"\rMetadataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x11\n" +
-	"\x0fDescribeRequest\"\xae\x02\n" +
+	"\x0fDescribeRequest\"\xc7\x02\n" +
 	"\x10DescribeResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\x1f\n" +
@@ -3839,7 +3899,9 @@ const file_plugkit_proto_rawDesc = "" +
 	"\vcall_stream\x18\b \x01(\bR\n" +
 	"callStream\x12\x1d\n" +
 	"\n" +
-	"call_lanes\x18\t \x01(\bR\tcallLanes\"U\n" +
+	"call_lanes\x18\t \x01(\bR\tcallLanes\x12\x17\n" +
+	"\adry_run\x18\n" +
+	" \x01(\bR\x06dryRun\"U\n" +
 	"\fApplyRequest\x12\x1f\n" +
 	"\vconfig_json\x18\x01 \x01(\fR\n" +
 	"configJson\x12$\n" +
@@ -3859,17 +3921,19 @@ const file_plugkit_proto_rawDesc = "" +
 	"handler_id\x18\x01 \x01(\tR\thandlerId\x123\n" +
 	"\texecution\x18\x02 \x01(\v2\x15.plugkit.v1.ExecutionR\texecution\x12\x1d\n" +
 	"\n" +
-	"call_token\x18\x03 \x01(\tR\tcallToken\"\\\n" +
+	"call_token\x18\x03 \x01(\tR\tcallToken\"y\n" +
 	"\x12PreExecuteResponse\x120\n" +
 	"\bdecision\x18\x01 \x01(\v2\x14.plugkit.v1.DecisionR\bdecision\x12\x14\n" +
-	"\x05error\x18\x02 \x01(\tR\x05error\"b\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error\x12\x1b\n" +
+	"\tnot_asked\x18\x03 \x01(\bR\bnotAsked\"b\n" +
 	"\fGuardRequest\x12\x1d\n" +
 	"\n" +
 	"handler_id\x18\x01 \x01(\tR\thandlerId\x123\n" +
-	"\texecution\x18\x02 \x01(\v2\x15.plugkit.v1.ExecutionR\texecution\"=\n" +
+	"\texecution\x18\x02 \x01(\v2\x15.plugkit.v1.ExecutionR\texecution\"Q\n" +
 	"\rGuardResponse\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\x12\x14\n" +
-	"\x05error\x18\x02 \x01(\tR\x05error\"\x87\x01\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error\x12\x12\n" +
+	"\x04rule\x18\x03 \x01(\tR\x04rule\"\x87\x01\n" +
 	"\x12WrapExecuteRequest\x12\x1d\n" +
 	"\n" +
 	"handler_id\x18\x01 \x01(\tR\thandlerId\x123\n" +

@@ -76,9 +76,9 @@ func (s *server) Guard(ctx context.Context, req *pb.GuardRequest) (*pb.GuardResp
 		return err
 	})
 	if err != nil {
-		return &pb.GuardResponse{Error: err.Error()}, nil
+		return &pb.GuardResponse{Error: err.Error(), Rule: g.Name}, nil
 	}
-	return &pb.GuardResponse{Reason: reason}, nil
+	return &pb.GuardResponse{Reason: reason, Rule: g.Name}, nil
 }
 
 // PreExecute runs a stage-1 listener, filter or wrapper.

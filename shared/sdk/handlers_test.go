@@ -350,8 +350,8 @@ func TestGuard(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if resp.GetReason() != tc.reason || resp.GetError() != tc.err {
-				t.Errorf("got %v, want reason %q error %q", resp, tc.reason, tc.err)
+			if resp.GetReason() != tc.reason || resp.GetError() != tc.err || resp.GetRule() != "root" {
+				t.Errorf("got %v, want reason %q error %q rule root", resp, tc.reason, tc.err)
 			}
 		})
 	}

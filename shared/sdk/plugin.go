@@ -44,6 +44,11 @@ type Plugin[C any] struct {
 	// Stop runs on a graceful shutdown, after calls in flight finished;
 	// optional.
 	Stop func(ctx context.Context) error
+	// DryRun declares that the plugin's stage-1 listeners and guards
+	// understand dry runs (Call.DryRun): given one, they answer without
+	// acting. `host explain` and `host test` ask only such plugins; the
+	// listeners of any other are reported "not asked".
+	DryRun bool
 }
 
 // definition is a Plugin with its type parameter erased: the server does not
@@ -56,6 +61,7 @@ type definition struct {
 	schema   json.RawMessage
 	apply    func(ctx context.Context, p *Context, config []byte) error
 	stop     func(ctx context.Context) error
+	dryRun   bool
 }
 
 // build checks the definition and erases C. Every problem is reported, not
@@ -91,7 +97,8 @@ func (def Plugin[C]) build() (*definition, error) {
 			}
 			return apply(ctx, p, cfg)
 		},
-		stop: def.Stop,
+		stop:   def.Stop,
+		dryRun: def.DryRun,
 	}, nil
 }
 

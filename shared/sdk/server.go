@@ -79,6 +79,7 @@ func (s *server) Describe(context.Context, *pb.DescribeRequest) (*pb.DescribeRes
 		Provides:         s.def.provides,
 		CallStream:       true,
 		CallLanes:        s.callbacks != nil,
+		DryRun:           s.def.dryRun,
 	}, nil
 }
 

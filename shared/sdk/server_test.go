@@ -34,9 +34,19 @@ func TestDescribe(t *testing.T) {
 	}
 	if resp.GetName() != "greeter" || resp.GetVersion() != "1.2.3" || resp.GetSdkVersion() != Version ||
 		resp.GetProtocolVersion() != wire.ProtocolVersion || strings.Join(resp.GetInject(), ",") != "tools,index" ||
-		strings.Join(resp.GetProvides(), ",") != "greetings" {
+		strings.Join(resp.GetProvides(), ",") != "greetings" || resp.GetDryRun() {
 		t.Errorf("Describe = %v", resp)
 	}
+	t.Run("dry-run support is declared", func(t *testing.T) {
+		def, err := Plugin[greeterConfig]{Name: "g", DryRun: true, Apply: func(context.Context, *Context, greeterConfig) error { return nil }}.build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := newHarness(t, def, harnessOptions{}).plugin.Describe(testCtx(t), &pb.DescribeRequest{})
+		if err != nil || !resp.GetDryRun() {
+			t.Errorf("Describe = %v, %v; want dry_run", resp, err)
+		}
+	})
 	var schema map[string]any
 	if err := json.Unmarshal(resp.GetConfigSchemaJson(), &schema); err != nil {
 		t.Fatalf("schema is not JSON: %v", err)

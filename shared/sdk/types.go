@@ -42,6 +42,12 @@ type Call struct {
 	Execution
 }
 
+// DryRun reports that the host explains the call rather than makes it
+// (`host explain`, `host test`): answer what you would decide, and act on
+// nothing (no side effect, no question to a person). Only a plugin whose
+// Plugin.DryRun is set is sent such a call.
+func (c *Call) DryRun() bool { return c.Execution.DryRun }
+
 // Bind decodes the call's JSON arguments into v. The host has already checked
 // them against the tool's parameters schema.
 func (c *Call) Bind(v any) error {
@@ -93,7 +99,9 @@ type Tool struct {
 
 // Guard is a stage-2 rule: it can only deny.
 type Guard struct {
-	// Name identifies the rule in audits (decided_by); optional.
+	// Name identifies the rule in audits (decided_by) and is sent as the
+	// rule of every answer the guard gives (GuardResponse.rule), which
+	// `host explain` and `host test` show; optional.
 	Name string
 	// Tools limits the guard to calls of these tools; empty means all.
 	Tools []string

@@ -62,6 +62,7 @@ func ExecutionToProto(e Execution) *pb.Execution {
 		Caller:        e.Caller,
 		Tool:          ToolDescriptorToProto(e.Tool),
 		Principal:     PrincipalToProto(e.Principal),
+		DryRun:        e.DryRun,
 	}
 }
 
@@ -93,6 +94,7 @@ func ExecutionFromProto(m *pb.Execution) Execution {
 		Caller:    m.GetCaller(),
 		Tool:      ToolDescriptorFromProto(m.GetTool()),
 		Principal: PrincipalFromProto(m.GetPrincipal()),
+		DryRun:    m.GetDryRun(),
 	}
 }
 
@@ -164,7 +166,7 @@ func OutcomeFromProto(m *pb.Outcome) Outcome {
 
 // DecisionToProto converts d.
 func DecisionToProto(d Decision) *pb.Decision {
-	return &pb.Decision{Verdict: pb.Verdict(d.Verdict), Reason: d.Reason}
+	return &pb.Decision{Verdict: pb.Verdict(d.Verdict), Reason: d.Reason, Rule: d.Rule}
 }
 
 // DecisionFromProto converts m; a missing decision is VerdictUnspecified.
@@ -172,7 +174,7 @@ func DecisionFromProto(m *pb.Decision) Decision {
 	if m == nil {
 		return Decision{}
 	}
-	return Decision{Verdict: Verdict(m.GetVerdict()), Reason: m.GetReason()}
+	return Decision{Verdict: Verdict(m.GetVerdict()), Reason: m.GetReason(), Rule: m.GetRule()}
 }
 
 // ReviewToProto converts r.

@@ -71,6 +71,7 @@ func TestExecutionRoundTrip(t *testing.T) {
 	}{
 		{name: "every field", e: Execution{ID: "c1", Name: "delete", Arguments: json.RawMessage(`{"path":"/"}`), Caller: "cli", Tool: fullDescriptor}},
 		{name: "unknown tool has no descriptor", e: Execution{ID: "c2", Name: "nope", Arguments: json.RawMessage(`{}`), Caller: "mcp"}},
+		{name: "dry run", e: Execution{ID: "c3", Name: "delete", Arguments: json.RawMessage(`{}`), Caller: "cli", Tool: fullDescriptor, DryRun: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { roundTrip(t, tc.e, ExecutionToProto, ExecutionFromProto) })
 	}
@@ -105,7 +106,7 @@ func TestOutcomeRoundTrip(t *testing.T) {
 func TestDecisionRoundTrip(t *testing.T) {
 	for _, d := range []Decision{
 		{Verdict: VerdictPass}, {Verdict: VerdictAllow}, {Verdict: VerdictDeny, Reason: "a is negative"},
-		{Verdict: VerdictAsk, Reason: "really?"}, {Verdict: VerdictUnspecified},
+		{Verdict: VerdictAsk, Reason: "really?", Rule: "ask_destructive"}, {Verdict: VerdictUnspecified},
 		{Verdict: Verdict(42), Reason: "from a newer plugin"}, // survives, so the reader can refuse it
 	} {
 		t.Run(d.Verdict.String(), func(t *testing.T) { roundTrip(t, d, DecisionToProto, DecisionFromProto) })

@@ -66,6 +66,10 @@ type Execution struct {
 	Tool ToolDescriptor
 	// Principal is who the call is made for; zero when nobody said.
 	Principal Principal
+	// DryRun marks a call that is explained, not made (`host explain`,
+	// `host test`): answer what you would decide and act on nothing. Only
+	// a plugin that declares dry-run support is sent one.
+	DryRun bool
 }
 
 // Principal is who a call is made for (package identity).
@@ -150,6 +154,9 @@ type Decision struct {
 	Verdict Verdict
 	// Reason is why, for deny; the question, for ask.
 	Reason string
+	// Rule names the rule that decided, when the listener has named rules;
+	// optional, read by explain, tests and audits.
+	Rule string
 }
 
 // ReviewVerdict is a stage-4 answer. Its values are those of

@@ -39,7 +39,10 @@ class Plugin(typing.NamedTuple):
     (or {} when config is None), decoded strictly from the deployment's
     config block. inject names the services the plugin needs ("tools" to
     register tools and listeners); provides the services it will provide.
-    stop() runs at a graceful unload."""
+    stop() runs at a graceful unload. dry_run=True declares that the
+    plugin's stage-1 listeners and guards understand dry runs
+    (call.dry_run): given one they answer without acting; host explain asks
+    no other plugin's listeners."""
 
     name: str
     apply: typing.Callable
@@ -48,6 +51,7 @@ class Plugin(typing.NamedTuple):
     inject: typing.Sequence[str] = ()
     provides: typing.Sequence[str] = ()
     stop: typing.Optional[typing.Callable] = None
+    dry_run: bool = False
 
 
 class HostError(Exception):
@@ -105,8 +109,10 @@ class Context:
         return self._register("RegisterTool", lambda h: pb.RegisterToolRequest(handler_id=h, tool=tool.descriptor()), ("tool", tool.execute))
 
     def add_guard(self, check, tools=(), name=""):
-        """Stage 2: check(call) returns a reason to deny, or None/"" to pass."""
-        return self._register("AddGuard", lambda h: pb.AddGuardRequest(handler_id=h, name=name, tools=tools), ("guard", check))
+        """Stage 2: check(call) returns a reason to deny, or None/"" to pass.
+        name is the rule the guard is: audits, host explain and host test
+        report it."""
+        return self._register("AddGuard", lambda h: pb.AddGuardRequest(handler_id=h, name=name, tools=tools), ("guard", check, name))
 
     def _listen(self, stage, kind, filter, wrap, tools, name):
         if (filter is None) == (wrap is None):
@@ -322,6 +328,7 @@ class PluginServer(pb_grpc.PluginServicer):
             provides=list(p.provides),
             call_stream=True,
             call_lanes=self.call_lanes,
+            dry_run=p.dry_run,
         )
 
     def Apply(self, request, context):
@@ -352,11 +359,11 @@ class PluginServer(pb_grpc.PluginServicer):
             self._gate.leave()
 
     def Guard(self, request, context):
-        _, fn = self._handler(context, request.handler_id, "guard")
+        _, fn, name = self._handler(context, request.handler_id, "guard")
         self._enter(context)
         try:
             reason, err = _contain(self._log, "guard", fn, Call(request.execution, context))
-            return pb.GuardResponse(reason=reason or "", error=err or "")
+            return pb.GuardResponse(reason=reason or "", error=err or "", rule=name)
         finally:
             self._gate.leave()
 

@@ -61,6 +61,10 @@ class Call:
         self.tool = _tool_info(execution.tool) if execution.HasField("tool") else None
         p = execution.principal
         self.principal = Principal(p.id, p.kind, tuple(p.attributes)) if execution.HasField("principal") else None
+        #: The host explains the call rather than makes it (host explain,
+        #: host test): answer what you would decide and act on nothing. Only
+        #: a plugin declared with dry_run=True is sent such a call.
+        self.dry_run = execution.dry_run
         #: Set when the call ends before its handler returns.
         self.cancelled = threading.Event()
         self._ctx = ctx
@@ -143,13 +147,16 @@ class Decision(typing.NamedTuple):
 
     verdict: int
     reason: str = ""
+    #: The rule that decided, when the listener has named rules (optional;
+    #: host explain and host test show it).
+    rule: str = ""
 
     def to_proto(self):
-        return pb.Decision(verdict=self.verdict, reason=self.reason)
+        return pb.Decision(verdict=self.verdict, reason=self.reason, rule=self.rule)
 
     @staticmethod
     def from_proto(d):
-        return Decision(d.verdict, d.reason)
+        return Decision(d.verdict, d.reason, d.rule)
 
 
 #: No opinion: the rest of the chain decides.
@@ -161,14 +168,14 @@ def allow():
     return Decision(pb.VERDICT_ALLOW)
 
 
-def deny(reason):
-    """Denies the call: DENIED with reason."""
-    return Decision(pb.VERDICT_DENY, reason)
+def deny(reason, rule=""):
+    """Denies the call: DENIED with reason; rule names the rule that did."""
+    return Decision(pb.VERDICT_DENY, reason, rule)
 
 
-def ask(question):
+def ask(question, rule=""):
     """Puts question to the approver; only an approval lets the call through."""
-    return Decision(pb.VERDICT_ASK, question)
+    return Decision(pb.VERDICT_ASK, question, rule)
 
 
 # Stage-3 outcomes.
