@@ -2074,10 +2074,15 @@ func (x *CallServiceResponse) GetError() string {
 }
 
 type ObserveRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	HandlerId     string                 `protobuf:"bytes,1,opt,name=handler_id,json=handlerId,proto3" json:"handler_id,omitempty"`
-	Execution     *Execution             `protobuf:"bytes,2,opt,name=execution,proto3" json:"execution,omitempty"`
-	Result        *ToolResult            `protobuf:"bytes,3,opt,name=result,proto3" json:"result,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	HandlerId string                 `protobuf:"bytes,1,opt,name=handler_id,json=handlerId,proto3" json:"handler_id,omitempty"`
+	Execution *Execution             `protobuf:"bytes,2,opt,name=execution,proto3" json:"execution,omitempty"`
+	Result    *ToolResult            `protobuf:"bytes,3,opt,name=result,proto3" json:"result,omitempty"`
+	// The deployment asks for receipts (receipts = true): a listener that
+	// records results (an audit log) says where it recorded this one, in the
+	// ObserveResponse that acknowledges the stream. Only batches that are
+	// acknowledged one stream each (a critical plugin's) can carry them.
+	WantReceipt   bool `protobuf:"varint,50,opt,name=want_receipt,json=wantReceipt,proto3" json:"want_receipt,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2133,10 +2138,20 @@ func (x *ObserveRequest) GetResult() *ToolResult {
 	return nil
 }
 
+func (x *ObserveRequest) GetWantReceipt() bool {
+	if x != nil {
+		return x.WantReceipt
+	}
+	return false
+}
+
 type ObserveResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// How many messages the plugin handled on this stream.
-	Received      uint64 `protobuf:"varint,1,opt,name=received,proto3" json:"received,omitempty"`
+	Received uint64 `protobuf:"varint,1,opt,name=received,proto3" json:"received,omitempty"`
+	// Where the plugin recorded the results that asked for a receipt, in the
+	// order they came; a result it did not record has none.
+	Receipts      []*Receipt `protobuf:"bytes,50,rep,name=receipts,proto3" json:"receipts,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2178,6 +2193,78 @@ func (x *ObserveResponse) GetReceived() uint64 {
 	return 0
 }
 
+func (x *ObserveResponse) GetReceipts() []*Receipt {
+	if x != nil {
+		return x.Receipts
+	}
+	return nil
+}
+
+// Receipt says where a result was recorded: the audit log's seq and line
+// hash for the call. `audit prove SEQ` and `audit verify-proof` show later,
+// offline, that the line is in a signed log.
+type Receipt struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The call's execution id.
+	CallId string `protobuf:"bytes,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	Seq    uint64 `protobuf:"varint,2,opt,name=seq,proto3" json:"seq,omitempty"`
+	// The line's hash, 64 lowercase hex digits.
+	Hash          string `protobuf:"bytes,3,opt,name=hash,proto3" json:"hash,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Receipt) Reset() {
+	*x = Receipt{}
+	mi := &file_plugkit_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Receipt) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Receipt) ProtoMessage() {}
+
+func (x *Receipt) ProtoReflect() protoreflect.Message {
+	mi := &file_plugkit_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Receipt.ProtoReflect.Descriptor instead.
+func (*Receipt) Descriptor() ([]byte, []int) {
+	return file_plugkit_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *Receipt) GetCallId() string {
+	if x != nil {
+		return x.CallId
+	}
+	return ""
+}
+
+func (x *Receipt) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *Receipt) GetHash() string {
+	if x != nil {
+		return x.Hash
+	}
+	return ""
+}
+
 type ShutdownRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -2186,7 +2273,7 @@ type ShutdownRequest struct {
 
 func (x *ShutdownRequest) Reset() {
 	*x = ShutdownRequest{}
-	mi := &file_plugkit_proto_msgTypes[29]
+	mi := &file_plugkit_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2198,7 +2285,7 @@ func (x *ShutdownRequest) String() string {
 func (*ShutdownRequest) ProtoMessage() {}
 
 func (x *ShutdownRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[29]
+	mi := &file_plugkit_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2211,7 +2298,7 @@ func (x *ShutdownRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShutdownRequest.ProtoReflect.Descriptor instead.
 func (*ShutdownRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{29}
+	return file_plugkit_proto_rawDescGZIP(), []int{30}
 }
 
 type ShutdownResponse struct {
@@ -2224,7 +2311,7 @@ type ShutdownResponse struct {
 
 func (x *ShutdownResponse) Reset() {
 	*x = ShutdownResponse{}
-	mi := &file_plugkit_proto_msgTypes[30]
+	mi := &file_plugkit_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2236,7 +2323,7 @@ func (x *ShutdownResponse) String() string {
 func (*ShutdownResponse) ProtoMessage() {}
 
 func (x *ShutdownResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[30]
+	mi := &file_plugkit_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2249,7 +2336,7 @@ func (x *ShutdownResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShutdownResponse.ProtoReflect.Descriptor instead.
 func (*ShutdownResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{30}
+	return file_plugkit_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ShutdownResponse) GetError() string {
@@ -2272,7 +2359,7 @@ type RegisterToolRequest struct {
 
 func (x *RegisterToolRequest) Reset() {
 	*x = RegisterToolRequest{}
-	mi := &file_plugkit_proto_msgTypes[31]
+	mi := &file_plugkit_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2284,7 +2371,7 @@ func (x *RegisterToolRequest) String() string {
 func (*RegisterToolRequest) ProtoMessage() {}
 
 func (x *RegisterToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[31]
+	mi := &file_plugkit_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2297,7 +2384,7 @@ func (x *RegisterToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterToolRequest.ProtoReflect.Descriptor instead.
 func (*RegisterToolRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{31}
+	return file_plugkit_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *RegisterToolRequest) GetHandlerId() string {
@@ -2324,7 +2411,7 @@ type RegisterToolResponse struct {
 
 func (x *RegisterToolResponse) Reset() {
 	*x = RegisterToolResponse{}
-	mi := &file_plugkit_proto_msgTypes[32]
+	mi := &file_plugkit_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2336,7 +2423,7 @@ func (x *RegisterToolResponse) String() string {
 func (*RegisterToolResponse) ProtoMessage() {}
 
 func (x *RegisterToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[32]
+	mi := &file_plugkit_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2349,7 +2436,7 @@ func (x *RegisterToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterToolResponse.ProtoReflect.Descriptor instead.
 func (*RegisterToolResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{32}
+	return file_plugkit_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *RegisterToolResponse) GetRegistrationId() string {
@@ -2372,7 +2459,7 @@ type AddGuardRequest struct {
 
 func (x *AddGuardRequest) Reset() {
 	*x = AddGuardRequest{}
-	mi := &file_plugkit_proto_msgTypes[33]
+	mi := &file_plugkit_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2384,7 +2471,7 @@ func (x *AddGuardRequest) String() string {
 func (*AddGuardRequest) ProtoMessage() {}
 
 func (x *AddGuardRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[33]
+	mi := &file_plugkit_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2397,7 +2484,7 @@ func (x *AddGuardRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddGuardRequest.ProtoReflect.Descriptor instead.
 func (*AddGuardRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{33}
+	return file_plugkit_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *AddGuardRequest) GetHandlerId() string {
@@ -2430,7 +2517,7 @@ type AddGuardResponse struct {
 
 func (x *AddGuardResponse) Reset() {
 	*x = AddGuardResponse{}
-	mi := &file_plugkit_proto_msgTypes[34]
+	mi := &file_plugkit_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2442,7 +2529,7 @@ func (x *AddGuardResponse) String() string {
 func (*AddGuardResponse) ProtoMessage() {}
 
 func (x *AddGuardResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[34]
+	mi := &file_plugkit_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2455,7 +2542,7 @@ func (x *AddGuardResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddGuardResponse.ProtoReflect.Descriptor instead.
 func (*AddGuardResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{34}
+	return file_plugkit_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *AddGuardResponse) GetRegistrationId() string {
@@ -2481,7 +2568,7 @@ type ListenRequest struct {
 
 func (x *ListenRequest) Reset() {
 	*x = ListenRequest{}
-	mi := &file_plugkit_proto_msgTypes[35]
+	mi := &file_plugkit_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2493,7 +2580,7 @@ func (x *ListenRequest) String() string {
 func (*ListenRequest) ProtoMessage() {}
 
 func (x *ListenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[35]
+	mi := &file_plugkit_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2506,7 +2593,7 @@ func (x *ListenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListenRequest.ProtoReflect.Descriptor instead.
 func (*ListenRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{35}
+	return file_plugkit_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ListenRequest) GetHandlerId() string {
@@ -2553,7 +2640,7 @@ type ListenResponse struct {
 
 func (x *ListenResponse) Reset() {
 	*x = ListenResponse{}
-	mi := &file_plugkit_proto_msgTypes[36]
+	mi := &file_plugkit_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2565,7 +2652,7 @@ func (x *ListenResponse) String() string {
 func (*ListenResponse) ProtoMessage() {}
 
 func (x *ListenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[36]
+	mi := &file_plugkit_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2578,7 +2665,7 @@ func (x *ListenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListenResponse.ProtoReflect.Descriptor instead.
 func (*ListenResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{36}
+	return file_plugkit_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ListenResponse) GetRegistrationId() string {
@@ -2599,7 +2686,7 @@ type SetApproverRequest struct {
 
 func (x *SetApproverRequest) Reset() {
 	*x = SetApproverRequest{}
-	mi := &file_plugkit_proto_msgTypes[37]
+	mi := &file_plugkit_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2611,7 +2698,7 @@ func (x *SetApproverRequest) String() string {
 func (*SetApproverRequest) ProtoMessage() {}
 
 func (x *SetApproverRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[37]
+	mi := &file_plugkit_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2624,7 +2711,7 @@ func (x *SetApproverRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetApproverRequest.ProtoReflect.Descriptor instead.
 func (*SetApproverRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{37}
+	return file_plugkit_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *SetApproverRequest) GetHandlerId() string {
@@ -2650,7 +2737,7 @@ type SetApproverResponse struct {
 
 func (x *SetApproverResponse) Reset() {
 	*x = SetApproverResponse{}
-	mi := &file_plugkit_proto_msgTypes[38]
+	mi := &file_plugkit_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2662,7 +2749,7 @@ func (x *SetApproverResponse) String() string {
 func (*SetApproverResponse) ProtoMessage() {}
 
 func (x *SetApproverResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[38]
+	mi := &file_plugkit_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2675,7 +2762,7 @@ func (x *SetApproverResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetApproverResponse.ProtoReflect.Descriptor instead.
 func (*SetApproverResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{38}
+	return file_plugkit_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *SetApproverResponse) GetRegistrationId() string {
@@ -2698,7 +2785,7 @@ type ProvideRequest struct {
 
 func (x *ProvideRequest) Reset() {
 	*x = ProvideRequest{}
-	mi := &file_plugkit_proto_msgTypes[39]
+	mi := &file_plugkit_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2710,7 +2797,7 @@ func (x *ProvideRequest) String() string {
 func (*ProvideRequest) ProtoMessage() {}
 
 func (x *ProvideRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[39]
+	mi := &file_plugkit_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2723,7 +2810,7 @@ func (x *ProvideRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProvideRequest.ProtoReflect.Descriptor instead.
 func (*ProvideRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{39}
+	return file_plugkit_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ProvideRequest) GetHandlerId() string {
@@ -2756,7 +2843,7 @@ type ProvideResponse struct {
 
 func (x *ProvideResponse) Reset() {
 	*x = ProvideResponse{}
-	mi := &file_plugkit_proto_msgTypes[40]
+	mi := &file_plugkit_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2768,7 +2855,7 @@ func (x *ProvideResponse) String() string {
 func (*ProvideResponse) ProtoMessage() {}
 
 func (x *ProvideResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[40]
+	mi := &file_plugkit_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2781,7 +2868,7 @@ func (x *ProvideResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProvideResponse.ProtoReflect.Descriptor instead.
 func (*ProvideResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{40}
+	return file_plugkit_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ProvideResponse) GetRegistrationId() string {
@@ -2802,7 +2889,7 @@ type HostCallServiceRequest struct {
 
 func (x *HostCallServiceRequest) Reset() {
 	*x = HostCallServiceRequest{}
-	mi := &file_plugkit_proto_msgTypes[41]
+	mi := &file_plugkit_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2814,7 +2901,7 @@ func (x *HostCallServiceRequest) String() string {
 func (*HostCallServiceRequest) ProtoMessage() {}
 
 func (x *HostCallServiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[41]
+	mi := &file_plugkit_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2827,7 +2914,7 @@ func (x *HostCallServiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostCallServiceRequest.ProtoReflect.Descriptor instead.
 func (*HostCallServiceRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{41}
+	return file_plugkit_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *HostCallServiceRequest) GetService() string {
@@ -2862,7 +2949,7 @@ type HostCallServiceResponse struct {
 
 func (x *HostCallServiceResponse) Reset() {
 	*x = HostCallServiceResponse{}
-	mi := &file_plugkit_proto_msgTypes[42]
+	mi := &file_plugkit_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2874,7 +2961,7 @@ func (x *HostCallServiceResponse) String() string {
 func (*HostCallServiceResponse) ProtoMessage() {}
 
 func (x *HostCallServiceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[42]
+	mi := &file_plugkit_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2887,7 +2974,7 @@ func (x *HostCallServiceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostCallServiceResponse.ProtoReflect.Descriptor instead.
 func (*HostCallServiceResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{42}
+	return file_plugkit_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *HostCallServiceResponse) GetResultJson() []byte {
@@ -2914,7 +3001,7 @@ type HostExecuteToolRequest struct {
 
 func (x *HostExecuteToolRequest) Reset() {
 	*x = HostExecuteToolRequest{}
-	mi := &file_plugkit_proto_msgTypes[43]
+	mi := &file_plugkit_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2926,7 +3013,7 @@ func (x *HostExecuteToolRequest) String() string {
 func (*HostExecuteToolRequest) ProtoMessage() {}
 
 func (x *HostExecuteToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[43]
+	mi := &file_plugkit_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2939,7 +3026,7 @@ func (x *HostExecuteToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostExecuteToolRequest.ProtoReflect.Descriptor instead.
 func (*HostExecuteToolRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{43}
+	return file_plugkit_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *HostExecuteToolRequest) GetName() string {
@@ -2966,7 +3053,7 @@ type HostExecuteToolResponse struct {
 
 func (x *HostExecuteToolResponse) Reset() {
 	*x = HostExecuteToolResponse{}
-	mi := &file_plugkit_proto_msgTypes[44]
+	mi := &file_plugkit_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2978,7 +3065,7 @@ func (x *HostExecuteToolResponse) String() string {
 func (*HostExecuteToolResponse) ProtoMessage() {}
 
 func (x *HostExecuteToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[44]
+	mi := &file_plugkit_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2991,7 +3078,7 @@ func (x *HostExecuteToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostExecuteToolResponse.ProtoReflect.Descriptor instead.
 func (*HostExecuteToolResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{44}
+	return file_plugkit_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *HostExecuteToolResponse) GetResult() *ToolResult {
@@ -3013,7 +3100,7 @@ type ContributeRequest struct {
 
 func (x *ContributeRequest) Reset() {
 	*x = ContributeRequest{}
-	mi := &file_plugkit_proto_msgTypes[45]
+	mi := &file_plugkit_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3025,7 +3112,7 @@ func (x *ContributeRequest) String() string {
 func (*ContributeRequest) ProtoMessage() {}
 
 func (x *ContributeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[45]
+	mi := &file_plugkit_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3038,7 +3125,7 @@ func (x *ContributeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContributeRequest.ProtoReflect.Descriptor instead.
 func (*ContributeRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{45}
+	return file_plugkit_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ContributeRequest) GetPoint() string {
@@ -3078,7 +3165,7 @@ type ContributeResponse struct {
 
 func (x *ContributeResponse) Reset() {
 	*x = ContributeResponse{}
-	mi := &file_plugkit_proto_msgTypes[46]
+	mi := &file_plugkit_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3090,7 +3177,7 @@ func (x *ContributeResponse) String() string {
 func (*ContributeResponse) ProtoMessage() {}
 
 func (x *ContributeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[46]
+	mi := &file_plugkit_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3103,7 +3190,7 @@ func (x *ContributeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContributeResponse.ProtoReflect.Descriptor instead.
 func (*ContributeResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{46}
+	return file_plugkit_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ContributeResponse) GetRegistrationId() string {
@@ -3122,7 +3209,7 @@ type DisposeRequest struct {
 
 func (x *DisposeRequest) Reset() {
 	*x = DisposeRequest{}
-	mi := &file_plugkit_proto_msgTypes[47]
+	mi := &file_plugkit_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3134,7 +3221,7 @@ func (x *DisposeRequest) String() string {
 func (*DisposeRequest) ProtoMessage() {}
 
 func (x *DisposeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[47]
+	mi := &file_plugkit_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3147,7 +3234,7 @@ func (x *DisposeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DisposeRequest.ProtoReflect.Descriptor instead.
 func (*DisposeRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{47}
+	return file_plugkit_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *DisposeRequest) GetRegistrationId() string {
@@ -3165,7 +3252,7 @@ type DisposeResponse struct {
 
 func (x *DisposeResponse) Reset() {
 	*x = DisposeResponse{}
-	mi := &file_plugkit_proto_msgTypes[48]
+	mi := &file_plugkit_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3177,7 +3264,7 @@ func (x *DisposeResponse) String() string {
 func (*DisposeResponse) ProtoMessage() {}
 
 func (x *DisposeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[48]
+	mi := &file_plugkit_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3190,7 +3277,7 @@ func (x *DisposeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DisposeResponse.ProtoReflect.Descriptor instead.
 func (*DisposeResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{48}
+	return file_plugkit_proto_rawDescGZIP(), []int{49}
 }
 
 type ReportProblemRequest struct {
@@ -3203,7 +3290,7 @@ type ReportProblemRequest struct {
 
 func (x *ReportProblemRequest) Reset() {
 	*x = ReportProblemRequest{}
-	mi := &file_plugkit_proto_msgTypes[49]
+	mi := &file_plugkit_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3215,7 +3302,7 @@ func (x *ReportProblemRequest) String() string {
 func (*ReportProblemRequest) ProtoMessage() {}
 
 func (x *ReportProblemRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[49]
+	mi := &file_plugkit_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3228,7 +3315,7 @@ func (x *ReportProblemRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportProblemRequest.ProtoReflect.Descriptor instead.
 func (*ReportProblemRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{49}
+	return file_plugkit_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ReportProblemRequest) GetProblem() string {
@@ -3246,7 +3333,7 @@ type ReportProblemResponse struct {
 
 func (x *ReportProblemResponse) Reset() {
 	*x = ReportProblemResponse{}
-	mi := &file_plugkit_proto_msgTypes[50]
+	mi := &file_plugkit_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3258,7 +3345,7 @@ func (x *ReportProblemResponse) String() string {
 func (*ReportProblemResponse) ProtoMessage() {}
 
 func (x *ReportProblemResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[50]
+	mi := &file_plugkit_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3271,7 +3358,7 @@ func (x *ReportProblemResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportProblemResponse.ProtoReflect.Descriptor instead.
 func (*ReportProblemResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{50}
+	return file_plugkit_proto_rawDescGZIP(), []int{51}
 }
 
 type ExportSpansRequest struct {
@@ -3285,7 +3372,7 @@ type ExportSpansRequest struct {
 
 func (x *ExportSpansRequest) Reset() {
 	*x = ExportSpansRequest{}
-	mi := &file_plugkit_proto_msgTypes[51]
+	mi := &file_plugkit_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3297,7 +3384,7 @@ func (x *ExportSpansRequest) String() string {
 func (*ExportSpansRequest) ProtoMessage() {}
 
 func (x *ExportSpansRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[51]
+	mi := &file_plugkit_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3310,7 +3397,7 @@ func (x *ExportSpansRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportSpansRequest.ProtoReflect.Descriptor instead.
 func (*ExportSpansRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{51}
+	return file_plugkit_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ExportSpansRequest) GetOtlp() []byte {
@@ -3328,7 +3415,7 @@ type ExportSpansResponse struct {
 
 func (x *ExportSpansResponse) Reset() {
 	*x = ExportSpansResponse{}
-	mi := &file_plugkit_proto_msgTypes[52]
+	mi := &file_plugkit_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3340,7 +3427,7 @@ func (x *ExportSpansResponse) String() string {
 func (*ExportSpansResponse) ProtoMessage() {}
 
 func (x *ExportSpansResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[52]
+	mi := &file_plugkit_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3353,7 +3440,7 @@ func (x *ExportSpansResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportSpansResponse.ProtoReflect.Descriptor instead.
 func (*ExportSpansResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{52}
+	return file_plugkit_proto_rawDescGZIP(), []int{53}
 }
 
 type NextRequest struct {
@@ -3366,7 +3453,7 @@ type NextRequest struct {
 
 func (x *NextRequest) Reset() {
 	*x = NextRequest{}
-	mi := &file_plugkit_proto_msgTypes[53]
+	mi := &file_plugkit_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3378,7 +3465,7 @@ func (x *NextRequest) String() string {
 func (*NextRequest) ProtoMessage() {}
 
 func (x *NextRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[53]
+	mi := &file_plugkit_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3391,7 +3478,7 @@ func (x *NextRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NextRequest.ProtoReflect.Descriptor instead.
 func (*NextRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{53}
+	return file_plugkit_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *NextRequest) GetCallToken() string {
@@ -3417,7 +3504,7 @@ type NextResponse struct {
 
 func (x *NextResponse) Reset() {
 	*x = NextResponse{}
-	mi := &file_plugkit_proto_msgTypes[54]
+	mi := &file_plugkit_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3429,7 +3516,7 @@ func (x *NextResponse) String() string {
 func (*NextResponse) ProtoMessage() {}
 
 func (x *NextResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[54]
+	mi := &file_plugkit_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3442,7 +3529,7 @@ func (x *NextResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NextResponse.ProtoReflect.Descriptor instead.
 func (*NextResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{54}
+	return file_plugkit_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *NextResponse) GetAnswer() isNextResponse_Answer {
@@ -3654,14 +3741,20 @@ const file_plugkit_proto_rawDesc = "" +
 	"\x13CallServiceResponse\x12\x1f\n" +
 	"\vresult_json\x18\x01 \x01(\fR\n" +
 	"resultJson\x12\x14\n" +
-	"\x05error\x18\x02 \x01(\tR\x05error\"\x94\x01\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error\"\xb7\x01\n" +
 	"\x0eObserveRequest\x12\x1d\n" +
 	"\n" +
 	"handler_id\x18\x01 \x01(\tR\thandlerId\x123\n" +
 	"\texecution\x18\x02 \x01(\v2\x15.plugkit.v1.ExecutionR\texecution\x12.\n" +
-	"\x06result\x18\x03 \x01(\v2\x16.plugkit.v1.ToolResultR\x06result\"-\n" +
+	"\x06result\x18\x03 \x01(\v2\x16.plugkit.v1.ToolResultR\x06result\x12!\n" +
+	"\fwant_receipt\x182 \x01(\bR\vwantReceipt\"^\n" +
 	"\x0fObserveResponse\x12\x1a\n" +
-	"\breceived\x18\x01 \x01(\x04R\breceived\"\x11\n" +
+	"\breceived\x18\x01 \x01(\x04R\breceived\x12/\n" +
+	"\breceipts\x182 \x03(\v2\x13.plugkit.v1.ReceiptR\breceipts\"H\n" +
+	"\aReceipt\x12\x17\n" +
+	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x10\n" +
+	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12\x12\n" +
+	"\x04hash\x18\x03 \x01(\tR\x04hash\"\x11\n" +
 	"\x0fShutdownRequest\"(\n" +
 	"\x10ShutdownResponse\x12\x14\n" +
 	"\x05error\x18\x01 \x01(\tR\x05error\"d\n" +
@@ -3804,7 +3897,7 @@ func file_plugkit_proto_rawDescGZIP() []byte {
 }
 
 var file_plugkit_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_plugkit_proto_msgTypes = make([]protoimpl.MessageInfo, 56)
+var file_plugkit_proto_msgTypes = make([]protoimpl.MessageInfo, 57)
 var file_plugkit_proto_goTypes = []any{
 	(Verdict)(0),                    // 0: plugkit.v1.Verdict
 	(ReviewVerdict)(0),              // 1: plugkit.v1.ReviewVerdict
@@ -3839,33 +3932,34 @@ var file_plugkit_proto_goTypes = []any{
 	(*CallServiceResponse)(nil),     // 30: plugkit.v1.CallServiceResponse
 	(*ObserveRequest)(nil),          // 31: plugkit.v1.ObserveRequest
 	(*ObserveResponse)(nil),         // 32: plugkit.v1.ObserveResponse
-	(*ShutdownRequest)(nil),         // 33: plugkit.v1.ShutdownRequest
-	(*ShutdownResponse)(nil),        // 34: plugkit.v1.ShutdownResponse
-	(*RegisterToolRequest)(nil),     // 35: plugkit.v1.RegisterToolRequest
-	(*RegisterToolResponse)(nil),    // 36: plugkit.v1.RegisterToolResponse
-	(*AddGuardRequest)(nil),         // 37: plugkit.v1.AddGuardRequest
-	(*AddGuardResponse)(nil),        // 38: plugkit.v1.AddGuardResponse
-	(*ListenRequest)(nil),           // 39: plugkit.v1.ListenRequest
-	(*ListenResponse)(nil),          // 40: plugkit.v1.ListenResponse
-	(*SetApproverRequest)(nil),      // 41: plugkit.v1.SetApproverRequest
-	(*SetApproverResponse)(nil),     // 42: plugkit.v1.SetApproverResponse
-	(*ProvideRequest)(nil),          // 43: plugkit.v1.ProvideRequest
-	(*ProvideResponse)(nil),         // 44: plugkit.v1.ProvideResponse
-	(*HostCallServiceRequest)(nil),  // 45: plugkit.v1.HostCallServiceRequest
-	(*HostCallServiceResponse)(nil), // 46: plugkit.v1.HostCallServiceResponse
-	(*HostExecuteToolRequest)(nil),  // 47: plugkit.v1.HostExecuteToolRequest
-	(*HostExecuteToolResponse)(nil), // 48: plugkit.v1.HostExecuteToolResponse
-	(*ContributeRequest)(nil),       // 49: plugkit.v1.ContributeRequest
-	(*ContributeResponse)(nil),      // 50: plugkit.v1.ContributeResponse
-	(*DisposeRequest)(nil),          // 51: plugkit.v1.DisposeRequest
-	(*DisposeResponse)(nil),         // 52: plugkit.v1.DisposeResponse
-	(*ReportProblemRequest)(nil),    // 53: plugkit.v1.ReportProblemRequest
-	(*ReportProblemResponse)(nil),   // 54: plugkit.v1.ReportProblemResponse
-	(*ExportSpansRequest)(nil),      // 55: plugkit.v1.ExportSpansRequest
-	(*ExportSpansResponse)(nil),     // 56: plugkit.v1.ExportSpansResponse
-	(*NextRequest)(nil),             // 57: plugkit.v1.NextRequest
-	(*NextResponse)(nil),            // 58: plugkit.v1.NextResponse
-	nil,                             // 59: plugkit.v1.CallFrame.MetadataEntry
+	(*Receipt)(nil),                 // 33: plugkit.v1.Receipt
+	(*ShutdownRequest)(nil),         // 34: plugkit.v1.ShutdownRequest
+	(*ShutdownResponse)(nil),        // 35: plugkit.v1.ShutdownResponse
+	(*RegisterToolRequest)(nil),     // 36: plugkit.v1.RegisterToolRequest
+	(*RegisterToolResponse)(nil),    // 37: plugkit.v1.RegisterToolResponse
+	(*AddGuardRequest)(nil),         // 38: plugkit.v1.AddGuardRequest
+	(*AddGuardResponse)(nil),        // 39: plugkit.v1.AddGuardResponse
+	(*ListenRequest)(nil),           // 40: plugkit.v1.ListenRequest
+	(*ListenResponse)(nil),          // 41: plugkit.v1.ListenResponse
+	(*SetApproverRequest)(nil),      // 42: plugkit.v1.SetApproverRequest
+	(*SetApproverResponse)(nil),     // 43: plugkit.v1.SetApproverResponse
+	(*ProvideRequest)(nil),          // 44: plugkit.v1.ProvideRequest
+	(*ProvideResponse)(nil),         // 45: plugkit.v1.ProvideResponse
+	(*HostCallServiceRequest)(nil),  // 46: plugkit.v1.HostCallServiceRequest
+	(*HostCallServiceResponse)(nil), // 47: plugkit.v1.HostCallServiceResponse
+	(*HostExecuteToolRequest)(nil),  // 48: plugkit.v1.HostExecuteToolRequest
+	(*HostExecuteToolResponse)(nil), // 49: plugkit.v1.HostExecuteToolResponse
+	(*ContributeRequest)(nil),       // 50: plugkit.v1.ContributeRequest
+	(*ContributeResponse)(nil),      // 51: plugkit.v1.ContributeResponse
+	(*DisposeRequest)(nil),          // 52: plugkit.v1.DisposeRequest
+	(*DisposeResponse)(nil),         // 53: plugkit.v1.DisposeResponse
+	(*ReportProblemRequest)(nil),    // 54: plugkit.v1.ReportProblemRequest
+	(*ReportProblemResponse)(nil),   // 55: plugkit.v1.ReportProblemResponse
+	(*ExportSpansRequest)(nil),      // 56: plugkit.v1.ExportSpansRequest
+	(*ExportSpansResponse)(nil),     // 57: plugkit.v1.ExportSpansResponse
+	(*NextRequest)(nil),             // 58: plugkit.v1.NextRequest
+	(*NextResponse)(nil),            // 59: plugkit.v1.NextResponse
+	nil,                             // 60: plugkit.v1.CallFrame.MetadataEntry
 }
 var file_plugkit_proto_depIdxs = []int32{
 	4,  // 0: plugkit.v1.Execution.tool:type_name -> plugkit.v1.ToolDescriptor
@@ -3874,7 +3968,7 @@ var file_plugkit_proto_depIdxs = []int32{
 	7,  // 3: plugkit.v1.Outcome.error:type_name -> plugkit.v1.ToolError
 	0,  // 4: plugkit.v1.Decision.verdict:type_name -> plugkit.v1.Verdict
 	1,  // 5: plugkit.v1.Review.verdict:type_name -> plugkit.v1.ReviewVerdict
-	59, // 6: plugkit.v1.CallFrame.metadata:type_name -> plugkit.v1.CallFrame.MetadataEntry
+	60, // 6: plugkit.v1.CallFrame.metadata:type_name -> plugkit.v1.CallFrame.MetadataEntry
 	5,  // 7: plugkit.v1.ExecuteToolRequest.execution:type_name -> plugkit.v1.Execution
 	5,  // 8: plugkit.v1.PreExecuteRequest.execution:type_name -> plugkit.v1.Execution
 	10, // 9: plugkit.v1.PreExecuteResponse.decision:type_name -> plugkit.v1.Decision
@@ -3887,66 +3981,67 @@ var file_plugkit_proto_depIdxs = []int32{
 	5,  // 16: plugkit.v1.ApproveRequest.execution:type_name -> plugkit.v1.Execution
 	5,  // 17: plugkit.v1.ObserveRequest.execution:type_name -> plugkit.v1.Execution
 	8,  // 18: plugkit.v1.ObserveRequest.result:type_name -> plugkit.v1.ToolResult
-	4,  // 19: plugkit.v1.RegisterToolRequest.tool:type_name -> plugkit.v1.ToolDescriptor
-	2,  // 20: plugkit.v1.ListenRequest.stage:type_name -> plugkit.v1.Stage
-	3,  // 21: plugkit.v1.ListenRequest.mode:type_name -> plugkit.v1.ListenMode
-	8,  // 22: plugkit.v1.HostExecuteToolResponse.result:type_name -> plugkit.v1.ToolResult
-	10, // 23: plugkit.v1.NextResponse.pre_execute:type_name -> plugkit.v1.Decision
-	9,  // 24: plugkit.v1.NextResponse.execute:type_name -> plugkit.v1.Outcome
-	11, // 25: plugkit.v1.NextResponse.post_execute:type_name -> plugkit.v1.Review
-	13, // 26: plugkit.v1.Plugin.Describe:input_type -> plugkit.v1.DescribeRequest
-	15, // 27: plugkit.v1.Plugin.Apply:input_type -> plugkit.v1.ApplyRequest
-	17, // 28: plugkit.v1.Plugin.ExecuteTool:input_type -> plugkit.v1.ExecuteToolRequest
-	19, // 29: plugkit.v1.Plugin.PreExecute:input_type -> plugkit.v1.PreExecuteRequest
-	21, // 30: plugkit.v1.Plugin.Guard:input_type -> plugkit.v1.GuardRequest
-	23, // 31: plugkit.v1.Plugin.WrapExecute:input_type -> plugkit.v1.WrapExecuteRequest
-	25, // 32: plugkit.v1.Plugin.PostExecute:input_type -> plugkit.v1.PostExecuteRequest
-	27, // 33: plugkit.v1.Plugin.Approve:input_type -> plugkit.v1.ApproveRequest
-	29, // 34: plugkit.v1.Plugin.CallService:input_type -> plugkit.v1.CallServiceRequest
-	31, // 35: plugkit.v1.Plugin.Observe:input_type -> plugkit.v1.ObserveRequest
-	33, // 36: plugkit.v1.Plugin.Shutdown:input_type -> plugkit.v1.ShutdownRequest
-	12, // 37: plugkit.v1.Plugin.Calls:input_type -> plugkit.v1.CallFrame
-	35, // 38: plugkit.v1.Host.RegisterTool:input_type -> plugkit.v1.RegisterToolRequest
-	37, // 39: plugkit.v1.Host.AddGuard:input_type -> plugkit.v1.AddGuardRequest
-	39, // 40: plugkit.v1.Host.Listen:input_type -> plugkit.v1.ListenRequest
-	41, // 41: plugkit.v1.Host.SetApprover:input_type -> plugkit.v1.SetApproverRequest
-	43, // 42: plugkit.v1.Host.Provide:input_type -> plugkit.v1.ProvideRequest
-	45, // 43: plugkit.v1.Host.CallService:input_type -> plugkit.v1.HostCallServiceRequest
-	47, // 44: plugkit.v1.Host.ExecuteTool:input_type -> plugkit.v1.HostExecuteToolRequest
-	49, // 45: plugkit.v1.Host.Contribute:input_type -> plugkit.v1.ContributeRequest
-	51, // 46: plugkit.v1.Host.Dispose:input_type -> plugkit.v1.DisposeRequest
-	57, // 47: plugkit.v1.Host.Next:input_type -> plugkit.v1.NextRequest
-	53, // 48: plugkit.v1.Host.ReportProblem:input_type -> plugkit.v1.ReportProblemRequest
-	55, // 49: plugkit.v1.Host.ExportSpans:input_type -> plugkit.v1.ExportSpansRequest
-	14, // 50: plugkit.v1.Plugin.Describe:output_type -> plugkit.v1.DescribeResponse
-	16, // 51: plugkit.v1.Plugin.Apply:output_type -> plugkit.v1.ApplyResponse
-	18, // 52: plugkit.v1.Plugin.ExecuteTool:output_type -> plugkit.v1.ExecuteToolResponse
-	20, // 53: plugkit.v1.Plugin.PreExecute:output_type -> plugkit.v1.PreExecuteResponse
-	22, // 54: plugkit.v1.Plugin.Guard:output_type -> plugkit.v1.GuardResponse
-	24, // 55: plugkit.v1.Plugin.WrapExecute:output_type -> plugkit.v1.WrapExecuteResponse
-	26, // 56: plugkit.v1.Plugin.PostExecute:output_type -> plugkit.v1.PostExecuteResponse
-	28, // 57: plugkit.v1.Plugin.Approve:output_type -> plugkit.v1.ApproveResponse
-	30, // 58: plugkit.v1.Plugin.CallService:output_type -> plugkit.v1.CallServiceResponse
-	32, // 59: plugkit.v1.Plugin.Observe:output_type -> plugkit.v1.ObserveResponse
-	34, // 60: plugkit.v1.Plugin.Shutdown:output_type -> plugkit.v1.ShutdownResponse
-	12, // 61: plugkit.v1.Plugin.Calls:output_type -> plugkit.v1.CallFrame
-	36, // 62: plugkit.v1.Host.RegisterTool:output_type -> plugkit.v1.RegisterToolResponse
-	38, // 63: plugkit.v1.Host.AddGuard:output_type -> plugkit.v1.AddGuardResponse
-	40, // 64: plugkit.v1.Host.Listen:output_type -> plugkit.v1.ListenResponse
-	42, // 65: plugkit.v1.Host.SetApprover:output_type -> plugkit.v1.SetApproverResponse
-	44, // 66: plugkit.v1.Host.Provide:output_type -> plugkit.v1.ProvideResponse
-	46, // 67: plugkit.v1.Host.CallService:output_type -> plugkit.v1.HostCallServiceResponse
-	48, // 68: plugkit.v1.Host.ExecuteTool:output_type -> plugkit.v1.HostExecuteToolResponse
-	50, // 69: plugkit.v1.Host.Contribute:output_type -> plugkit.v1.ContributeResponse
-	52, // 70: plugkit.v1.Host.Dispose:output_type -> plugkit.v1.DisposeResponse
-	58, // 71: plugkit.v1.Host.Next:output_type -> plugkit.v1.NextResponse
-	54, // 72: plugkit.v1.Host.ReportProblem:output_type -> plugkit.v1.ReportProblemResponse
-	56, // 73: plugkit.v1.Host.ExportSpans:output_type -> plugkit.v1.ExportSpansResponse
-	50, // [50:74] is the sub-list for method output_type
-	26, // [26:50] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	33, // 19: plugkit.v1.ObserveResponse.receipts:type_name -> plugkit.v1.Receipt
+	4,  // 20: plugkit.v1.RegisterToolRequest.tool:type_name -> plugkit.v1.ToolDescriptor
+	2,  // 21: plugkit.v1.ListenRequest.stage:type_name -> plugkit.v1.Stage
+	3,  // 22: plugkit.v1.ListenRequest.mode:type_name -> plugkit.v1.ListenMode
+	8,  // 23: plugkit.v1.HostExecuteToolResponse.result:type_name -> plugkit.v1.ToolResult
+	10, // 24: plugkit.v1.NextResponse.pre_execute:type_name -> plugkit.v1.Decision
+	9,  // 25: plugkit.v1.NextResponse.execute:type_name -> plugkit.v1.Outcome
+	11, // 26: plugkit.v1.NextResponse.post_execute:type_name -> plugkit.v1.Review
+	13, // 27: plugkit.v1.Plugin.Describe:input_type -> plugkit.v1.DescribeRequest
+	15, // 28: plugkit.v1.Plugin.Apply:input_type -> plugkit.v1.ApplyRequest
+	17, // 29: plugkit.v1.Plugin.ExecuteTool:input_type -> plugkit.v1.ExecuteToolRequest
+	19, // 30: plugkit.v1.Plugin.PreExecute:input_type -> plugkit.v1.PreExecuteRequest
+	21, // 31: plugkit.v1.Plugin.Guard:input_type -> plugkit.v1.GuardRequest
+	23, // 32: plugkit.v1.Plugin.WrapExecute:input_type -> plugkit.v1.WrapExecuteRequest
+	25, // 33: plugkit.v1.Plugin.PostExecute:input_type -> plugkit.v1.PostExecuteRequest
+	27, // 34: plugkit.v1.Plugin.Approve:input_type -> plugkit.v1.ApproveRequest
+	29, // 35: plugkit.v1.Plugin.CallService:input_type -> plugkit.v1.CallServiceRequest
+	31, // 36: plugkit.v1.Plugin.Observe:input_type -> plugkit.v1.ObserveRequest
+	34, // 37: plugkit.v1.Plugin.Shutdown:input_type -> plugkit.v1.ShutdownRequest
+	12, // 38: plugkit.v1.Plugin.Calls:input_type -> plugkit.v1.CallFrame
+	36, // 39: plugkit.v1.Host.RegisterTool:input_type -> plugkit.v1.RegisterToolRequest
+	38, // 40: plugkit.v1.Host.AddGuard:input_type -> plugkit.v1.AddGuardRequest
+	40, // 41: plugkit.v1.Host.Listen:input_type -> plugkit.v1.ListenRequest
+	42, // 42: plugkit.v1.Host.SetApprover:input_type -> plugkit.v1.SetApproverRequest
+	44, // 43: plugkit.v1.Host.Provide:input_type -> plugkit.v1.ProvideRequest
+	46, // 44: plugkit.v1.Host.CallService:input_type -> plugkit.v1.HostCallServiceRequest
+	48, // 45: plugkit.v1.Host.ExecuteTool:input_type -> plugkit.v1.HostExecuteToolRequest
+	50, // 46: plugkit.v1.Host.Contribute:input_type -> plugkit.v1.ContributeRequest
+	52, // 47: plugkit.v1.Host.Dispose:input_type -> plugkit.v1.DisposeRequest
+	58, // 48: plugkit.v1.Host.Next:input_type -> plugkit.v1.NextRequest
+	54, // 49: plugkit.v1.Host.ReportProblem:input_type -> plugkit.v1.ReportProblemRequest
+	56, // 50: plugkit.v1.Host.ExportSpans:input_type -> plugkit.v1.ExportSpansRequest
+	14, // 51: plugkit.v1.Plugin.Describe:output_type -> plugkit.v1.DescribeResponse
+	16, // 52: plugkit.v1.Plugin.Apply:output_type -> plugkit.v1.ApplyResponse
+	18, // 53: plugkit.v1.Plugin.ExecuteTool:output_type -> plugkit.v1.ExecuteToolResponse
+	20, // 54: plugkit.v1.Plugin.PreExecute:output_type -> plugkit.v1.PreExecuteResponse
+	22, // 55: plugkit.v1.Plugin.Guard:output_type -> plugkit.v1.GuardResponse
+	24, // 56: plugkit.v1.Plugin.WrapExecute:output_type -> plugkit.v1.WrapExecuteResponse
+	26, // 57: plugkit.v1.Plugin.PostExecute:output_type -> plugkit.v1.PostExecuteResponse
+	28, // 58: plugkit.v1.Plugin.Approve:output_type -> plugkit.v1.ApproveResponse
+	30, // 59: plugkit.v1.Plugin.CallService:output_type -> plugkit.v1.CallServiceResponse
+	32, // 60: plugkit.v1.Plugin.Observe:output_type -> plugkit.v1.ObserveResponse
+	35, // 61: plugkit.v1.Plugin.Shutdown:output_type -> plugkit.v1.ShutdownResponse
+	12, // 62: plugkit.v1.Plugin.Calls:output_type -> plugkit.v1.CallFrame
+	37, // 63: plugkit.v1.Host.RegisterTool:output_type -> plugkit.v1.RegisterToolResponse
+	39, // 64: plugkit.v1.Host.AddGuard:output_type -> plugkit.v1.AddGuardResponse
+	41, // 65: plugkit.v1.Host.Listen:output_type -> plugkit.v1.ListenResponse
+	43, // 66: plugkit.v1.Host.SetApprover:output_type -> plugkit.v1.SetApproverResponse
+	45, // 67: plugkit.v1.Host.Provide:output_type -> plugkit.v1.ProvideResponse
+	47, // 68: plugkit.v1.Host.CallService:output_type -> plugkit.v1.HostCallServiceResponse
+	49, // 69: plugkit.v1.Host.ExecuteTool:output_type -> plugkit.v1.HostExecuteToolResponse
+	51, // 70: plugkit.v1.Host.Contribute:output_type -> plugkit.v1.ContributeResponse
+	53, // 71: plugkit.v1.Host.Dispose:output_type -> plugkit.v1.DisposeResponse
+	59, // 72: plugkit.v1.Host.Next:output_type -> plugkit.v1.NextResponse
+	55, // 73: plugkit.v1.Host.ReportProblem:output_type -> plugkit.v1.ReportProblemResponse
+	57, // 74: plugkit.v1.Host.ExportSpans:output_type -> plugkit.v1.ExportSpansResponse
+	51, // [51:75] is the sub-list for method output_type
+	27, // [27:51] is the sub-list for method input_type
+	27, // [27:27] is the sub-list for extension type_name
+	27, // [27:27] is the sub-list for extension extendee
+	0,  // [0:27] is the sub-list for field type_name
 }
 
 func init() { file_plugkit_proto_init() }
@@ -3954,7 +4049,7 @@ func file_plugkit_proto_init() {
 	if File_plugkit_proto != nil {
 		return
 	}
-	file_plugkit_proto_msgTypes[54].OneofWrappers = []any{
+	file_plugkit_proto_msgTypes[55].OneofWrappers = []any{
 		(*NextResponse_PreExecute)(nil),
 		(*NextResponse_Execute)(nil),
 		(*NextResponse_PostExecute)(nil),
@@ -3965,7 +4060,7 @@ func file_plugkit_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugkit_proto_rawDesc), len(file_plugkit_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   56,
+			NumMessages:   57,
 			NumExtensions: 0,
 			NumServices:   2,
 		},
