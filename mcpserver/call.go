@@ -371,6 +371,10 @@ func elicit(ctx context.Context, ss *mcp.ServerSession, q host.Question) (bool, 
 func toolResult(r pipeline.Result) *mcp.CallToolResult {
 	w := admin.FromResult(r)
 	meta := mcp.Meta{"plugkit/id": w.ID}
+	if w.Receipt != nil {
+		// Where the audit recorded the call, for `audit prove`.
+		meta["plugkit/receipt"] = w.Receipt
+	}
 	if w.OK {
 		if res, ok := mcpShaped(w.Value); ok {
 			res.Meta = meta
