@@ -189,7 +189,6 @@ func VerifyProof(r io.Reader, pub ed25519.PublicKey) (ProofReport, error) {
 	return rep, nil
 }
 
-
 // ReadTailSigned is ReadTail that also returns the log's last checkpoint,
 // nil when it has none: a writer that signs goes on from there.
 func ReadTailSigned(r io.Reader, n int) (Tip, []string, *Checkpoint, error) {
