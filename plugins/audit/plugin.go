@@ -19,8 +19,8 @@ type Config struct {
 	FsyncInterval   string `json:"fsync_interval,omitempty" doc:"with fsync = interval: the longest time between two fsyncs, a Go duration; default 1s"`
 	RecordArguments bool   `json:"record_arguments,omitempty" doc:"also write each call's arguments, not only their SHA-256; default false"`
 	FailOpen        bool   `json:"fail_open,omitempty" doc:"while the log cannot be written (a full disk), let calls through, their results held until it can; default false: every call is DENIED naming audit meanwhile"`
-	Key             string `json:"key,omitempty" doc:"an Ed25519 private key file (made by audit keygen): the plugin signs the log's head with it in checkpoint lines; keep it readable by this plugin only"`
-	PreviousKey     string `json:"previous_key,omitempty" doc:"with key: the key the log was signed with until now; a checkpoint signed by it introduces key (a rotation)"`
+	Key             string `json:"key,omitempty" secret:"file" doc:"an Ed25519 private key file (made by audit keygen): the plugin signs the log's head with it in checkpoint lines; keep it readable by this plugin only"`
+	PreviousKey     string `json:"previous_key,omitempty" secret:"file" doc:"with key: the key the log was signed with until now; a checkpoint signed by it introduces key (a rotation)"`
 	SignEvery       string `json:"sign_every,omitempty" doc:"with key: the longest time between a line and the checkpoint that signs it, a Go duration; default 1s"`
 }
 
