@@ -104,6 +104,18 @@ type Result struct {
 	Value     json.RawMessage `json:"value"`
 	Error     *Error          `json:"error"`
 	DecidedBy string          `json:"decided_by"`
+	// Receipt is where the audit recorded the call; only when the
+	// deployment asks for receipts.
+	Receipt *Receipt `json:"receipt,omitempty"`
+}
+
+// Receipt is an audit receipt: the audit plugin's name, and the seq and
+// hash of the call's line in its log. `audit prove SEQ LOG` turns it into
+// a proof that `audit verify-proof` checks offline.
+type Receipt struct {
+	Plugin string `json:"plugin"`
+	Seq    uint64 `json:"seq"`
+	Hash   string `json:"hash"`
 }
 
 // CallEvent is one line of a call's response stream.
@@ -139,6 +151,9 @@ func FromResult(r pipeline.Result) Result {
 	out := Result{ID: r.ID, OK: r.OK, DecidedBy: r.DecidedBy, Value: r.JSONValue()}
 	if r.Error != nil {
 		out.Error = &Error{Code: string(r.Error.Code), Message: r.Error.Message}
+	}
+	if rc := r.Receipt; rc != nil {
+		out.Receipt = &Receipt{Plugin: rc.Plugin, Seq: rc.Seq, Hash: rc.Hash}
 	}
 	return out
 }

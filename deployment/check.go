@@ -59,6 +59,7 @@ func Check(ctx context.Context, d *Deployment, describe func(ctx context.Context
 		return sortDiags(diags)
 	}
 
+	diags = append(diags, secretFileWarnings(d.Plugins, decls)...)
 	g := newGraph(d.Plugins, decls)
 	diags = append(diags, g.diags...)
 	diags = append(diags, g.cycles()...)

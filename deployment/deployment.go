@@ -60,6 +60,9 @@ type Host struct {
 	// MCPAuth, when set, requires every MCP HTTP request to carry a
 	// credential. A non-loopback mcp address needs both.
 	MCPAuth *MCPAuth
+	// Receipts gives every call's result its audit receipt: where a
+	// critical audit plugin recorded it (seq and line hash).
+	Receipts bool
 }
 
 // TLSFiles are a PEM certificate (chain) and its key, absolute paths; they
@@ -205,6 +208,7 @@ func (h Host) Options() remote.Options {
 		ListenerTimeout: h.ListenerTimeout,
 		StartTimeout:    h.StartTimeout,
 		DrainTimeout:    h.DrainTimeout,
+		Receipts:        h.Receipts,
 	}
 }
 

@@ -146,6 +146,9 @@ func (p *parser) host(hs *hostSyntax) Host {
 	if hs.AutoMTLS != nil {
 		h.AutoMTLS = *hs.AutoMTLS
 	}
+	if hs.Receipts != nil {
+		h.Receipts = *hs.Receipts
+	}
 	if hs.MaxMessageBytes != nil && p.decoded(body, "max_message_bytes") {
 		if err := wire.ValidateMaxMessageBytes(*hs.MaxMessageBytes); err != nil {
 			p.errorf(valueRange(body, "max_message_bytes", def), "Invalid max_message_bytes", "%s.", upperFirst(err.Error()))

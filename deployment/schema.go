@@ -46,6 +46,7 @@ type hostSyntax struct {
 	Metrics         *string        `hcl:"metrics,optional"`
 	MCPMaxSessions  *int           `hcl:"mcp_max_sessions,optional"`
 	MCPIdleTimeout  *string        `hcl:"mcp_idle_timeout,optional"`
+	Receipts        *bool          `hcl:"receipts,optional"`
 	Policy          *policySyntax  `hcl:"policy,block"`
 	Sandbox         *sandboxSyntax `hcl:"sandbox,block"`
 	Tracing         *tracingSyntax `hcl:"tracing,block"`

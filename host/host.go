@@ -285,9 +285,25 @@ func (h *Host) closeBuiltins(ctx context.Context) {
 	}
 }
 
-// Call runs one call through the pipeline.
+// receiptWait bounds how long a call waits for its audit receipt after its
+// result (receipts = true): past it, the result goes without one.
+const receiptWait = 2 * time.Second
+
+// Call runs one call through the pipeline. When the deployment asks for
+// receipts, the result carries where the audit recorded it, once the audit
+// plugin acknowledged the write (see remote.Receipts).
 func (h *Host) Call(ctx context.Context, tool string, args json.RawMessage, caller string) pipeline.Result {
-	return h.tools.Execute(ctx, tool, args, caller)
+	r := h.tools.Execute(ctx, tool, args, caller)
+	if rc := h.mgr.Receipts(); rc != nil {
+		wctx, cancel := context.WithTimeout(ctx, receiptWait)
+		if rec, ok := rc.Wait(wctx, r.ID); ok {
+			r.Receipt = &rec
+		} else {
+			h.log.Warn("call result without an audit receipt: no critical audit plugin acknowledged its line in time", "id", r.ID, "tool", tool)
+		}
+		cancel()
+	}
+	return r
 }
 
 // Explain runs stages 0-2 of a call as a dry run (pipeline.Tools.Explain):

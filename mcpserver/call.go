@@ -369,6 +369,10 @@ func elicit(ctx context.Context, ss *mcp.ServerSession, q host.Question) (bool, 
 // mcp bridge plugin returns) is served as that result.
 func toolResult(r pipeline.Result) *mcp.CallToolResult {
 	meta := mcp.Meta{"plugkit/id": r.ID}
+	if rc := r.Receipt; rc != nil {
+		// Where the audit recorded the call, for `audit prove`.
+		meta["plugkit/receipt"] = map[string]any{"plugin": rc.Plugin, "seq": rc.Seq, "hash": rc.Hash}
+	}
 	if r.OK {
 		value := r.JSONValue()
 		if res, ok := mcpShaped(value); ok {

@@ -43,6 +43,18 @@ type Result struct {
 	// Duration is how long the call took, from lookup to the end of stage 4;
 	// stage-5 observers see it.
 	Duration time.Duration
+	// Receipt is where an audit recorded the call, set by the host after
+	// stage 5 when the deployment asks for receipts; nil otherwise. The
+	// pipeline itself never sets it.
+	Receipt *Receipt
+}
+
+// Receipt says where a stage-5 listener recorded a call: the audit log's
+// seq and line hash, and which plugin wrote it.
+type Receipt struct {
+	Plugin string
+	Seq    uint64
+	Hash   string
 }
 
 // Error is a failed call's code and message. A tool body may return one to

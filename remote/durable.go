@@ -32,6 +32,9 @@ type durableResults struct {
 	name  string
 	tools *pipeline.Tools
 	log   hclog.Logger
+	// receipts takes the receipts acknowledgements carry; nil when the
+	// deployment asks for none (receipts.go).
+	receipts *Receipts
 
 	send sync.Mutex // one batch in flight at a time, in queue order
 
@@ -105,8 +108,9 @@ func (d *durableResults) attach(s *kernel.Scope, in *instance, handler string, t
 	t.handlers = append(t.handlers, handler)
 	if slot == len(d.slots) {
 		limit := in.spec.maxResult()
+		d.receipts.source(1)
 		d.slots = append(d.slots, d.tools.Observe(d.name, func(_ context.Context, e *pipeline.Execution, r pipeline.Result) error {
-			d.push(slot, &pb.ObserveRequest{Execution: toExecution(e), Result: observed(r, limit)})
+			d.push(slot, &pb.ObserveRequest{Execution: toExecution(e), Result: observed(r, limit), WantReceipt: d.receipts != nil})
 			return nil
 		}, tools...))
 	}
@@ -262,7 +266,7 @@ func (d *durableResults) sendBatch(ctx context.Context, t *target, most int, wit
 		}
 		n++
 		if h := t.handlers[q.slot]; h != "" {
-			reqs = append(reqs, &pb.ObserveRequest{HandlerId: h, Execution: q.req.GetExecution(), Result: q.req.GetResult()})
+			reqs = append(reqs, &pb.ObserveRequest{HandlerId: h, Execution: q.req.GetExecution(), Result: q.req.GetResult(), WantReceipt: q.req.GetWantReceipt()})
 		}
 	}
 	in := t.in
@@ -270,7 +274,8 @@ func (d *durableResults) sendBatch(ctx context.Context, t *target, most int, wit
 	if n == 0 {
 		return false, true
 	}
-	if err := deliver(ctx, in, reqs); err != nil {
+	resp, err := deliver(ctx, in, reqs)
+	if err != nil {
 		in.log.Debug("durable results: delivery not acknowledged; it will be sent again", "results", len(reqs), "error", err)
 		crashed := ctx.Err() == nil && !in.stoppedOnPurpose() && in.waitExited(exitGrace)
 		d.mu.Lock()
@@ -288,6 +293,7 @@ func (d *durableResults) sendBatch(ctx context.Context, t *target, most int, wit
 	d.single = max(d.single-n, 0)
 	more = len(d.queue) > 0
 	d.mu.Unlock()
+	d.receipts.add(d.name, resp.GetReceipts())
 	return true, more
 }
 
@@ -336,23 +342,22 @@ func (d *durableResults) problem() string {
 
 // deliver sends reqs on a stream of their own and waits for the plugin to
 // have handled them all.
-func deliver(ctx context.Context, in *instance, reqs []*pb.ObserveRequest) error {
+func deliver(ctx context.Context, in *instance, reqs []*pb.ObserveRequest) (*pb.ObserveResponse, error) {
 	if len(reqs) == 0 {
-		return nil
+		return nil, nil
 	}
 	ctx, cancel := in.untilExit(ctx)
 	defer cancel()
 	stream, err := in.client.Observe(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, req := range reqs {
 		if err := stream.Send(req); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	_, err = stream.CloseAndRecv()
-	return err
+	return stream.CloseAndRecv()
 }
 
 // release is called when the process in stops, after the calls that could
@@ -421,6 +426,7 @@ func (d *durableResults) close() {
 	d.mu.Unlock()
 	for _, remove := range slots {
 		remove()
+		d.receipts.source(-1)
 	}
 	if started {
 		close(d.stop)

@@ -31,6 +31,7 @@ type Manager struct {
 	socketDir string
 	base      string // the folder socketDir is in
 	unlisten  func()
+	receipts  *Receipts // nil unless opts.Receipts
 
 	mu      sync.Mutex
 	plugins map[string]*managed
@@ -78,6 +79,9 @@ func NewManager(k *kernel.Kernel, tools *pipeline.Tools, opts Options) (*Manager
 		return nil, fmt.Errorf("plugin socket folder: %w", err)
 	}
 	m := &Manager{k: k, tools: tools, opts: opts, log: opts.Logger, socketDir: dir, base: base, plugins: map[string]*managed{}}
+	if opts.Receipts {
+		m.receipts = newReceipts()
+	}
 	m.unlisten = k.Events().Listen(kernel.EventStateChanged, "plugin manager", m.onState)
 	return m, nil
 }

@@ -100,7 +100,7 @@ func (o *observers) run() {
 		o.mu.Unlock()
 		if n > 0 {
 			last = time.Now()
-			if err := deliver(ctx, o.in, batch); err != nil {
+			if _, err := deliver(ctx, o.in, batch); err != nil {
 				o.in.log.Error("result observers: delivery failed", "results", n, "error", o.in.callErr("observe", err))
 				o.discard()
 				return

@@ -109,6 +109,9 @@ type Options struct {
 	StartTimeout time.Duration
 	// DrainTimeout bounds a graceful stop.
 	DrainTimeout time.Duration
+	// Receipts asks critical plugins' result listeners where they recorded
+	// each result (Manager.Receipts hands them out).
+	Receipts bool
 	// SocketDir is where the private socket folder is made (default: the
 	// system's temporary folder).
 	SocketDir string

@@ -269,6 +269,7 @@ func (mp *managed) durableResults() *durableResults {
 	defer mp.mu.Unlock()
 	if mp.durable == nil {
 		mp.durable = newDurableResults(mp.spec.Name, mp.m.tools, mp.m.log.Named(mp.spec.Name))
+		mp.durable.receipts = mp.m.receipts
 	}
 	return mp.durable
 }

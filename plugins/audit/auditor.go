@@ -49,6 +49,7 @@ type auditor struct {
 	failed  error       // why opening the pending log failed; results are not recorded
 	record  bool
 	changed chan struct{} // closed and replaced by start and stop: wakes a waiting observe
+	written auditlog.Tip  // the line the current observe wrote (receipts.go); under order
 
 	// While the log cannot be written (see unwritable.go).
 	host     failureHost                 // set by apply; zero in tests that need none
@@ -268,5 +269,6 @@ func (a *auditor) observeInOrder(ctx context.Context, call *sdk.Call, r sdk.Tool
 	if err := a.file.append(l); err != nil {
 		return a.writeFailed(ctx, l, call.Name, err)
 	}
+	a.written = a.file.tip()
 	return false
 }

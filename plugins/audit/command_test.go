@@ -57,7 +57,7 @@ func TestVerifyCommand(t *testing.T) {
 		{"expected head found", []string{"verify", "--expect-head", third.Hash, goodPath}, 0, "ok: 4 lines intact\nexpected head found at line 3\n", "", true},
 		{"expected head after the file", []string{"verify", goodPath, "--expect-head", third.Hash}, 0, "ok: 4 lines intact\nexpected head found at line 3\n", "", true},
 		{"expected head cut off", []string{"verify", "--expect-head", third.Hash, cutPath}, 1, cutPath + ": the expected head " + third.Hash + " is not in the log (2 lines intact): it was cut short before that line, or rewritten\n", "", true},
-		{"no file", []string{"verify"}, 2, "", "usage: audit verify [--expect-head HASH] FILE", false},
+		{"no file", []string{"verify"}, 2, "", "usage: audit verify [--expect-head HASH] [--key PUBKEY] FILE", false},
 		{"two files", []string{"verify", goodPath, badPath}, 2, "", "usage:", false},
 		{"unknown", []string{"check", goodPath}, 2, "", "usage:", false},
 		{"help", []string{"--help"}, 0, usage, "", true},

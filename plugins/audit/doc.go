@@ -15,6 +15,9 @@
 //	    fsync_interval   = "1s"                  # with fsync = "interval" only; default "1s"
 //	    record_arguments = false                 # true adds the arguments themselves; default false
 //	    fail_open        = false                 # true lets calls through while the log cannot be written
+//	    key              = "keys/audit.key"      # optional: sign the chain's head (signing.go)
+//	    previous_key     = "keys/old.key"        # optional, with key: rotate from this key
+//	    sign_every       = "1s"                  # with key: longest time from a line to its checkpoint
 //	  }
 //	}
 //
@@ -55,8 +58,12 @@
 //
 // As a command:
 //
-//	audit verify FILE
+//	audit verify [--expect-head HASH] [--key PUBKEY] FILE
+//	audit keygen KEYFILE
+//	audit prove SEQ FILE
+//	audit verify-proof --key PUBKEY [--hash HASH] PROOF
 //
+// (docs/proving-what-happened.md shows them at work.) Without flags, verify
 // prints "ok: N lines intact" and exits 0, or prints
 // "FILE:LINE: tampered: reason" for the first bad line and exits 1; it exits
 // 2 when it cannot read the file or is used wrongly. The host starts the

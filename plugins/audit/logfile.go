@@ -55,6 +55,8 @@ type logFile struct {
 
 	stopTicker chan struct{} // fsync = interval only
 	ticker     sync.WaitGroup
+
+	signer *signer // nil unless the config names a key (signing.go)
 }
 
 // pendingLog is a log whose lock another process held at apply: the process
@@ -138,7 +140,7 @@ func continueLog(f *os.File, s settings, created bool, fsync func(*os.File) erro
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return nil, fmt.Errorf("audit log %s: %w", s.path, err)
 	}
-	tip, ids, err := auditlog.ReadTail(f, recentIDs)
+	tip, ids, last, err := auditlog.ReadTailSigned(f, recentIDs)
 	var te *auditlog.TamperError
 	if errors.As(err, &te) {
 		return nil, fmt.Errorf("audit log %s is broken at line %d (%s): refusing to append to it; "+
@@ -160,6 +162,11 @@ func continueLog(f *os.File, s settings, created bool, fsync func(*os.File) erro
 	}
 	lf := &logFile{path: s.path, f: f, policy: s.fsync, sync: func() error { return fsync(f) }, recent: recent, size: size}
 	lf.w = auditlog.NewWriter(countingWriter{lf}, tip)
+	if s.keys != nil {
+		if err := lf.startSigning(s.keys, last, log); err != nil {
+			return nil, err
+		}
+	}
 	if s.fsync == fsyncInterval {
 		lf.stopTicker = make(chan struct{})
 		lf.ticker.Go(func() { lf.syncEvery(s.interval, log) })
@@ -290,6 +297,7 @@ func (lf *logFile) tip() auditlog.Tip { return lf.w.Tip() }
 // close stops the ticker, fsyncs (whatever the policy: a graceful stop
 // loses nothing) and closes the file, which releases its lock.
 func (lf *logFile) close() error {
+	signErr := lf.stopSigning()
 	lf.mu.Lock()
 	if lf.closed {
 		lf.mu.Unlock()
@@ -302,6 +310,9 @@ func (lf *logFile) close() error {
 		lf.ticker.Wait() // no fsync may run on a closed file
 	}
 	var errs []error
+	if signErr != nil {
+		errs = append(errs, fmt.Errorf("audit log %s: the last checkpoint: %w", lf.path, signErr))
+	}
 	if err := lf.sync(); err != nil {
 		errs = append(errs, fmt.Errorf("audit log %s: fsync: %w", lf.path, err))
 	}

@@ -19,6 +19,9 @@ type Config struct {
 	FsyncInterval   string `json:"fsync_interval,omitempty" doc:"with fsync = interval: the longest time between two fsyncs, a Go duration; default 1s"`
 	RecordArguments bool   `json:"record_arguments,omitempty" doc:"also write each call's arguments, not only their SHA-256; default false"`
 	FailOpen        bool   `json:"fail_open,omitempty" doc:"while the log cannot be written (a full disk), let calls through, their results held until it can; default false: every call is DENIED naming audit meanwhile"`
+	Key             string `json:"key,omitempty" secret:"file" doc:"an Ed25519 private key file (made by audit keygen): the plugin signs the log's head with it in checkpoint lines; keep it readable by this plugin only"`
+	PreviousKey     string `json:"previous_key,omitempty" secret:"file" doc:"with key: the key the log was signed with until now; a checkpoint signed by it introduces key (a rotation)"`
+	SignEvery       string `json:"sign_every,omitempty" doc:"with key: the longest time between a line and the checkpoint that signs it, a Go duration; default 1s"`
 }
 
 // Defaults.
@@ -38,11 +41,14 @@ func newPlugin() sdk.Plugin[Config] {
 			if err != nil {
 				return err
 			}
+			if s.keys, err = loadKeys(s); err != nil {
+				return err
+			}
 			a.setHost(hostOf(p))
 			if err := a.start(s, p.Logger()); err != nil {
 				return err
 			}
-			if _, err := p.OnResult(ctx, sdk.ResultListener{Name: "audit", Observe: a.observe}); err != nil {
+			if _, err := p.OnResult(ctx, sdk.ResultListener{Name: "audit", Record: a.observeWithReceipt}); err != nil {
 				// The host undoes a failed apply; the log it opened is ours
 				// to close.
 				return errors.Join(err, a.stop())
@@ -72,13 +78,30 @@ type settings struct {
 	interval time.Duration // > 0 with fsyncInterval only
 	record   bool
 	failOpen bool
+
+	keyPath, prevKeyPath string
+	signEvery            time.Duration // > 0 with keyPath only
+	keys                 *keys         // read by loadKeys at apply; nil without a key
 }
 
 // settings checks what the schema cannot say and reports every problem at
 // once.
 func (c Config) settings() (settings, error) {
-	s := settings{path: c.Path, fsync: fsyncPolicy(c.Fsync), record: c.RecordArguments, failOpen: c.FailOpen}
+	s := settings{path: c.Path, fsync: fsyncPolicy(c.Fsync), record: c.RecordArguments, failOpen: c.FailOpen,
+		keyPath: c.Key, prevKeyPath: c.PreviousKey}
 	var errs []string
+	switch {
+	case c.Key == "" && (c.PreviousKey != "" || c.SignEvery != ""):
+		errs = append(errs, "previous_key and sign_every need key")
+	case c.SignEvery != "":
+		d, err := time.ParseDuration(c.SignEvery)
+		if err != nil || d <= 0 {
+			errs = append(errs, fmt.Sprintf("sign_every = %q: want a positive duration such as \"1s\"", c.SignEvery))
+		}
+		s.signEvery = d
+	case c.Key != "":
+		s.signEvery = defaultSignEvery
+	}
 	if strings.TrimSpace(c.Path) == "" {
 		errs = append(errs, "path is required")
 	}

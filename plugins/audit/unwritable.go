@@ -78,6 +78,7 @@ func (a *auditor) writeFailed(ctx context.Context, l auditlog.Line, tool string,
 		}
 		err := a.file.append(l)
 		if err == nil {
+			a.written = a.file.tip()
 			a.log.Info("audit log written again after a failure", "id", l.ID, "seq", a.file.tip().Seq)
 			a.writable()
 			return false

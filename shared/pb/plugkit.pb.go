@@ -2218,10 +2218,15 @@ func (x *CallServiceResponse) GetError() string {
 }
 
 type ObserveRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	HandlerId     string                 `protobuf:"bytes,1,opt,name=handler_id,json=handlerId,proto3" json:"handler_id,omitempty"`
-	Execution     *Execution             `protobuf:"bytes,2,opt,name=execution,proto3" json:"execution,omitempty"`
-	Result        *ToolResult            `protobuf:"bytes,3,opt,name=result,proto3" json:"result,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	HandlerId string                 `protobuf:"bytes,1,opt,name=handler_id,json=handlerId,proto3" json:"handler_id,omitempty"`
+	Execution *Execution             `protobuf:"bytes,2,opt,name=execution,proto3" json:"execution,omitempty"`
+	Result    *ToolResult            `protobuf:"bytes,3,opt,name=result,proto3" json:"result,omitempty"`
+	// The deployment asks for receipts (receipts = true): a listener that
+	// records results (an audit log) says where it recorded this one, in the
+	// ObserveResponse that acknowledges the stream. Only batches that are
+	// acknowledged one stream each (a critical plugin's) can carry them.
+	WantReceipt   bool `protobuf:"varint,50,opt,name=want_receipt,json=wantReceipt,proto3" json:"want_receipt,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2277,10 +2282,20 @@ func (x *ObserveRequest) GetResult() *ToolResult {
 	return nil
 }
 
+func (x *ObserveRequest) GetWantReceipt() bool {
+	if x != nil {
+		return x.WantReceipt
+	}
+	return false
+}
+
 type ObserveResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// How many messages the plugin handled on this stream.
-	Received      uint64 `protobuf:"varint,1,opt,name=received,proto3" json:"received,omitempty"`
+	Received uint64 `protobuf:"varint,1,opt,name=received,proto3" json:"received,omitempty"`
+	// Where the plugin recorded the results that asked for a receipt, in the
+	// order they came; a result it did not record has none.
+	Receipts      []*Receipt `protobuf:"bytes,50,rep,name=receipts,proto3" json:"receipts,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2322,6 +2337,78 @@ func (x *ObserveResponse) GetReceived() uint64 {
 	return 0
 }
 
+func (x *ObserveResponse) GetReceipts() []*Receipt {
+	if x != nil {
+		return x.Receipts
+	}
+	return nil
+}
+
+// Receipt says where a result was recorded: the audit log's seq and line
+// hash for the call. `audit prove SEQ` and `audit verify-proof` show later,
+// offline, that the line is in a signed log.
+type Receipt struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The call's execution id.
+	CallId string `protobuf:"bytes,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	Seq    uint64 `protobuf:"varint,2,opt,name=seq,proto3" json:"seq,omitempty"`
+	// The line's hash, 64 lowercase hex digits.
+	Hash          string `protobuf:"bytes,3,opt,name=hash,proto3" json:"hash,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Receipt) Reset() {
+	*x = Receipt{}
+	mi := &file_plugkit_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Receipt) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Receipt) ProtoMessage() {}
+
+func (x *Receipt) ProtoReflect() protoreflect.Message {
+	mi := &file_plugkit_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Receipt.ProtoReflect.Descriptor instead.
+func (*Receipt) Descriptor() ([]byte, []int) {
+	return file_plugkit_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *Receipt) GetCallId() string {
+	if x != nil {
+		return x.CallId
+	}
+	return ""
+}
+
+func (x *Receipt) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *Receipt) GetHash() string {
+	if x != nil {
+		return x.Hash
+	}
+	return ""
+}
+
 type ShutdownRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -2330,7 +2417,7 @@ type ShutdownRequest struct {
 
 func (x *ShutdownRequest) Reset() {
 	*x = ShutdownRequest{}
-	mi := &file_plugkit_proto_msgTypes[29]
+	mi := &file_plugkit_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2342,7 +2429,7 @@ func (x *ShutdownRequest) String() string {
 func (*ShutdownRequest) ProtoMessage() {}
 
 func (x *ShutdownRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[29]
+	mi := &file_plugkit_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2355,7 +2442,7 @@ func (x *ShutdownRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShutdownRequest.ProtoReflect.Descriptor instead.
 func (*ShutdownRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{29}
+	return file_plugkit_proto_rawDescGZIP(), []int{30}
 }
 
 type ShutdownResponse struct {
@@ -2368,7 +2455,7 @@ type ShutdownResponse struct {
 
 func (x *ShutdownResponse) Reset() {
 	*x = ShutdownResponse{}
-	mi := &file_plugkit_proto_msgTypes[30]
+	mi := &file_plugkit_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2380,7 +2467,7 @@ func (x *ShutdownResponse) String() string {
 func (*ShutdownResponse) ProtoMessage() {}
 
 func (x *ShutdownResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[30]
+	mi := &file_plugkit_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2393,7 +2480,7 @@ func (x *ShutdownResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShutdownResponse.ProtoReflect.Descriptor instead.
 func (*ShutdownResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{30}
+	return file_plugkit_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ShutdownResponse) GetError() string {
@@ -2416,7 +2503,7 @@ type RegisterToolRequest struct {
 
 func (x *RegisterToolRequest) Reset() {
 	*x = RegisterToolRequest{}
-	mi := &file_plugkit_proto_msgTypes[31]
+	mi := &file_plugkit_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2428,7 +2515,7 @@ func (x *RegisterToolRequest) String() string {
 func (*RegisterToolRequest) ProtoMessage() {}
 
 func (x *RegisterToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[31]
+	mi := &file_plugkit_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2441,7 +2528,7 @@ func (x *RegisterToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterToolRequest.ProtoReflect.Descriptor instead.
 func (*RegisterToolRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{31}
+	return file_plugkit_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *RegisterToolRequest) GetHandlerId() string {
@@ -2468,7 +2555,7 @@ type RegisterToolResponse struct {
 
 func (x *RegisterToolResponse) Reset() {
 	*x = RegisterToolResponse{}
-	mi := &file_plugkit_proto_msgTypes[32]
+	mi := &file_plugkit_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2480,7 +2567,7 @@ func (x *RegisterToolResponse) String() string {
 func (*RegisterToolResponse) ProtoMessage() {}
 
 func (x *RegisterToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[32]
+	mi := &file_plugkit_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2493,7 +2580,7 @@ func (x *RegisterToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterToolResponse.ProtoReflect.Descriptor instead.
 func (*RegisterToolResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{32}
+	return file_plugkit_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *RegisterToolResponse) GetRegistrationId() string {
@@ -2517,7 +2604,7 @@ type RegisterToolsRequest struct {
 
 func (x *RegisterToolsRequest) Reset() {
 	*x = RegisterToolsRequest{}
-	mi := &file_plugkit_proto_msgTypes[33]
+	mi := &file_plugkit_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2529,7 +2616,7 @@ func (x *RegisterToolsRequest) String() string {
 func (*RegisterToolsRequest) ProtoMessage() {}
 
 func (x *RegisterToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[33]
+	mi := &file_plugkit_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2542,7 +2629,7 @@ func (x *RegisterToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterToolsRequest.ProtoReflect.Descriptor instead.
 func (*RegisterToolsRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{33}
+	return file_plugkit_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *RegisterToolsRequest) GetTools() []*RegisterToolRequest {
@@ -2569,7 +2656,7 @@ type RegisterToolsResponse struct {
 
 func (x *RegisterToolsResponse) Reset() {
 	*x = RegisterToolsResponse{}
-	mi := &file_plugkit_proto_msgTypes[34]
+	mi := &file_plugkit_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2581,7 +2668,7 @@ func (x *RegisterToolsResponse) String() string {
 func (*RegisterToolsResponse) ProtoMessage() {}
 
 func (x *RegisterToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[34]
+	mi := &file_plugkit_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2594,7 +2681,7 @@ func (x *RegisterToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterToolsResponse.ProtoReflect.Descriptor instead.
 func (*RegisterToolsResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{34}
+	return file_plugkit_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *RegisterToolsResponse) GetResults() []*RegisterToolsResult {
@@ -2617,7 +2704,7 @@ type RegisterToolsResult struct {
 
 func (x *RegisterToolsResult) Reset() {
 	*x = RegisterToolsResult{}
-	mi := &file_plugkit_proto_msgTypes[35]
+	mi := &file_plugkit_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2629,7 +2716,7 @@ func (x *RegisterToolsResult) String() string {
 func (*RegisterToolsResult) ProtoMessage() {}
 
 func (x *RegisterToolsResult) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[35]
+	mi := &file_plugkit_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2642,7 +2729,7 @@ func (x *RegisterToolsResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterToolsResult.ProtoReflect.Descriptor instead.
 func (*RegisterToolsResult) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{35}
+	return file_plugkit_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *RegisterToolsResult) GetRegistrationId() string {
@@ -2672,7 +2759,7 @@ type AddGuardRequest struct {
 
 func (x *AddGuardRequest) Reset() {
 	*x = AddGuardRequest{}
-	mi := &file_plugkit_proto_msgTypes[36]
+	mi := &file_plugkit_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2684,7 +2771,7 @@ func (x *AddGuardRequest) String() string {
 func (*AddGuardRequest) ProtoMessage() {}
 
 func (x *AddGuardRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[36]
+	mi := &file_plugkit_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2697,7 +2784,7 @@ func (x *AddGuardRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddGuardRequest.ProtoReflect.Descriptor instead.
 func (*AddGuardRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{36}
+	return file_plugkit_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *AddGuardRequest) GetHandlerId() string {
@@ -2730,7 +2817,7 @@ type AddGuardResponse struct {
 
 func (x *AddGuardResponse) Reset() {
 	*x = AddGuardResponse{}
-	mi := &file_plugkit_proto_msgTypes[37]
+	mi := &file_plugkit_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2742,7 +2829,7 @@ func (x *AddGuardResponse) String() string {
 func (*AddGuardResponse) ProtoMessage() {}
 
 func (x *AddGuardResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[37]
+	mi := &file_plugkit_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2755,7 +2842,7 @@ func (x *AddGuardResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddGuardResponse.ProtoReflect.Descriptor instead.
 func (*AddGuardResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{37}
+	return file_plugkit_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *AddGuardResponse) GetRegistrationId() string {
@@ -2781,7 +2868,7 @@ type ListenRequest struct {
 
 func (x *ListenRequest) Reset() {
 	*x = ListenRequest{}
-	mi := &file_plugkit_proto_msgTypes[38]
+	mi := &file_plugkit_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2793,7 +2880,7 @@ func (x *ListenRequest) String() string {
 func (*ListenRequest) ProtoMessage() {}
 
 func (x *ListenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[38]
+	mi := &file_plugkit_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2806,7 +2893,7 @@ func (x *ListenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListenRequest.ProtoReflect.Descriptor instead.
 func (*ListenRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{38}
+	return file_plugkit_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ListenRequest) GetHandlerId() string {
@@ -2853,7 +2940,7 @@ type ListenResponse struct {
 
 func (x *ListenResponse) Reset() {
 	*x = ListenResponse{}
-	mi := &file_plugkit_proto_msgTypes[39]
+	mi := &file_plugkit_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2865,7 +2952,7 @@ func (x *ListenResponse) String() string {
 func (*ListenResponse) ProtoMessage() {}
 
 func (x *ListenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[39]
+	mi := &file_plugkit_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2878,7 +2965,7 @@ func (x *ListenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListenResponse.ProtoReflect.Descriptor instead.
 func (*ListenResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{39}
+	return file_plugkit_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ListenResponse) GetRegistrationId() string {
@@ -2899,7 +2986,7 @@ type SetApproverRequest struct {
 
 func (x *SetApproverRequest) Reset() {
 	*x = SetApproverRequest{}
-	mi := &file_plugkit_proto_msgTypes[40]
+	mi := &file_plugkit_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2911,7 +2998,7 @@ func (x *SetApproverRequest) String() string {
 func (*SetApproverRequest) ProtoMessage() {}
 
 func (x *SetApproverRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[40]
+	mi := &file_plugkit_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2924,7 +3011,7 @@ func (x *SetApproverRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetApproverRequest.ProtoReflect.Descriptor instead.
 func (*SetApproverRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{40}
+	return file_plugkit_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *SetApproverRequest) GetHandlerId() string {
@@ -2950,7 +3037,7 @@ type SetApproverResponse struct {
 
 func (x *SetApproverResponse) Reset() {
 	*x = SetApproverResponse{}
-	mi := &file_plugkit_proto_msgTypes[41]
+	mi := &file_plugkit_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2962,7 +3049,7 @@ func (x *SetApproverResponse) String() string {
 func (*SetApproverResponse) ProtoMessage() {}
 
 func (x *SetApproverResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[41]
+	mi := &file_plugkit_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2975,7 +3062,7 @@ func (x *SetApproverResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetApproverResponse.ProtoReflect.Descriptor instead.
 func (*SetApproverResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{41}
+	return file_plugkit_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *SetApproverResponse) GetRegistrationId() string {
@@ -2998,7 +3085,7 @@ type ProvideRequest struct {
 
 func (x *ProvideRequest) Reset() {
 	*x = ProvideRequest{}
-	mi := &file_plugkit_proto_msgTypes[42]
+	mi := &file_plugkit_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3010,7 +3097,7 @@ func (x *ProvideRequest) String() string {
 func (*ProvideRequest) ProtoMessage() {}
 
 func (x *ProvideRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[42]
+	mi := &file_plugkit_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3023,7 +3110,7 @@ func (x *ProvideRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProvideRequest.ProtoReflect.Descriptor instead.
 func (*ProvideRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{42}
+	return file_plugkit_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ProvideRequest) GetHandlerId() string {
@@ -3056,7 +3143,7 @@ type ProvideResponse struct {
 
 func (x *ProvideResponse) Reset() {
 	*x = ProvideResponse{}
-	mi := &file_plugkit_proto_msgTypes[43]
+	mi := &file_plugkit_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3068,7 +3155,7 @@ func (x *ProvideResponse) String() string {
 func (*ProvideResponse) ProtoMessage() {}
 
 func (x *ProvideResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[43]
+	mi := &file_plugkit_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3081,7 +3168,7 @@ func (x *ProvideResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProvideResponse.ProtoReflect.Descriptor instead.
 func (*ProvideResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{43}
+	return file_plugkit_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ProvideResponse) GetRegistrationId() string {
@@ -3102,7 +3189,7 @@ type HostCallServiceRequest struct {
 
 func (x *HostCallServiceRequest) Reset() {
 	*x = HostCallServiceRequest{}
-	mi := &file_plugkit_proto_msgTypes[44]
+	mi := &file_plugkit_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3114,7 +3201,7 @@ func (x *HostCallServiceRequest) String() string {
 func (*HostCallServiceRequest) ProtoMessage() {}
 
 func (x *HostCallServiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[44]
+	mi := &file_plugkit_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3127,7 +3214,7 @@ func (x *HostCallServiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostCallServiceRequest.ProtoReflect.Descriptor instead.
 func (*HostCallServiceRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{44}
+	return file_plugkit_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *HostCallServiceRequest) GetService() string {
@@ -3162,7 +3249,7 @@ type HostCallServiceResponse struct {
 
 func (x *HostCallServiceResponse) Reset() {
 	*x = HostCallServiceResponse{}
-	mi := &file_plugkit_proto_msgTypes[45]
+	mi := &file_plugkit_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3174,7 +3261,7 @@ func (x *HostCallServiceResponse) String() string {
 func (*HostCallServiceResponse) ProtoMessage() {}
 
 func (x *HostCallServiceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[45]
+	mi := &file_plugkit_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3187,7 +3274,7 @@ func (x *HostCallServiceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostCallServiceResponse.ProtoReflect.Descriptor instead.
 func (*HostCallServiceResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{45}
+	return file_plugkit_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *HostCallServiceResponse) GetResultJson() []byte {
@@ -3214,7 +3301,7 @@ type HostExecuteToolRequest struct {
 
 func (x *HostExecuteToolRequest) Reset() {
 	*x = HostExecuteToolRequest{}
-	mi := &file_plugkit_proto_msgTypes[46]
+	mi := &file_plugkit_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3226,7 +3313,7 @@ func (x *HostExecuteToolRequest) String() string {
 func (*HostExecuteToolRequest) ProtoMessage() {}
 
 func (x *HostExecuteToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[46]
+	mi := &file_plugkit_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3239,7 +3326,7 @@ func (x *HostExecuteToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostExecuteToolRequest.ProtoReflect.Descriptor instead.
 func (*HostExecuteToolRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{46}
+	return file_plugkit_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *HostExecuteToolRequest) GetName() string {
@@ -3266,7 +3353,7 @@ type HostExecuteToolResponse struct {
 
 func (x *HostExecuteToolResponse) Reset() {
 	*x = HostExecuteToolResponse{}
-	mi := &file_plugkit_proto_msgTypes[47]
+	mi := &file_plugkit_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3278,7 +3365,7 @@ func (x *HostExecuteToolResponse) String() string {
 func (*HostExecuteToolResponse) ProtoMessage() {}
 
 func (x *HostExecuteToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[47]
+	mi := &file_plugkit_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3291,7 +3378,7 @@ func (x *HostExecuteToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostExecuteToolResponse.ProtoReflect.Descriptor instead.
 func (*HostExecuteToolResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{47}
+	return file_plugkit_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *HostExecuteToolResponse) GetResult() *ToolResult {
@@ -3313,7 +3400,7 @@ type ContributeRequest struct {
 
 func (x *ContributeRequest) Reset() {
 	*x = ContributeRequest{}
-	mi := &file_plugkit_proto_msgTypes[48]
+	mi := &file_plugkit_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3325,7 +3412,7 @@ func (x *ContributeRequest) String() string {
 func (*ContributeRequest) ProtoMessage() {}
 
 func (x *ContributeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[48]
+	mi := &file_plugkit_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3338,7 +3425,7 @@ func (x *ContributeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContributeRequest.ProtoReflect.Descriptor instead.
 func (*ContributeRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{48}
+	return file_plugkit_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ContributeRequest) GetPoint() string {
@@ -3378,7 +3465,7 @@ type ContributeResponse struct {
 
 func (x *ContributeResponse) Reset() {
 	*x = ContributeResponse{}
-	mi := &file_plugkit_proto_msgTypes[49]
+	mi := &file_plugkit_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3390,7 +3477,7 @@ func (x *ContributeResponse) String() string {
 func (*ContributeResponse) ProtoMessage() {}
 
 func (x *ContributeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[49]
+	mi := &file_plugkit_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3403,7 +3490,7 @@ func (x *ContributeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContributeResponse.ProtoReflect.Descriptor instead.
 func (*ContributeResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{49}
+	return file_plugkit_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ContributeResponse) GetRegistrationId() string {
@@ -3422,7 +3509,7 @@ type DisposeRequest struct {
 
 func (x *DisposeRequest) Reset() {
 	*x = DisposeRequest{}
-	mi := &file_plugkit_proto_msgTypes[50]
+	mi := &file_plugkit_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3434,7 +3521,7 @@ func (x *DisposeRequest) String() string {
 func (*DisposeRequest) ProtoMessage() {}
 
 func (x *DisposeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[50]
+	mi := &file_plugkit_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3447,7 +3534,7 @@ func (x *DisposeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DisposeRequest.ProtoReflect.Descriptor instead.
 func (*DisposeRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{50}
+	return file_plugkit_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *DisposeRequest) GetRegistrationId() string {
@@ -3465,7 +3552,7 @@ type DisposeResponse struct {
 
 func (x *DisposeResponse) Reset() {
 	*x = DisposeResponse{}
-	mi := &file_plugkit_proto_msgTypes[51]
+	mi := &file_plugkit_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3477,7 +3564,7 @@ func (x *DisposeResponse) String() string {
 func (*DisposeResponse) ProtoMessage() {}
 
 func (x *DisposeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[51]
+	mi := &file_plugkit_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3490,7 +3577,7 @@ func (x *DisposeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DisposeResponse.ProtoReflect.Descriptor instead.
 func (*DisposeResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{51}
+	return file_plugkit_proto_rawDescGZIP(), []int{52}
 }
 
 type ReportProblemRequest struct {
@@ -3503,7 +3590,7 @@ type ReportProblemRequest struct {
 
 func (x *ReportProblemRequest) Reset() {
 	*x = ReportProblemRequest{}
-	mi := &file_plugkit_proto_msgTypes[52]
+	mi := &file_plugkit_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3515,7 +3602,7 @@ func (x *ReportProblemRequest) String() string {
 func (*ReportProblemRequest) ProtoMessage() {}
 
 func (x *ReportProblemRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[52]
+	mi := &file_plugkit_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3528,7 +3615,7 @@ func (x *ReportProblemRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportProblemRequest.ProtoReflect.Descriptor instead.
 func (*ReportProblemRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{52}
+	return file_plugkit_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ReportProblemRequest) GetProblem() string {
@@ -3546,7 +3633,7 @@ type ReportProblemResponse struct {
 
 func (x *ReportProblemResponse) Reset() {
 	*x = ReportProblemResponse{}
-	mi := &file_plugkit_proto_msgTypes[53]
+	mi := &file_plugkit_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3558,7 +3645,7 @@ func (x *ReportProblemResponse) String() string {
 func (*ReportProblemResponse) ProtoMessage() {}
 
 func (x *ReportProblemResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[53]
+	mi := &file_plugkit_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3571,7 +3658,7 @@ func (x *ReportProblemResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportProblemResponse.ProtoReflect.Descriptor instead.
 func (*ReportProblemResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{53}
+	return file_plugkit_proto_rawDescGZIP(), []int{54}
 }
 
 type ExportSpansRequest struct {
@@ -3585,7 +3672,7 @@ type ExportSpansRequest struct {
 
 func (x *ExportSpansRequest) Reset() {
 	*x = ExportSpansRequest{}
-	mi := &file_plugkit_proto_msgTypes[54]
+	mi := &file_plugkit_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3597,7 +3684,7 @@ func (x *ExportSpansRequest) String() string {
 func (*ExportSpansRequest) ProtoMessage() {}
 
 func (x *ExportSpansRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[54]
+	mi := &file_plugkit_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3610,7 +3697,7 @@ func (x *ExportSpansRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportSpansRequest.ProtoReflect.Descriptor instead.
 func (*ExportSpansRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{54}
+	return file_plugkit_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ExportSpansRequest) GetOtlp() []byte {
@@ -3628,7 +3715,7 @@ type ExportSpansResponse struct {
 
 func (x *ExportSpansResponse) Reset() {
 	*x = ExportSpansResponse{}
-	mi := &file_plugkit_proto_msgTypes[55]
+	mi := &file_plugkit_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3640,7 +3727,7 @@ func (x *ExportSpansResponse) String() string {
 func (*ExportSpansResponse) ProtoMessage() {}
 
 func (x *ExportSpansResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[55]
+	mi := &file_plugkit_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3653,7 +3740,7 @@ func (x *ExportSpansResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportSpansResponse.ProtoReflect.Descriptor instead.
 func (*ExportSpansResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{55}
+	return file_plugkit_proto_rawDescGZIP(), []int{56}
 }
 
 type NextRequest struct {
@@ -3666,7 +3753,7 @@ type NextRequest struct {
 
 func (x *NextRequest) Reset() {
 	*x = NextRequest{}
-	mi := &file_plugkit_proto_msgTypes[56]
+	mi := &file_plugkit_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3678,7 +3765,7 @@ func (x *NextRequest) String() string {
 func (*NextRequest) ProtoMessage() {}
 
 func (x *NextRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[56]
+	mi := &file_plugkit_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3691,7 +3778,7 @@ func (x *NextRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NextRequest.ProtoReflect.Descriptor instead.
 func (*NextRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{56}
+	return file_plugkit_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *NextRequest) GetCallToken() string {
@@ -3717,7 +3804,7 @@ type NextResponse struct {
 
 func (x *NextResponse) Reset() {
 	*x = NextResponse{}
-	mi := &file_plugkit_proto_msgTypes[57]
+	mi := &file_plugkit_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3729,7 +3816,7 @@ func (x *NextResponse) String() string {
 func (*NextResponse) ProtoMessage() {}
 
 func (x *NextResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[57]
+	mi := &file_plugkit_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3742,7 +3829,7 @@ func (x *NextResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NextResponse.ProtoReflect.Descriptor instead.
 func (*NextResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{57}
+	return file_plugkit_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *NextResponse) GetAnswer() isNextResponse_Answer {
@@ -3972,14 +4059,20 @@ const file_plugkit_proto_rawDesc = "" +
 	"\x13CallServiceResponse\x12\x1f\n" +
 	"\vresult_json\x18\x01 \x01(\fR\n" +
 	"resultJson\x12\x14\n" +
-	"\x05error\x18\x02 \x01(\tR\x05error\"\x94\x01\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error\"\xb7\x01\n" +
 	"\x0eObserveRequest\x12\x1d\n" +
 	"\n" +
 	"handler_id\x18\x01 \x01(\tR\thandlerId\x123\n" +
 	"\texecution\x18\x02 \x01(\v2\x15.plugkit.v1.ExecutionR\texecution\x12.\n" +
-	"\x06result\x18\x03 \x01(\v2\x16.plugkit.v1.ToolResultR\x06result\"-\n" +
+	"\x06result\x18\x03 \x01(\v2\x16.plugkit.v1.ToolResultR\x06result\x12!\n" +
+	"\fwant_receipt\x182 \x01(\bR\vwantReceipt\"^\n" +
 	"\x0fObserveResponse\x12\x1a\n" +
-	"\breceived\x18\x01 \x01(\x04R\breceived\"\x11\n" +
+	"\breceived\x18\x01 \x01(\x04R\breceived\x12/\n" +
+	"\breceipts\x182 \x03(\v2\x13.plugkit.v1.ReceiptR\breceipts\"H\n" +
+	"\aReceipt\x12\x17\n" +
+	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x10\n" +
+	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12\x12\n" +
+	"\x04hash\x18\x03 \x01(\tR\x04hash\"\x11\n" +
 	"\x0fShutdownRequest\"(\n" +
 	"\x10ShutdownResponse\x12\x14\n" +
 	"\x05error\x18\x01 \x01(\tR\x05error\"d\n" +
@@ -4131,7 +4224,7 @@ func file_plugkit_proto_rawDescGZIP() []byte {
 }
 
 var file_plugkit_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_plugkit_proto_msgTypes = make([]protoimpl.MessageInfo, 59)
+var file_plugkit_proto_msgTypes = make([]protoimpl.MessageInfo, 60)
 var file_plugkit_proto_goTypes = []any{
 	(Verdict)(0),                    // 0: plugkit.v1.Verdict
 	(ReviewVerdict)(0),              // 1: plugkit.v1.ReviewVerdict
@@ -4166,36 +4259,37 @@ var file_plugkit_proto_goTypes = []any{
 	(*CallServiceResponse)(nil),     // 30: plugkit.v1.CallServiceResponse
 	(*ObserveRequest)(nil),          // 31: plugkit.v1.ObserveRequest
 	(*ObserveResponse)(nil),         // 32: plugkit.v1.ObserveResponse
-	(*ShutdownRequest)(nil),         // 33: plugkit.v1.ShutdownRequest
-	(*ShutdownResponse)(nil),        // 34: plugkit.v1.ShutdownResponse
-	(*RegisterToolRequest)(nil),     // 35: plugkit.v1.RegisterToolRequest
-	(*RegisterToolResponse)(nil),    // 36: plugkit.v1.RegisterToolResponse
-	(*RegisterToolsRequest)(nil),    // 37: plugkit.v1.RegisterToolsRequest
-	(*RegisterToolsResponse)(nil),   // 38: plugkit.v1.RegisterToolsResponse
-	(*RegisterToolsResult)(nil),     // 39: plugkit.v1.RegisterToolsResult
-	(*AddGuardRequest)(nil),         // 40: plugkit.v1.AddGuardRequest
-	(*AddGuardResponse)(nil),        // 41: plugkit.v1.AddGuardResponse
-	(*ListenRequest)(nil),           // 42: plugkit.v1.ListenRequest
-	(*ListenResponse)(nil),          // 43: plugkit.v1.ListenResponse
-	(*SetApproverRequest)(nil),      // 44: plugkit.v1.SetApproverRequest
-	(*SetApproverResponse)(nil),     // 45: plugkit.v1.SetApproverResponse
-	(*ProvideRequest)(nil),          // 46: plugkit.v1.ProvideRequest
-	(*ProvideResponse)(nil),         // 47: plugkit.v1.ProvideResponse
-	(*HostCallServiceRequest)(nil),  // 48: plugkit.v1.HostCallServiceRequest
-	(*HostCallServiceResponse)(nil), // 49: plugkit.v1.HostCallServiceResponse
-	(*HostExecuteToolRequest)(nil),  // 50: plugkit.v1.HostExecuteToolRequest
-	(*HostExecuteToolResponse)(nil), // 51: plugkit.v1.HostExecuteToolResponse
-	(*ContributeRequest)(nil),       // 52: plugkit.v1.ContributeRequest
-	(*ContributeResponse)(nil),      // 53: plugkit.v1.ContributeResponse
-	(*DisposeRequest)(nil),          // 54: plugkit.v1.DisposeRequest
-	(*DisposeResponse)(nil),         // 55: plugkit.v1.DisposeResponse
-	(*ReportProblemRequest)(nil),    // 56: plugkit.v1.ReportProblemRequest
-	(*ReportProblemResponse)(nil),   // 57: plugkit.v1.ReportProblemResponse
-	(*ExportSpansRequest)(nil),      // 58: plugkit.v1.ExportSpansRequest
-	(*ExportSpansResponse)(nil),     // 59: plugkit.v1.ExportSpansResponse
-	(*NextRequest)(nil),             // 60: plugkit.v1.NextRequest
-	(*NextResponse)(nil),            // 61: plugkit.v1.NextResponse
-	nil,                             // 62: plugkit.v1.CallFrame.MetadataEntry
+	(*Receipt)(nil),                 // 33: plugkit.v1.Receipt
+	(*ShutdownRequest)(nil),         // 34: plugkit.v1.ShutdownRequest
+	(*ShutdownResponse)(nil),        // 35: plugkit.v1.ShutdownResponse
+	(*RegisterToolRequest)(nil),     // 36: plugkit.v1.RegisterToolRequest
+	(*RegisterToolResponse)(nil),    // 37: plugkit.v1.RegisterToolResponse
+	(*RegisterToolsRequest)(nil),    // 38: plugkit.v1.RegisterToolsRequest
+	(*RegisterToolsResponse)(nil),   // 39: plugkit.v1.RegisterToolsResponse
+	(*RegisterToolsResult)(nil),     // 40: plugkit.v1.RegisterToolsResult
+	(*AddGuardRequest)(nil),         // 41: plugkit.v1.AddGuardRequest
+	(*AddGuardResponse)(nil),        // 42: plugkit.v1.AddGuardResponse
+	(*ListenRequest)(nil),           // 43: plugkit.v1.ListenRequest
+	(*ListenResponse)(nil),          // 44: plugkit.v1.ListenResponse
+	(*SetApproverRequest)(nil),      // 45: plugkit.v1.SetApproverRequest
+	(*SetApproverResponse)(nil),     // 46: plugkit.v1.SetApproverResponse
+	(*ProvideRequest)(nil),          // 47: plugkit.v1.ProvideRequest
+	(*ProvideResponse)(nil),         // 48: plugkit.v1.ProvideResponse
+	(*HostCallServiceRequest)(nil),  // 49: plugkit.v1.HostCallServiceRequest
+	(*HostCallServiceResponse)(nil), // 50: plugkit.v1.HostCallServiceResponse
+	(*HostExecuteToolRequest)(nil),  // 51: plugkit.v1.HostExecuteToolRequest
+	(*HostExecuteToolResponse)(nil), // 52: plugkit.v1.HostExecuteToolResponse
+	(*ContributeRequest)(nil),       // 53: plugkit.v1.ContributeRequest
+	(*ContributeResponse)(nil),      // 54: plugkit.v1.ContributeResponse
+	(*DisposeRequest)(nil),          // 55: plugkit.v1.DisposeRequest
+	(*DisposeResponse)(nil),         // 56: plugkit.v1.DisposeResponse
+	(*ReportProblemRequest)(nil),    // 57: plugkit.v1.ReportProblemRequest
+	(*ReportProblemResponse)(nil),   // 58: plugkit.v1.ReportProblemResponse
+	(*ExportSpansRequest)(nil),      // 59: plugkit.v1.ExportSpansRequest
+	(*ExportSpansResponse)(nil),     // 60: plugkit.v1.ExportSpansResponse
+	(*NextRequest)(nil),             // 61: plugkit.v1.NextRequest
+	(*NextResponse)(nil),            // 62: plugkit.v1.NextResponse
+	nil,                             // 63: plugkit.v1.CallFrame.MetadataEntry
 }
 var file_plugkit_proto_depIdxs = []int32{
 	4,  // 0: plugkit.v1.Execution.tool:type_name -> plugkit.v1.ToolDescriptor
@@ -4204,7 +4298,7 @@ var file_plugkit_proto_depIdxs = []int32{
 	7,  // 3: plugkit.v1.Outcome.error:type_name -> plugkit.v1.ToolError
 	0,  // 4: plugkit.v1.Decision.verdict:type_name -> plugkit.v1.Verdict
 	1,  // 5: plugkit.v1.Review.verdict:type_name -> plugkit.v1.ReviewVerdict
-	62, // 6: plugkit.v1.CallFrame.metadata:type_name -> plugkit.v1.CallFrame.MetadataEntry
+	63, // 6: plugkit.v1.CallFrame.metadata:type_name -> plugkit.v1.CallFrame.MetadataEntry
 	5,  // 7: plugkit.v1.ExecuteToolRequest.execution:type_name -> plugkit.v1.Execution
 	5,  // 8: plugkit.v1.PreExecuteRequest.execution:type_name -> plugkit.v1.Execution
 	10, // 9: plugkit.v1.PreExecuteResponse.decision:type_name -> plugkit.v1.Decision
@@ -4217,70 +4311,71 @@ var file_plugkit_proto_depIdxs = []int32{
 	5,  // 16: plugkit.v1.ApproveRequest.execution:type_name -> plugkit.v1.Execution
 	5,  // 17: plugkit.v1.ObserveRequest.execution:type_name -> plugkit.v1.Execution
 	8,  // 18: plugkit.v1.ObserveRequest.result:type_name -> plugkit.v1.ToolResult
-	4,  // 19: plugkit.v1.RegisterToolRequest.tool:type_name -> plugkit.v1.ToolDescriptor
-	35, // 20: plugkit.v1.RegisterToolsRequest.tools:type_name -> plugkit.v1.RegisterToolRequest
-	39, // 21: plugkit.v1.RegisterToolsResponse.results:type_name -> plugkit.v1.RegisterToolsResult
-	2,  // 22: plugkit.v1.ListenRequest.stage:type_name -> plugkit.v1.Stage
-	3,  // 23: plugkit.v1.ListenRequest.mode:type_name -> plugkit.v1.ListenMode
-	8,  // 24: plugkit.v1.HostExecuteToolResponse.result:type_name -> plugkit.v1.ToolResult
-	10, // 25: plugkit.v1.NextResponse.pre_execute:type_name -> plugkit.v1.Decision
-	9,  // 26: plugkit.v1.NextResponse.execute:type_name -> plugkit.v1.Outcome
-	11, // 27: plugkit.v1.NextResponse.post_execute:type_name -> plugkit.v1.Review
-	13, // 28: plugkit.v1.Plugin.Describe:input_type -> plugkit.v1.DescribeRequest
-	15, // 29: plugkit.v1.Plugin.Apply:input_type -> plugkit.v1.ApplyRequest
-	17, // 30: plugkit.v1.Plugin.ExecuteTool:input_type -> plugkit.v1.ExecuteToolRequest
-	19, // 31: plugkit.v1.Plugin.PreExecute:input_type -> plugkit.v1.PreExecuteRequest
-	21, // 32: plugkit.v1.Plugin.Guard:input_type -> plugkit.v1.GuardRequest
-	23, // 33: plugkit.v1.Plugin.WrapExecute:input_type -> plugkit.v1.WrapExecuteRequest
-	25, // 34: plugkit.v1.Plugin.PostExecute:input_type -> plugkit.v1.PostExecuteRequest
-	27, // 35: plugkit.v1.Plugin.Approve:input_type -> plugkit.v1.ApproveRequest
-	29, // 36: plugkit.v1.Plugin.CallService:input_type -> plugkit.v1.CallServiceRequest
-	31, // 37: plugkit.v1.Plugin.Observe:input_type -> plugkit.v1.ObserveRequest
-	33, // 38: plugkit.v1.Plugin.Shutdown:input_type -> plugkit.v1.ShutdownRequest
-	12, // 39: plugkit.v1.Plugin.Calls:input_type -> plugkit.v1.CallFrame
-	35, // 40: plugkit.v1.Host.RegisterTool:input_type -> plugkit.v1.RegisterToolRequest
-	37, // 41: plugkit.v1.Host.RegisterTools:input_type -> plugkit.v1.RegisterToolsRequest
-	40, // 42: plugkit.v1.Host.AddGuard:input_type -> plugkit.v1.AddGuardRequest
-	42, // 43: plugkit.v1.Host.Listen:input_type -> plugkit.v1.ListenRequest
-	44, // 44: plugkit.v1.Host.SetApprover:input_type -> plugkit.v1.SetApproverRequest
-	46, // 45: plugkit.v1.Host.Provide:input_type -> plugkit.v1.ProvideRequest
-	48, // 46: plugkit.v1.Host.CallService:input_type -> plugkit.v1.HostCallServiceRequest
-	50, // 47: plugkit.v1.Host.ExecuteTool:input_type -> plugkit.v1.HostExecuteToolRequest
-	52, // 48: plugkit.v1.Host.Contribute:input_type -> plugkit.v1.ContributeRequest
-	54, // 49: plugkit.v1.Host.Dispose:input_type -> plugkit.v1.DisposeRequest
-	60, // 50: plugkit.v1.Host.Next:input_type -> plugkit.v1.NextRequest
-	56, // 51: plugkit.v1.Host.ReportProblem:input_type -> plugkit.v1.ReportProblemRequest
-	58, // 52: plugkit.v1.Host.ExportSpans:input_type -> plugkit.v1.ExportSpansRequest
-	14, // 53: plugkit.v1.Plugin.Describe:output_type -> plugkit.v1.DescribeResponse
-	16, // 54: plugkit.v1.Plugin.Apply:output_type -> plugkit.v1.ApplyResponse
-	18, // 55: plugkit.v1.Plugin.ExecuteTool:output_type -> plugkit.v1.ExecuteToolResponse
-	20, // 56: plugkit.v1.Plugin.PreExecute:output_type -> plugkit.v1.PreExecuteResponse
-	22, // 57: plugkit.v1.Plugin.Guard:output_type -> plugkit.v1.GuardResponse
-	24, // 58: plugkit.v1.Plugin.WrapExecute:output_type -> plugkit.v1.WrapExecuteResponse
-	26, // 59: plugkit.v1.Plugin.PostExecute:output_type -> plugkit.v1.PostExecuteResponse
-	28, // 60: plugkit.v1.Plugin.Approve:output_type -> plugkit.v1.ApproveResponse
-	30, // 61: plugkit.v1.Plugin.CallService:output_type -> plugkit.v1.CallServiceResponse
-	32, // 62: plugkit.v1.Plugin.Observe:output_type -> plugkit.v1.ObserveResponse
-	34, // 63: plugkit.v1.Plugin.Shutdown:output_type -> plugkit.v1.ShutdownResponse
-	12, // 64: plugkit.v1.Plugin.Calls:output_type -> plugkit.v1.CallFrame
-	36, // 65: plugkit.v1.Host.RegisterTool:output_type -> plugkit.v1.RegisterToolResponse
-	38, // 66: plugkit.v1.Host.RegisterTools:output_type -> plugkit.v1.RegisterToolsResponse
-	41, // 67: plugkit.v1.Host.AddGuard:output_type -> plugkit.v1.AddGuardResponse
-	43, // 68: plugkit.v1.Host.Listen:output_type -> plugkit.v1.ListenResponse
-	45, // 69: plugkit.v1.Host.SetApprover:output_type -> plugkit.v1.SetApproverResponse
-	47, // 70: plugkit.v1.Host.Provide:output_type -> plugkit.v1.ProvideResponse
-	49, // 71: plugkit.v1.Host.CallService:output_type -> plugkit.v1.HostCallServiceResponse
-	51, // 72: plugkit.v1.Host.ExecuteTool:output_type -> plugkit.v1.HostExecuteToolResponse
-	53, // 73: plugkit.v1.Host.Contribute:output_type -> plugkit.v1.ContributeResponse
-	55, // 74: plugkit.v1.Host.Dispose:output_type -> plugkit.v1.DisposeResponse
-	61, // 75: plugkit.v1.Host.Next:output_type -> plugkit.v1.NextResponse
-	57, // 76: plugkit.v1.Host.ReportProblem:output_type -> plugkit.v1.ReportProblemResponse
-	59, // 77: plugkit.v1.Host.ExportSpans:output_type -> plugkit.v1.ExportSpansResponse
-	53, // [53:78] is the sub-list for method output_type
-	28, // [28:53] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	33, // 19: plugkit.v1.ObserveResponse.receipts:type_name -> plugkit.v1.Receipt
+	4,  // 20: plugkit.v1.RegisterToolRequest.tool:type_name -> plugkit.v1.ToolDescriptor
+	36, // 21: plugkit.v1.RegisterToolsRequest.tools:type_name -> plugkit.v1.RegisterToolRequest
+	40, // 22: plugkit.v1.RegisterToolsResponse.results:type_name -> plugkit.v1.RegisterToolsResult
+	2,  // 23: plugkit.v1.ListenRequest.stage:type_name -> plugkit.v1.Stage
+	3,  // 24: plugkit.v1.ListenRequest.mode:type_name -> plugkit.v1.ListenMode
+	8,  // 25: plugkit.v1.HostExecuteToolResponse.result:type_name -> plugkit.v1.ToolResult
+	10, // 26: plugkit.v1.NextResponse.pre_execute:type_name -> plugkit.v1.Decision
+	9,  // 27: plugkit.v1.NextResponse.execute:type_name -> plugkit.v1.Outcome
+	11, // 28: plugkit.v1.NextResponse.post_execute:type_name -> plugkit.v1.Review
+	13, // 29: plugkit.v1.Plugin.Describe:input_type -> plugkit.v1.DescribeRequest
+	15, // 30: plugkit.v1.Plugin.Apply:input_type -> plugkit.v1.ApplyRequest
+	17, // 31: plugkit.v1.Plugin.ExecuteTool:input_type -> plugkit.v1.ExecuteToolRequest
+	19, // 32: plugkit.v1.Plugin.PreExecute:input_type -> plugkit.v1.PreExecuteRequest
+	21, // 33: plugkit.v1.Plugin.Guard:input_type -> plugkit.v1.GuardRequest
+	23, // 34: plugkit.v1.Plugin.WrapExecute:input_type -> plugkit.v1.WrapExecuteRequest
+	25, // 35: plugkit.v1.Plugin.PostExecute:input_type -> plugkit.v1.PostExecuteRequest
+	27, // 36: plugkit.v1.Plugin.Approve:input_type -> plugkit.v1.ApproveRequest
+	29, // 37: plugkit.v1.Plugin.CallService:input_type -> plugkit.v1.CallServiceRequest
+	31, // 38: plugkit.v1.Plugin.Observe:input_type -> plugkit.v1.ObserveRequest
+	34, // 39: plugkit.v1.Plugin.Shutdown:input_type -> plugkit.v1.ShutdownRequest
+	12, // 40: plugkit.v1.Plugin.Calls:input_type -> plugkit.v1.CallFrame
+	36, // 41: plugkit.v1.Host.RegisterTool:input_type -> plugkit.v1.RegisterToolRequest
+	38, // 42: plugkit.v1.Host.RegisterTools:input_type -> plugkit.v1.RegisterToolsRequest
+	41, // 43: plugkit.v1.Host.AddGuard:input_type -> plugkit.v1.AddGuardRequest
+	43, // 44: plugkit.v1.Host.Listen:input_type -> plugkit.v1.ListenRequest
+	45, // 45: plugkit.v1.Host.SetApprover:input_type -> plugkit.v1.SetApproverRequest
+	47, // 46: plugkit.v1.Host.Provide:input_type -> plugkit.v1.ProvideRequest
+	49, // 47: plugkit.v1.Host.CallService:input_type -> plugkit.v1.HostCallServiceRequest
+	51, // 48: plugkit.v1.Host.ExecuteTool:input_type -> plugkit.v1.HostExecuteToolRequest
+	53, // 49: plugkit.v1.Host.Contribute:input_type -> plugkit.v1.ContributeRequest
+	55, // 50: plugkit.v1.Host.Dispose:input_type -> plugkit.v1.DisposeRequest
+	61, // 51: plugkit.v1.Host.Next:input_type -> plugkit.v1.NextRequest
+	57, // 52: plugkit.v1.Host.ReportProblem:input_type -> plugkit.v1.ReportProblemRequest
+	59, // 53: plugkit.v1.Host.ExportSpans:input_type -> plugkit.v1.ExportSpansRequest
+	14, // 54: plugkit.v1.Plugin.Describe:output_type -> plugkit.v1.DescribeResponse
+	16, // 55: plugkit.v1.Plugin.Apply:output_type -> plugkit.v1.ApplyResponse
+	18, // 56: plugkit.v1.Plugin.ExecuteTool:output_type -> plugkit.v1.ExecuteToolResponse
+	20, // 57: plugkit.v1.Plugin.PreExecute:output_type -> plugkit.v1.PreExecuteResponse
+	22, // 58: plugkit.v1.Plugin.Guard:output_type -> plugkit.v1.GuardResponse
+	24, // 59: plugkit.v1.Plugin.WrapExecute:output_type -> plugkit.v1.WrapExecuteResponse
+	26, // 60: plugkit.v1.Plugin.PostExecute:output_type -> plugkit.v1.PostExecuteResponse
+	28, // 61: plugkit.v1.Plugin.Approve:output_type -> plugkit.v1.ApproveResponse
+	30, // 62: plugkit.v1.Plugin.CallService:output_type -> plugkit.v1.CallServiceResponse
+	32, // 63: plugkit.v1.Plugin.Observe:output_type -> plugkit.v1.ObserveResponse
+	35, // 64: plugkit.v1.Plugin.Shutdown:output_type -> plugkit.v1.ShutdownResponse
+	12, // 65: plugkit.v1.Plugin.Calls:output_type -> plugkit.v1.CallFrame
+	37, // 66: plugkit.v1.Host.RegisterTool:output_type -> plugkit.v1.RegisterToolResponse
+	39, // 67: plugkit.v1.Host.RegisterTools:output_type -> plugkit.v1.RegisterToolsResponse
+	42, // 68: plugkit.v1.Host.AddGuard:output_type -> plugkit.v1.AddGuardResponse
+	44, // 69: plugkit.v1.Host.Listen:output_type -> plugkit.v1.ListenResponse
+	46, // 70: plugkit.v1.Host.SetApprover:output_type -> plugkit.v1.SetApproverResponse
+	48, // 71: plugkit.v1.Host.Provide:output_type -> plugkit.v1.ProvideResponse
+	50, // 72: plugkit.v1.Host.CallService:output_type -> plugkit.v1.HostCallServiceResponse
+	52, // 73: plugkit.v1.Host.ExecuteTool:output_type -> plugkit.v1.HostExecuteToolResponse
+	54, // 74: plugkit.v1.Host.Contribute:output_type -> plugkit.v1.ContributeResponse
+	56, // 75: plugkit.v1.Host.Dispose:output_type -> plugkit.v1.DisposeResponse
+	62, // 76: plugkit.v1.Host.Next:output_type -> plugkit.v1.NextResponse
+	58, // 77: plugkit.v1.Host.ReportProblem:output_type -> plugkit.v1.ReportProblemResponse
+	60, // 78: plugkit.v1.Host.ExportSpans:output_type -> plugkit.v1.ExportSpansResponse
+	54, // [54:79] is the sub-list for method output_type
+	29, // [29:54] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_plugkit_proto_init() }
@@ -4288,7 +4383,7 @@ func file_plugkit_proto_init() {
 	if File_plugkit_proto != nil {
 		return
 	}
-	file_plugkit_proto_msgTypes[57].OneofWrappers = []any{
+	file_plugkit_proto_msgTypes[58].OneofWrappers = []any{
 		(*NextResponse_PreExecute)(nil),
 		(*NextResponse_Execute)(nil),
 		(*NextResponse_PostExecute)(nil),
@@ -4299,7 +4394,7 @@ func file_plugkit_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugkit_proto_rawDesc), len(file_plugkit_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   59,
+			NumMessages:   60,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

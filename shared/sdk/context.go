@@ -125,8 +125,8 @@ func (p *Context) OnPostExecute(ctx context.Context, l PostExecuteListener) (*Ha
 
 // OnResult joins stage 5 (tools/result).
 func (p *Context) OnResult(ctx context.Context, l ResultListener) (*Handle, error) {
-	if l.Observe == nil {
-		return nil, fmt.Errorf("add %s: Observe is nil", named("result listener", l.Name))
+	if (l.Observe == nil) == (l.Record == nil) {
+		return nil, fmt.Errorf("add %s: set exactly one of Observe and Record", named("result listener", l.Name))
 	}
 	return register(ctx, p.srv, &p.srv.reg.results, "result", named("result listener", l.Name), l,
 		p.listen(ctx, pb.Stage_STAGE_RESULT, pb.ListenMode_LISTEN_MODE_UNSPECIFIED, l.Name, l.Tools))

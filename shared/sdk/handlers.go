@@ -257,11 +257,14 @@ func (s *server) CallService(ctx context.Context, req *pb.CallServiceRequest) (*
 // the stream's context is what the listeners run under.
 func (s *server) Observe(stream pb.Plugin_ObserveServer) error {
 	ctx := stream.Context()
-	var received uint64
+	var (
+		received uint64
+		receipts []*pb.Receipt
+	)
 	for {
 		req, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
-			return stream.SendAndClose(&pb.ObserveResponse{Received: received})
+			return stream.SendAndClose(&pb.ObserveResponse{Received: received, Receipts: receipts})
 		}
 		if err != nil {
 			return err
@@ -275,7 +278,21 @@ func (s *server) Observe(stream pb.Plugin_ObserveServer) error {
 		}
 		call, res := newCall(req.GetExecution()), wire.ToolResultFromProto(req.GetResult())
 		what := named("result listener", l.Name)
-		if err := contain(s.log, what, func() error { l.Observe(ctx, call, res); return nil }); err != nil {
+		err = contain(s.log, what, func() error {
+			if l.Observe != nil {
+				l.Observe(ctx, call, res)
+				return nil
+			}
+			if r, ok := l.Record(ctx, call, res); ok && req.GetWantReceipt() {
+				id := call.ID
+				if id == "" {
+					id = res.ID
+				}
+				receipts = append(receipts, &pb.Receipt{CallId: id, Seq: r.Seq, Hash: r.Hash})
+			}
+			return nil
+		})
+		if err != nil {
 			s.log.Error("result listener failed", "listener", what, "error", err)
 		}
 	}

@@ -95,6 +95,11 @@ func structFields(t reflect.Type, seen map[reflect.Type]bool, props map[string]a
 			name = f.Name
 		}
 		s := schemaFor(f.Type, seen)
+		if f.Tag.Get("secret") == "file" {
+			// A path to a file only this plugin may read (a signing key):
+			// `host validate` warns when another plugin's sandbox can.
+			s[SecretFileKeyword] = true
+		}
 		if doc := f.Tag.Get("doc"); doc != "" {
 			s["description"] = doc
 		}
@@ -113,3 +118,8 @@ func hasOption(opts, want string) bool {
 	}
 	return false
 }
+
+// SecretFileKeyword marks, in a config schema, a string that names a file
+// only the plugin itself may read (set with the struct tag `secret:"file"`).
+// The host warns when another plugin's sandbox could read it.
+const SecretFileKeyword = "x-plugkit-secret-file"

@@ -174,8 +174,21 @@ type ResultListener struct {
 	// Tools limits the listener to calls of these tools; empty means all.
 	Tools []string
 	// Observe sees one result. ctx ends when the host closes the result
-	// stream; a panic is logged and the next result still arrives.
+	// stream; a panic is logged and the next result still arrives. Set
+	// exactly one of Observe and Record.
 	Observe func(ctx context.Context, call *Call, result ToolResult)
+	// Record is Observe for a listener that records results somewhere (an
+	// audit log): it also says where it recorded this one, ok false when it
+	// did not. When the deployment asks for receipts, the host hands the
+	// receipt back to the caller with the call's result.
+	Record func(ctx context.Context, call *Call, result ToolResult) (r Receipt, ok bool)
+}
+
+// Receipt is where a result listener recorded a call: the audit log's seq
+// and the line's hash.
+type Receipt struct {
+	Seq  uint64
+	Hash string
 }
 
 // Approver answers the questions stage-1 listeners Ask. The newest approver

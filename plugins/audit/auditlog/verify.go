@@ -77,6 +77,18 @@ func readTip(r io.Reader, ids *idRing) (Tip, error) {
 
 // readTipFunc verifies the log r and calls each for every intact line.
 func readTipFunc(r io.Reader, each func(Line)) (Tip, error) {
+	return readLog(r, each, nil)
+}
+
+// readLog verifies the log r and calls each for every intact call line and
+// checkpoint (when not nil) for every checkpoint; an error checkpoint
+// returns is reported as tampering at that line.
+//
+// A checkpoint must stand right after the line it signs: its seq and hash
+// are the chain's tip at its place. That is checked here, without a key, so
+// that a checkpoint moved, copied or changed reads as tampering; its
+// signature is checkpoint's to check.
+func readLog(r io.Reader, each func(Line), checkpoint func(Checkpoint) error) (Tip, error) {
 	br := bufio.NewReader(r)
 	tip := Genesis
 	for n := 1; ; n++ {
@@ -94,6 +106,24 @@ func readTipFunc(r io.Reader, each func(Line)) (Tip, error) {
 			return tip, &PartialLineError{Line: n, Bytes: len(text)}
 		}
 		text = text[:len(text)-1]
+		if IsCheckpoint(text) {
+			c, perr := ParseCheckpoint(text)
+			if perr != nil {
+				return tip, &TamperError{Line: n, Reason: perr.Error()}
+			}
+			if c.Seq != tip.Seq || c.Hash != tip.Hash {
+				return tip, &TamperError{Line: n, Reason: fmt.Sprintf(
+					"checkpoint of seq %d does not match the chain before it (seq %d): the chain was changed, or the checkpoint moved", c.Seq, tip.Seq)}
+			}
+			if checkpoint != nil {
+				if err := checkpoint(c); errors.Is(err, errStop) {
+					return tip, err
+				} else if err != nil {
+					return tip, &TamperError{Line: n, Reason: err.Error()}
+				}
+			}
+			continue
+		}
 		l, perr := ParseLine(text)
 		if perr != nil {
 			return tip, &TamperError{Line: n, Reason: perr.Error()}
