@@ -45,6 +45,7 @@ type Host struct {
 	stopped   bool
 	watchers  sync.WaitGroup
 	reloading sync.Mutex // one file reload at a time
+	gate      gate       // admits calls until Drain
 	mu        sync.Mutex // guards Deployment once running
 }
 
@@ -280,8 +281,13 @@ func (h *Host) closeBuiltins(ctx context.Context) {
 	}
 }
 
-// Call runs one call through the pipeline.
+// Call runs one call through the pipeline; once Drain has begun it refuses
+// the call before it starts.
 func (h *Host) Call(ctx context.Context, tool string, args json.RawMessage, caller string) pipeline.Result {
+	if !h.gate.enter() {
+		return refusedDraining()
+	}
+	defer h.gate.leave()
 	return h.tools.Execute(ctx, tool, args, caller)
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"os"
 	"sync/atomic"
@@ -62,6 +63,11 @@ func serveMCP(ctx context.Context, e *env, _ []string) error {
 // mcpFront is MCP over streamable HTTP while `host run` runs.
 type mcpFront struct {
 	stop func(context.Context)
+	// drain waits until every MCP request being served has been answered.
+	drain func(context.Context) error
+	// ready says why the front takes no new session, nil when it does
+	// (or when MCP is not served).
+	ready func() error
 	// refresh reads the TLS certificate and the API keys again, keeping
 	// the ones in use when the new ones do not load.
 	refresh func()
@@ -74,7 +80,8 @@ type mcpFront struct {
 // host before it starts anything, and clients see the tools come as their
 // plugins do. stop ends the calls in flight (ABORTED) and the sessions.
 func startMCP(d *deployment.Deployment, h *host.Host, log hclog.Logger) (*mcpFront, error) {
-	front := &mcpFront{stop: func(context.Context) {}, refresh: func() {}}
+	front := &mcpFront{stop: func(context.Context) {}, refresh: func() {}, ready: func() error { return nil },
+		drain: func(context.Context) error { return nil }}
 	if d.Host.MCP == "" {
 		return front, nil
 	}
@@ -139,7 +146,18 @@ func startMCP(d *deployment.Deployment, h *host.Host, log hclog.Logger) (*mcpFro
 	}
 	srv := mcpserver.New(h, opts)
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	var stopped atomic.Bool
+	go func() {
+		served <- srv.Serve(ln)
+		stopped.Store(true)
+	}()
+	front.drain = srv.Drain
+	front.ready = func() error {
+		if stopped.Load() {
+			return errors.New("the MCP listener is closed")
+		}
+		return nil
+	}
 	log.Info("serving MCP", "url", scheme+"://"+d.Host.MCP+mcpserver.Path, "authentication", opts.Authenticate != nil)
 	front.stop = func(ctx context.Context) {
 		if err := srv.Shutdown(ctx); err != nil {
