@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"sync"
 	"time"
@@ -46,7 +47,9 @@ type Host struct {
 	watchers  sync.WaitGroup
 	reloading sync.Mutex // one file reload at a time
 	gate      gate       // admits calls until Drain
-	mu        sync.Mutex // guards Deployment once running
+	// limitStore is the shared rate store's connections; nil without one.
+	limitStore io.Closer
+	mu         sync.Mutex // guards Deployment once running
 }
 
 // deployment is the deployment as last loaded.
@@ -185,7 +188,13 @@ func New(d *deployment.Deployment, log hclog.Logger) (*Host, error) {
 	pol := d.Host.Policy
 	if pp := pol.PerPrincipal; pp != nil {
 		// Outermost: a call over its principal's limits takes no other slot.
-		builtins = append(builtins, policy.PerPrincipal(policy.PerPrincipalConfig{Rate: pp.Rate, Burst: pp.Burst, Concurrency: pp.Concurrency}))
+		limits, closer, err := principalLimits(pp, h.Metrics)
+		if err != nil {
+			h.closeBuiltins(context.Background())
+			return nil, err
+		}
+		h.limitStore = closer
+		builtins = append(builtins, limits)
 	}
 	if pol.Concurrency > 0 || pol.PerTool > 0 {
 		builtins = append(builtins, policy.Concurrency(policy.ConcurrencyConfig{Global: pol.Concurrency, PerTool: pol.PerTool}))
@@ -274,6 +283,9 @@ func (h *Host) Stop(ctx context.Context) {
 func (h *Host) closeBuiltins(ctx context.Context) {
 	h.k.Close()
 	h.tools.Close()
+	if h.limitStore != nil {
+		_ = h.limitStore.Close()
+	}
 	if h.tracing != nil {
 		if err := h.tracing.Shutdown(ctx); err != nil {
 			h.log.Warn("traces not sent", "error", err)
