@@ -40,11 +40,19 @@ type Host struct {
 	ListenerTimeout time.Duration
 	StartTimeout    time.Duration
 	DrainTimeout    time.Duration
+	// ShutdownTimeout is how long `host run`, told to stop (SIGTERM,
+	// `host stop`), lets the calls in flight finish while it refuses new
+	// ones, before it stops the plugins.
+	ShutdownTimeout time.Duration
 	// MCP is the loopback host:port to serve MCP on; empty: not served.
 	MCP string
 	// Metrics is the loopback host:port to serve Prometheus metrics on
 	// (/metrics); empty: not served.
 	Metrics string
+	// MetricsPublic lets Metrics be on any address, for a cluster's
+	// probes and scrapers: it serves counts and states, /healthz and
+	// /readyz, never a call's content.
+	MetricsPublic bool
 	// MCPMaxSessions caps the MCP HTTP sessions (one more closes the one
 	// idle longest); MCPIdleTimeout ends a session that sends no request
 	// for that long.
@@ -116,6 +124,13 @@ type PerPrincipal struct {
 	Burst int
 	// Concurrency is calls running at once.
 	Concurrency int
+	// Store, when set, is a Redis URL ("redis://host:6379/0",
+	// "rediss://..." for TLS) where every replica keeps the limits, so
+	// that they hold across replicas; "" keeps them in this process.
+	Store string
+	// OnStoreError is what a call gets while the store cannot be reached:
+	// "deny" (the default) or "local" (this replica's own limits).
+	OnStoreError string
 }
 
 // Retry bounds the retry policy for idempotent tools.
@@ -226,6 +241,8 @@ const (
 	defaultListenerTimeout = 30 * time.Second
 	defaultStartTimeout    = 30 * time.Second
 	defaultDrainTimeout    = 5 * time.Second
+	// Under Kubernetes' default grace period of 30s.
+	defaultShutdownTimeout = 25 * time.Second
 	defaultMCPMaxSessions  = 64
 	defaultMCPIdleTimeout  = 5 * time.Minute
 	defaultRetryAttempts   = 3

@@ -32,10 +32,12 @@
 //	  listener_timeout  = "30s"             # default 30s
 //	  start_timeout     = "30s"             # default 30s
 //	  drain_timeout     = "5s"              # default 5s
+//	  shutdown_timeout  = "25s"             # on SIGTERM or host stop: calls in flight get this long (default 25s)
 //	  mcp               = "127.0.0.1:8765"  # optional; a loopback host:port, or any with mcp_tls and mcp_auth
 //	  mcp_max_sessions  = 64                # MCP HTTP sessions kept at once (default 64)
 //	  mcp_idle_timeout  = "5m"              # an MCP session with no request this long ends (default 5m)
-//	  metrics           = "127.0.0.1:9464"  # optional: serve Prometheus metrics at /metrics (loopback only)
+//	  metrics           = "127.0.0.1:9464"  # optional: serve Prometheus metrics at /metrics, /healthz and /readyz (loopback only)
+//	  metrics_public    = false             # true allows any metrics address (a cluster's probes and scrapers)
 //	  mcp_tls {                             # optional: serve MCP over HTTPS
 //	    cert = "tls/host.crt"               # PEM certificate (chain) and key, read again on reload
 //	    key  = "tls/host.key"
@@ -56,6 +58,8 @@
 //	      rate        = 10                  # calls a second; past it and its burst, DENIED
 //	      burst       = 20                  # default: rate rounded up
 //	      concurrency = 4                   # calls running at once; past it, DENIED
+//	      store       = "redis://redis:6379/0" # optional: limits shared by every replica
+//	      on_store_error = "deny"           # store unreachable: "deny" (default) or "local"
 //	    }
 //	    retry {                             # optional: retry idempotent tools
 //	      attempts    = 3                   # defaults 3, 50ms, 1s

@@ -123,6 +123,7 @@ func (p *parser) host(hs *hostSyntax) Host {
 		ListenerTimeout: defaultListenerTimeout,
 		StartTimeout:    defaultStartTimeout,
 		DrainTimeout:    defaultDrainTimeout,
+		ShutdownTimeout: defaultShutdownTimeout,
 		MCPMaxSessions:  defaultMCPMaxSessions,
 		MCPIdleTimeout:  defaultMCPIdleTimeout,
 		Policy:          Policy{Timeout: true},
@@ -169,6 +170,10 @@ func (p *parser) host(hs *hostSyntax) Host {
 	h.ListenerTimeout = p.duration(body, "listener_timeout", hs.ListenerTimeout, h.ListenerTimeout)
 	h.StartTimeout = p.duration(body, "start_timeout", hs.StartTimeout, h.StartTimeout)
 	h.DrainTimeout = p.duration(body, "drain_timeout", hs.DrainTimeout, h.DrainTimeout)
+	h.ShutdownTimeout = p.duration(body, "shutdown_timeout", hs.ShutdownTimeout, h.ShutdownTimeout)
+	if hs.MetricsPublic != nil {
+		h.MetricsPublic = *hs.MetricsPublic
+	}
 	h.MCPTLS = p.mcpTLS(hs.MCPTLS)
 	h.MCPAuth = p.mcpAuth(hs.MCPAuth)
 	if hs.MCP != nil {
@@ -185,7 +190,7 @@ func (p *parser) host(hs *hostSyntax) Host {
 		}
 	}
 	if hs.Metrics != nil {
-		if err := checkLoopback(*hs.Metrics, "/metrics"); err != nil {
+		if err := checkLoopback(*hs.Metrics, "/metrics"); err != nil && !(h.MetricsPublic && errors.Is(err, errNotLoopback)) {
 			p.errorf(valueRange(body, "metrics", def), "Invalid metrics address", "metrics %q %v.", *hs.Metrics, err)
 		} else {
 			h.Metrics = *hs.Metrics
@@ -222,6 +227,25 @@ func (p *parser) host(hs *hostSyntax) Host {
 			}
 			pp.Burst = p.count(ps.Body, "burst", ps.Burst, 0, 0)
 			pp.Concurrency = p.count(ps.Body, "concurrency", ps.Concurrency, 0, 0)
+			pp.OnStoreError = "deny"
+			if ps.Store != nil {
+				if u, err := url.Parse(*ps.Store); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
+					p.errorf(valueRange(ps.Body, "store", ps.DefRange), "Invalid store", `store is not a Redis URL such as "redis://127.0.0.1:6379/0" (or "rediss://" for TLS).`)
+				} else {
+					pp.Store = *ps.Store
+				}
+			}
+			if ps.OnStoreError != nil {
+				switch v := *ps.OnStoreError; v {
+				case "deny", "local":
+					pp.OnStoreError = v
+				default:
+					p.errorf(valueRange(ps.Body, "on_store_error", ps.DefRange), "Invalid on_store_error", `on_store_error = %q; want "deny" (calls are denied while the store cannot be reached) or "local" (each replica keeps its own limits meanwhile).`, v)
+				}
+				if ps.Store == nil {
+					p.errorf(valueRange(ps.Body, "on_store_error", ps.DefRange), "on_store_error without a store", "on_store_error says what happens when the shared store cannot be reached; set store too, or leave it out.")
+				}
+			}
 			h.Policy.PerPrincipal = pp
 		}
 	}

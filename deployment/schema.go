@@ -42,6 +42,8 @@ type hostSyntax struct {
 	ListenerTimeout *string        `hcl:"listener_timeout,optional"`
 	StartTimeout    *string        `hcl:"start_timeout,optional"`
 	DrainTimeout    *string        `hcl:"drain_timeout,optional"`
+	ShutdownTimeout *string        `hcl:"shutdown_timeout,optional"`
+	MetricsPublic   *bool          `hcl:"metrics_public,optional"`
 	MCP             *string        `hcl:"mcp,optional"`
 	Metrics         *string        `hcl:"metrics,optional"`
 	MCPMaxSessions  *int           `hcl:"mcp_max_sessions,optional"`
@@ -112,9 +114,11 @@ type policySyntax struct {
 }
 
 type perPrincipalSyntax struct {
-	Rate        *float64 `hcl:"rate,optional"`
-	Burst       *int     `hcl:"burst,optional"`
-	Concurrency *int     `hcl:"concurrency,optional"`
+	Rate         *float64 `hcl:"rate,optional"`
+	Burst        *int     `hcl:"burst,optional"`
+	Concurrency  *int     `hcl:"concurrency,optional"`
+	Store        *string  `hcl:"store,optional"`
+	OnStoreError *string  `hcl:"on_store_error,optional"`
 
 	Body     hcl.Body  `hcl:",body"`
 	Unknown  hcl.Body  `hcl:",remain"`

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"sync"
 	"time"
@@ -45,7 +46,10 @@ type Host struct {
 	stopped   bool
 	watchers  sync.WaitGroup
 	reloading sync.Mutex // one file reload at a time
-	mu        sync.Mutex // guards Deployment once running
+	gate      gate       // admits calls until Drain
+	// limitStore is the shared rate store's connections; nil without one.
+	limitStore io.Closer
+	mu         sync.Mutex // guards Deployment once running
 }
 
 // deployment is the deployment as last loaded.
@@ -189,7 +193,13 @@ func New(d *deployment.Deployment, log hclog.Logger) (*Host, error) {
 	pol := d.Host.Policy
 	if pp := pol.PerPrincipal; pp != nil {
 		// Outermost: a call over its principal's limits takes no other slot.
-		builtins = append(builtins, policy.PerPrincipal(policy.PerPrincipalConfig{Rate: pp.Rate, Burst: pp.Burst, Concurrency: pp.Concurrency}))
+		limits, closer, err := principalLimits(pp, h.Metrics)
+		if err != nil {
+			h.closeBuiltins(context.Background())
+			return nil, err
+		}
+		h.limitStore = closer
+		builtins = append(builtins, limits)
 	}
 	if pol.Concurrency > 0 || pol.PerTool > 0 {
 		builtins = append(builtins, policy.Concurrency(policy.ConcurrencyConfig{Global: pol.Concurrency, PerTool: pol.PerTool}))
@@ -278,6 +288,9 @@ func (h *Host) Stop(ctx context.Context) {
 func (h *Host) closeBuiltins(ctx context.Context) {
 	h.k.Close()
 	h.tools.Close()
+	if h.limitStore != nil {
+		_ = h.limitStore.Close()
+	}
 	if h.tracing != nil {
 		if err := h.tracing.Shutdown(ctx); err != nil {
 			h.log.Warn("traces not sent", "error", err)
@@ -289,10 +302,15 @@ func (h *Host) closeBuiltins(ctx context.Context) {
 // result (receipts = true): past it, the result goes without one.
 const receiptWait = 2 * time.Second
 
-// Call runs one call through the pipeline. When the deployment asks for
-// receipts, the result carries where the audit recorded it, once the audit
-// plugin acknowledged the write (see remote.Receipts).
+// Call runs one call through the pipeline; once Drain has begun it refuses
+// the call before it starts. When the deployment asks for receipts, the
+// result carries where the audit recorded it, once the audit plugin
+// acknowledged the write (see remote.Receipts).
 func (h *Host) Call(ctx context.Context, tool string, args json.RawMessage, caller string) pipeline.Result {
+	if !h.gate.enter() {
+		return refusedDraining()
+	}
+	defer h.gate.leave()
 	r := h.tools.Execute(ctx, tool, args, caller)
 	if rc := h.mgr.Receipts(); rc != nil {
 		wctx, cancel := context.WithTimeout(ctx, receiptWait)

@@ -114,6 +114,7 @@ type Server struct {
 	https    []*http.Server // one per Serve
 
 	shutdownOnce sync.Once
+	posts        posts // POST requests being served (drain.go)
 }
 
 // New returns a server of h's tools. It lists the tools registered now and
@@ -233,7 +234,7 @@ func (s *Server) Handler() http.Handler {
 		SessionTimeout:      s.opts.SessionIdle,
 		MaxRequestBodyBytes: s.opts.Limits.MaxBodyBytes,
 	})
-	mux.Handle(Path, newSessionCap(s.opts.MaxSessions, s.opts.MaxSessionsPerPrincipal, s.mcp).wrap(sdk))
+	mux.Handle(Path, s.refuseWhileDraining(newSessionCap(s.opts.MaxSessions, s.opts.MaxSessionsPerPrincipal, s.mcp).wrap(sdk)))
 	if s.opts.Authenticate != nil {
 		// Around the whole mux: it may serve paths of its own (an OAuth
 		// resource's metadata).

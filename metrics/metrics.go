@@ -58,6 +58,7 @@ type Metrics struct {
 	rpcs     *prometheus.HistogramVec
 	refusals *prometheus.CounterVec
 	stages   [pipeline.NumStages]prometheus.Observer
+	store    limitStore // limits.go
 
 	counters  sync.Map // callKey → prometheus.Counter
 	observers sync.Map // tool → prometheus.Observer
@@ -141,6 +142,7 @@ func New(version string, status func() []remote.Status, inflight func() int64) *
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{Namespace: "plugkit_host"}),
 		collectors.NewGoCollector(),
 	)
+	m.store = newLimitStore(m.reg)
 	// Every reload result is there from the start, at zero, so that a rate
 	// over it exists before the first reload.
 	m.reloads.WithLabelValues("ok")

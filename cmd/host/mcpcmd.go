@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"os"
 	"sync/atomic"
@@ -70,6 +71,11 @@ func serveMCP(ctx context.Context, e *env, _ []string) error {
 // mcpFront is MCP over streamable HTTP while `host run` runs.
 type mcpFront struct {
 	stop func(context.Context)
+	// drain waits until every MCP request being served has been answered.
+	drain func(context.Context) error
+	// ready says why the front takes no new session, nil when it does
+	// (or when MCP is not served).
+	ready func() error
 	// refresh reads the TLS certificate and the API keys again, keeping
 	// the ones in use when the new ones do not load.
 	refresh func()
@@ -82,7 +88,8 @@ type mcpFront struct {
 // host before it starts anything, and clients see the tools come as their
 // plugins do. stop ends the calls in flight (ABORTED) and the sessions.
 func startMCP(d *deployment.Deployment, h *host.Host, log hclog.Logger) (*mcpFront, error) {
-	front := &mcpFront{stop: func(context.Context) {}, refresh: func() {}}
+	front := &mcpFront{stop: func(context.Context) {}, refresh: func() {}, ready: func() error { return nil },
+		drain: func(context.Context) error { return nil }}
 	if d.Host.MCP == "" {
 		return front, nil
 	}
@@ -154,7 +161,18 @@ func startMCP(d *deployment.Deployment, h *host.Host, log hclog.Logger) (*mcpFro
 	}
 	srv := mcpserver.New(h, opts)
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	var stopped atomic.Bool
+	go func() {
+		served <- srv.Serve(ln)
+		stopped.Store(true)
+	}()
+	front.drain = srv.Drain
+	front.ready = func() error {
+		if stopped.Load() {
+			return errors.New("the MCP listener is closed")
+		}
+		return nil
+	}
 	authentication := "the host's own user only (no mcp_auth)"
 	if d.Host.MCPAuth != nil {
 		authentication = "mcp_auth"

@@ -15,9 +15,10 @@ import (
 	"github.com/plugkit-go/plugkit/metrics"
 )
 
-// startMetrics serves the host's metrics on the host block's metrics
-// address, bounded like the other HTTP servers (a scrape is small).
-func startMetrics(d *deployment.Deployment, h *host.Host, log hclog.Logger) (stop func(context.Context), err error) {
+// startMetrics serves the host's metrics, /healthz and /readyz on the host
+// block's metrics address, bounded like the other HTTP servers (a scrape is
+// small); mcp is the MCP listener's part of readiness.
+func startMetrics(d *deployment.Deployment, h *host.Host, mcp func() error, log hclog.Logger) (stop func(context.Context), err error) {
 	if d.Host.Metrics == "" {
 		return func(context.Context) {}, nil
 	}
@@ -27,9 +28,14 @@ func startMetrics(d *deployment.Deployment, h *host.Host, log hclog.Logger) (sto
 	}
 	mux := http.NewServeMux()
 	mux.Handle(metrics.Path, h.Metrics.Handler())
+	addHealth(mux, h, mcp)
 	lim := httplimit.Limits{MaxConns: 16, MaxBodyBytes: 1 << 10}
-	// Loopback only, and a DNS name rebound to 127.0.0.1 gets nothing.
-	srv := lim.Server(lim.Body(httplimit.LoopbackHost(mux)))
+	var handler http.Handler = mux
+	if !d.Host.MetricsPublic {
+		// Loopback only, and a DNS name rebound to 127.0.0.1 gets nothing.
+		handler = httplimit.LoopbackHost(mux)
+	}
+	srv := lim.Server(lim.Body(handler))
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(lim.Listener(srv, ln)) }()
 	log.Info("serving metrics", "url", "http://"+d.Host.Metrics+metrics.Path)

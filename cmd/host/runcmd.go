@@ -83,7 +83,7 @@ func runHost(ctx context.Context, e *env, _ []string) error {
 		h.Stop(ctx)
 		return fail(exitFailed, "%v", err)
 	}
-	stopMetrics, err := startMetrics(d, h, log)
+	stopMetrics, err := startMetrics(d, h, front.ready, log)
 	if err != nil {
 		ln.Close()
 		front.stop(ctx)
@@ -137,6 +137,7 @@ loop:
 			break loop
 		}
 	}
+	drain(h, front, d.Host.ShutdownTimeout, log)
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_ = srv.Shutdown(sctx)
@@ -149,6 +150,26 @@ loop:
 		return fail(exitFailed, "admin socket: %v", runErr)
 	}
 	return nil
+}
+
+// drain refuses new calls and MCP sessions (and /readyz answers 503) while
+// the calls in flight finish, for at most timeout; the ones still running
+// then are cut when the plugins stop.
+func drain(h *host.Host, front *mcpFront, timeout time.Duration, log hclog.Logger) {
+	start := time.Now()
+	log.Info("draining: no new calls or MCP sessions; waiting for the calls in flight", "timeout", timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	// The calls first, then the MCP requests that carry their answers.
+	err := h.Drain(ctx)
+	if err == nil {
+		err = front.drain(ctx)
+	}
+	if err != nil {
+		log.Warn("drain timed out; stopping anyway", "error", err)
+		return
+	}
+	log.Info("drained", "took", time.Since(start).Round(time.Millisecond))
 }
 
 // reloadFile reloads the deployment file, logging what happened; an invalid

@@ -21,6 +21,24 @@ type PerPrincipalConfig struct {
 	Burst int
 	// Concurrency is how many calls of each principal may run at once.
 	Concurrency int
+	// Store, when set, keeps the rate in a place every replica shares, so
+	// that a principal's rate holds across them; the concurrency stays
+	// this process's.
+	Store RateStore
+	// StoreFallback says what a call gets while Store fails: denied
+	// (false, the default) or judged by this process's own rate (true).
+	StoreFallback bool
+	// OnStore, when set, is told how long each question to Store took and
+	// its error (metrics).
+	OnStore func(time.Duration, error)
+}
+
+// RateStore admits calls against a rate shared with other hosts.
+type RateStore interface {
+	// Allow takes one call from key's budget of rate calls a second with
+	// bursts of burst, atomically across every host that shares the
+	// store, and reports whether there was one.
+	Allow(ctx context.Context, key string, rate float64, burst int) (bool, error)
 }
 
 // PerPrincipal limits each principal's calls (pipeline.Execution.Principal;
@@ -61,17 +79,56 @@ const (
 
 func (l *principalLimits) wrap(ctx context.Context, e *pipeline.Execution, next pipeline.ExecuteNext) pipeline.Result {
 	who := e.Principal().String()
-	if why := l.take(who); why != "" {
-		r := pipeline.Fail(pipeline.CodeDenied, "rate-limited: "+why)
-		r.DecidedBy = LimitsName
-		return r
+	if why := l.take(who, l.cfg.Store == nil); why != "" {
+		return limited(why)
 	}
 	defer l.release(who)
+	if l.cfg.Store != nil && l.cfg.Rate > 0 {
+		if why := l.shared(ctx, who); why != "" {
+			return limited(why)
+		}
+	}
 	return next(ctx)
 }
 
-// take admits one call of who, or says why not.
-func (l *principalLimits) take(who string) string {
+func limited(why string) pipeline.Result {
+	r := pipeline.Fail(pipeline.CodeDenied, "rate-limited: "+why)
+	r.DecidedBy = LimitsName
+	return r
+}
+
+// storeTimeout bounds one question to the shared store: a store that
+// hangs must not hold calls.
+const storeTimeout = 2 * time.Second
+
+// shared asks the store for who's rate, or says why not.
+func (l *principalLimits) shared(ctx context.Context, who string) string {
+	sctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	start := time.Now()
+	ok, err := l.cfg.Store.Allow(sctx, who, l.cfg.Rate, l.cfg.Burst)
+	cancel()
+	if l.cfg.OnStore != nil {
+		l.cfg.OnStore(time.Since(start), err)
+	}
+	switch {
+	case err != nil && l.cfg.StoreFallback:
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if b := l.by[who]; b != nil && b.rate != nil && !b.rate.AllowN(time.Now(), 1) {
+			return fmt.Sprintf("%s is over %g calls a second (this replica's count: the shared store cannot be reached)", who, l.cfg.Rate)
+		}
+		return ""
+	case err != nil:
+		return fmt.Sprintf("the shared rate limit store cannot be reached, and on_store_error is deny: %v", err)
+	case !ok:
+		return fmt.Sprintf("%s is over %g calls a second across every replica", who, l.cfg.Rate)
+	}
+	return ""
+}
+
+// take admits one call of who, or says why not; local says whether this
+// process's rate is checked too (it is not when a store keeps it).
+func (l *principalLimits) take(who string, local bool) string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := time.Now()
@@ -94,7 +151,7 @@ func (l *principalLimits) take(who string) string {
 	if l.cfg.Concurrency > 0 && b.running >= l.cfg.Concurrency {
 		return fmt.Sprintf("%s already has %d calls running (at most %d at once)", who, b.running, l.cfg.Concurrency)
 	}
-	if b.rate != nil && !b.rate.AllowN(now, 1) {
+	if local && b.rate != nil && !b.rate.AllowN(now, 1) {
 		return fmt.Sprintf("%s is over %g calls a second", who, l.cfg.Rate)
 	}
 	b.running++
