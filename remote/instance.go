@@ -201,7 +201,7 @@ func (m *Manager) launch(ctx context.Context, spec Spec) (*instance, error) {
 		// Kill has waited for go-plugin's goroutines, the one that reads
 		// stderr and the one that waits for the process among them (or the
 		// process never started and ProcessState stays nil).
-		return nil, newLaunchError(fmt.Errorf("plugin %s: %s: %w", spec.Name, what, err), cmd, stderr.Lines())
+		return nil, newLaunchError(fmt.Errorf("plugin %s: %s: %w", spec.Name, what, err), cmd, stderr.Lines(), spec.Sandbox != nil)
 	}
 	rpc, err := gp.Client()
 	lanes.started() // the process has its ends, or never will
@@ -303,17 +303,20 @@ type exitError struct {
 	when   string   // "while starting", "during apply"
 	exit   string   // "exit status 3"; "" when not known
 	stderr []string // the tail of its stderr
+	// sandboxed: the process ran confined, so what it was denied is a
+	// likely cause of an exit at start, and the error says so.
+	sandboxed bool
 }
 
 // newLaunchError adds to err the exit status of a process that failed to
 // start and its last stderr line. Call it once go-plugin's Kill has
 // returned. A process ended by a signal is not described: go-plugin kills
 // the process itself when the handshake fails or times out.
-func newLaunchError(err error, cmd *exec.Cmd, stderr []string) error {
+func newLaunchError(err error, cmd *exec.Cmd, stderr []string, sandboxed bool) error {
 	if cmd.Process == nil {
 		return err // it never started
 	}
-	e := &exitError{err: err, pid: cmd.Process.Pid, when: "while starting", stderr: stderr}
+	e := &exitError{err: err, pid: cmd.Process.Pid, when: "while starting", stderr: stderr, sandboxed: sandboxed}
 	if ps := cmd.ProcessState; ps != nil && ps.Exited() {
 		e.exit = describeExit(ps)
 	}
@@ -326,7 +329,8 @@ func newLaunchError(err error, cmd *exec.Cmd, stderr []string) error {
 // exitError adds to err, the failure of op, how the exited process ended
 // and its last stderr line.
 func (in *instance) exitError(err error, op string) error {
-	return &exitError{err: err, pid: in.pid, when: "during " + op, exit: in.exitReason(), stderr: in.stderr.Lines()}
+	return &exitError{err: err, pid: in.pid, when: "during " + op, exit: in.exitReason(), stderr: in.stderr.Lines(),
+		sandboxed: in.spec.Sandbox != nil}
 }
 
 func (e *exitError) Error() string {
@@ -337,6 +341,9 @@ func (e *exitError) Error() string {
 	if n := len(e.stderr); n > 0 {
 		more = append(more, "stderr: "+e.stderr[n-1])
 	}
+	if e.sandboxed {
+		more = append(more, sandboxHint(e.stderr))
+	}
 	if len(more) == 0 {
 		return e.err.Error()
 	}
@@ -344,6 +351,21 @@ func (e *exitError) Error() string {
 }
 
 func (e *exitError) Unwrap() error { return e.err }
+
+// sandboxHint names the sandbox as a likely cause of a confined process's
+// exit at start: a module, library or file it reads outside its read list
+// fails as missing or denied. The first stderr line that says so is quoted.
+func sandboxHint(stderr []string) string {
+	hint := "the plugin runs in a sandbox: a file, program or port it needs may be outside its sandbox block (read, write, exec, network)"
+	for _, l := range stderr {
+		for _, sign := range []string{"ermission denied", "ModuleNotFoundError", "No such file or directory", "operation not permitted", "EACCES", "EPERM"} {
+			if strings.Contains(l, sign) {
+				return hint + "; it reported: " + strings.TrimSpace(l)
+			}
+		}
+	}
+	return hint
+}
 
 // summary describes the process as Status.LastExit does.
 func (e *exitError) summary() string {

@@ -216,3 +216,29 @@ func jsonEqual(a []byte, b string) bool {
 	var x, y any
 	return json.Unmarshal(a, &x) == nil && json.Unmarshal([]byte(b), &y) == nil && reflect.DeepEqual(x, y)
 }
+
+// TestPythonPluginSandboxWithoutSDK: a Python plugin whose sandbox does not
+// grant the SDK's folder exits at start with ModuleNotFoundError; the
+// error validate prints names the sandbox as the likely cause and quotes
+// what the plugin reported, before go-plugin's own lines.
+func TestPythonPluginSandboxWithoutSDK(t *testing.T) {
+	needShippedDeployment(t)
+	testenv.NeedPython(t)
+	dir := t.TempDir()
+	words, err := filepath.Abs(pythonPlugins["words"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	config := deploymentFileWith(t, dir, deploymentTweaks{
+		more: fmt.Sprintf("\nplugin \"words\" {\n  path = %q\n  sandbox {\n    read = [%q]\n  }\n}\n", words, filepath.Dir(words)),
+	})
+	_, stderr, code := cli(t, "validate", "-c", config)
+	if code == 0 {
+		t.Fatalf("validate started a Python plugin that cannot import the SDK:\n%s", stderr)
+	}
+	for _, want := range []string{"plugin words", "runs in a sandbox", "outside its sandbox block", "ModuleNotFoundError"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("validate's report lacks %q:\n%s", want, stderr)
+		}
+	}
+}
