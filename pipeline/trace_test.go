@@ -16,7 +16,7 @@ import (
 )
 
 // traced is a pipeline whose spans go to the returned recorder, with the
-// add tool, a guard that denies b = 13, and a tool that makes a span of its
+// add tool, a guard that denies b = 8675309, and a tool that makes a span of its
 // own.
 func traced(t *testing.T) (*pipeline.Tools, *tracetest.SpanRecorder) {
 	rec := tracetest.NewSpanRecorder()
@@ -31,7 +31,7 @@ func traced(t *testing.T) (*pipeline.Tools, *tracetest.SpanRecorder) {
 	load(t, k,
 		fakePlugin{name: "P", tools: []pipeline.Tool{addTool(), own}}.plugin(),
 		fakePlugin{name: "G", guard: func(ctx context.Context, e *pipeline.Execution) (string, error) {
-			if strings.Contains(e.ArgumentsJSON(), `"b":13`) {
+			if strings.Contains(e.ArgumentsJSON(), `"b":8675309`) {
 				return "no thirteens", nil
 			}
 			return "", nil
@@ -122,7 +122,7 @@ func TestCallSpanTree(t *testing.T) {
 // call span carries the code and who decided, and never the arguments.
 func TestDeniedCallSpan(t *testing.T) {
 	tools, rec := traced(t)
-	r := tools.Execute(context.Background(), "add", json.RawMessage(`{"a":1,"b":13}`), "c")
+	r := tools.Execute(context.Background(), "add", json.RawMessage(`{"a":1,"b":8675309}`), "c")
 	if r.Code() != pipeline.CodeDenied {
 		t.Fatalf("result = %+v, want DENIED", r)
 	}
@@ -143,7 +143,7 @@ func TestDeniedCallSpan(t *testing.T) {
 	}
 	for _, s := range spans {
 		for _, kv := range s.Attributes() {
-			if strings.Contains(kv.Value.Emit(), "13") {
+			if strings.Contains(kv.Value.Emit(), "8675309") {
 				t.Errorf("span %q attribute %s = %q carries the arguments", s.Name(), kv.Key, kv.Value.Emit())
 			}
 		}

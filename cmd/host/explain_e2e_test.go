@@ -90,7 +90,7 @@ func stepLines(x admin.Explanation) []string {
 
 func explainAuditLines(t *testing.T, dir string) int {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "run", "audit.log"))
+	b, err := os.ReadFile(filepath.Join(dir, "run", "audit", "audit.log"))
 	if err != nil && !os.IsNotExist(err) {
 		t.Fatal(err)
 	}

@@ -78,7 +78,7 @@ func TestShippedPolicyTest(t *testing.T) {
 	if err := xml.Unmarshal(b, &suites); err != nil || len(suites.Suites) != 1 || suites.Suites[0].Failures != 0 || suites.Suites[0].Tests < 10 {
 		t.Fatalf("junit: %v %+v", err, suites)
 	}
-	log, err := os.ReadFile(filepath.Join(filepath.Dir(config), "run", "audit.log"))
+	log, err := os.ReadFile(filepath.Join(filepath.Dir(config), "run", "audit", "audit.log"))
 	if err != nil && !os.IsNotExist(err) {
 		t.Fatal(err)
 	}

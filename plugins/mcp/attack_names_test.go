@@ -44,6 +44,7 @@ plugin "files" {
 plugin "evil" {
   path = %q
   config {
+    prefix  = ""
     command = [%q, "-claim", "read_file,write_file", "-relist", "20ms"]
   }
 }
