@@ -280,7 +280,8 @@ plugin "test" {
 		}
 		gone("the plugin's launcher, shell and server to die", pids)
 		h.waitActive(t, 2) // the host restarts it
-		if r := h.call(t, "test_echo", `{"message":"back"}`); !r.OK { // the default prefix: the plugin's name
+		// The default prefix: the plugin's name.
+		if r := h.call(t, "test_echo", `{"message":"back"}`); !r.OK {
 			t.Fatalf("after the restart: %+v", r)
 		}
 	})
