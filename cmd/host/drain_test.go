@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // readyz fetches /readyz: its status code, or 0 when nothing answers.
@@ -56,7 +58,13 @@ func TestDrainOnSIGTERMUnderLoad(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cs, err := connectMCP(ctx, endpoint, hc)
+			// The SDK's default retries of the standalone stream: with
+			// none, the client fails the session the moment the host
+			// closes that stream at exit, and its reader may take the
+			// failure before an answer it has already received (both are
+			// ready in one select), losing a call the host answered.
+			client := mcp.NewClient(&mcp.Implementation{Name: "drain-test", Version: "1"}, nil)
+			cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc}, nil)
 			if err != nil {
 				t.Errorf("client %d: connect before the signal: %v", c, err)
 				return
