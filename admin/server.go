@@ -172,7 +172,7 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 			Name: p.Name, State: p.State.String(), PID: p.PID, Started: p.Started,
 			Restarts: p.Restarts, Critical: p.Critical, Tools: p.Tools, Held: p.Held, LastError: p.LastError,
 			LastExit: p.LastExit, Stderr: p.Stderr, Sandbox: p.Sandbox, Problem: p.Problem,
-			Calls: p.Calls, Protocol: p.Protocol,
+			Calls: p.Calls, Protocol: p.Protocol, Registered: p.Registered,
 		}
 		if ps.Tools == nil {
 			ps.Tools = []string{}

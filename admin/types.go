@@ -37,6 +37,9 @@ type PluginStatus struct {
 	Calls string `json:"calls,omitempty"`
 	// Protocol is the plugin protocol version the process speaks.
 	Protocol int `json:"protocol,omitempty"`
+	// Registered counts the tools the plugin registered since it was
+	// loaded, each registration once (see remote.Status.Registered).
+	Registered int64 `json:"registered"`
 }
 
 // Status is GET /v1/status.

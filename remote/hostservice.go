@@ -34,6 +34,16 @@ type hostService struct {
 	mu      sync.Mutex
 	effects map[string]*kernel.Effect
 	seq     atomic.Uint64
+	// registered counts the tools registered through this service (the
+	// plugin's count across its processes); nil counts nothing.
+	registered *atomic.Int64
+}
+
+// countRegistered adds n tools to the plugin's count of registrations.
+func (h *hostService) countRegistered(n int) {
+	if h.registered != nil && n > 0 {
+		h.registered.Add(int64(n))
+	}
 }
 
 func newHostService(inst *instance, scope *kernel.Scope) *hostService {
@@ -73,6 +83,9 @@ func (h *hostService) RegisterTool(ctx context.Context, req *pb.RegisterToolRequ
 	}
 	t.Execute = h.inst.toolProxy(req.GetHandlerId(), t.Name)
 	id, err := h.record(reg.Register(t))
+	if err == nil {
+		h.countRegistered(1)
+	}
 	return &pb.RegisterToolResponse{RegistrationId: id}, err
 }
 
@@ -131,6 +144,7 @@ func (h *hostService) RegisterTools(ctx context.Context, req *pb.RegisterToolsRe
 		delete(h.effects, id)
 	}
 	h.mu.Unlock()
+	registered := 0
 	for j, i := range at {
 		if errs != nil && errs[j] != nil {
 			results[i] = &pb.RegisterToolsResult{Error: errs[j].Error()}
@@ -138,7 +152,9 @@ func (h *hostService) RegisterTools(ctx context.Context, req *pb.RegisterToolsRe
 		}
 		id, _ := h.record(effects[j], nil)
 		results[i] = &pb.RegisterToolsResult{RegistrationId: id}
+		registered++
 	}
+	h.countRegistered(registered)
 	return &pb.RegisterToolsResponse{Results: results}, nil
 }
 

@@ -417,6 +417,10 @@ type Status struct {
 	// "lanes" (call lanes, the plugin's calls back on them too),
 	// "stream" (Plugin.Calls) or "rpc" (an RPC per call).
 	Calls string
+	// Registered counts the tools the plugin's processes registered since
+	// it was loaded, each registration once: a bridged server's change of
+	// one tool adds one, a restart adds all of them again.
+	Registered int64
 	// Protocol is the plugkit protocol version the running process speaks
 	// (wire.ProtocolVersions): one of version 1 is called with RPCs only.
 	Protocol int
@@ -446,6 +450,7 @@ func (m *Manager) Status() []Status {
 			st.Protocol = in.gp.NegotiatedVersion()
 		}
 		st.Restarts = mp.restarts
+		st.Registered = mp.registered.Load()
 		st.LastExit, st.Stderr = mp.lastExit, slices.Clone(mp.lastStderr)
 		durable := mp.durable
 		mp.mu.Unlock()

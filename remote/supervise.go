@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/plugkit-go/plugkit/kernel"
@@ -35,6 +36,10 @@ type managed struct {
 	absentTools []string
 	crashes     []time.Time
 	restarts    int
+	// registered counts the tools its processes registered, each
+	// registration once (a changed tool registered again counts again):
+	// how much registry work the plugin caused.
+	registered atomic.Int64
 	lastExit    string
 	lastStderr  []string // the stderr tail of the process that last crashed
 	lastStart   error    // why the last start failed; nil once a process crashed after starting
@@ -73,6 +78,7 @@ func (p *plan) apply(ctx context.Context, s *kernel.Scope) error {
 	go mp.watch(in)
 
 	hs := newHostService(in, s)
+	hs.registered = &mp.registered
 	in.host.Store(hs)
 	id := in.client.ServeHost(hs, in.serveHost...)
 	cfg := p.spec.Config

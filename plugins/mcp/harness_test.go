@@ -190,6 +190,9 @@ type pluginStatus struct {
 	Tools     []string `json:"tools"`
 	Held      []string `json:"held"`
 	LastError string   `json:"last_error"`
+	// Registered counts the tools the plugin registered since it was
+	// loaded, each registration once.
+	Registered int64 `json:"registered"`
 }
 
 // startHost starts `host run -c config` and waits until its n plugins are
