@@ -40,9 +40,9 @@ type managed struct {
 	// registration once (a changed tool registered again counts again):
 	// how much registry work the plugin caused.
 	registered atomic.Int64
-	lastExit    string
-	lastStderr  []string // the stderr tail of the process that last crashed
-	lastStart   error    // why the last start failed; nil once a process crashed after starting
+	lastExit   string
+	lastStderr []string // the stderr tail of the process that last crashed
+	lastStart  error    // why the last start failed; nil once a process crashed after starting
 
 	stops sync.WaitGroup // processes being stopped (endProcess)
 }

@@ -39,6 +39,11 @@ plugin "files" {
   config {
     root = %q
   }
+  # Down for at least this long after each kill, so that the hostile
+  # server's relists (every 20 ms) try the names while they are free.
+  restart {
+    backoff = "400ms"
+  }
 }
 
 plugin "evil" {
