@@ -2,7 +2,6 @@ package deployment
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/hashicorp/hcl/v2"
@@ -66,28 +65,8 @@ func Lock(path string) ([]Pin, hcl.Diagnostics) {
 	if diags.HasErrors() {
 		return nil, diags
 	}
-	info, err := os.Stat(path)
-	if err != nil {
-		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Cannot write deployment file", Detail: err.Error() + "."}}
-	}
-	// Write beside the file and rename, so a failure never leaves half a file.
-	tmp, err := os.CreateTemp(dir, ".lock-*.hcl")
-	if err == nil {
-		_, err = tmp.Write(f.Bytes())
-		if cerr := tmp.Close(); err == nil {
-			err = cerr
-		}
-		if err == nil {
-			err = os.Chmod(tmp.Name(), info.Mode().Perm())
-		}
-		if err == nil {
-			err = os.Rename(tmp.Name(), path)
-		}
-		if err != nil {
-			os.Remove(tmp.Name())
-		}
-	}
-	if err != nil {
+	// Written beside the file and renamed, so a failure never leaves half a file.
+	if err := writeKeepingMode(path, f.Bytes()); err != nil {
 		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Cannot write deployment file", Detail: err.Error() + "."}}
 	}
 	return pins, nil

@@ -206,13 +206,7 @@ func call(ctx context.Context, e *env, args []string) error {
 	}
 	r, err := c.Call(ctx, tool, json.RawMessage(raw), ask)
 	if err != nil {
-		var ce *admin.ConnectError
-		var pe *admin.PeerError
-		if errors.As(err, &ce) || errors.As(err, &pe) {
-			return err
-		}
-		// The host refused the request (too large, malformed).
-		return fail(exitUsage, "%v", err)
+		return requestError(err)
 	}
 	if e.json {
 		if err := printJSON(e.stdout, r); err != nil {
@@ -347,4 +341,16 @@ func oneLine(s string) string {
 		}
 		return r
 	}, s)
+}
+
+// requestError is the CLI's error for an admin request that failed: the
+// host unreachable or not trusted as it is, else the host refused the
+// request (too large, malformed), a usage error.
+func requestError(err error) error {
+	var ce *admin.ConnectError
+	var pe *admin.PeerError
+	if errors.As(err, &ce) || errors.As(err, &pe) {
+		return err
+	}
+	return fail(exitUsage, "%v", err)
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -60,12 +59,7 @@ func explainCommand(e *env) *cobra.Command {
 			}
 			x, err := c.Explain(cmd.Context(), req)
 			if err != nil {
-				var ce *admin.ConnectError
-				var pe *admin.PeerError
-				if errors.As(err, &ce) || errors.As(err, &pe) {
-					return err
-				}
-				return fail(exitUsage, "%v", err)
+				return requestError(err)
 			}
 			if e.json {
 				if err := printJSON(e.stdout, x); err != nil {
