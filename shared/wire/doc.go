@@ -15,7 +15,10 @@
 //     written with raw system calls on Linux: lane_linux.go). Both are
 //     built to wake no second thread per call: a server runs a call on the
 //     goroutine that read it (BeforeWait hands the reading on), and on a
-//     lane the callers read their own answers.
+//     lane the callers read their own answers. frames.go is kept whole
+//     (about 500 lines): registering a call, reading its answer, sending
+//     and cancelling share one stream's state and one set of invariants,
+//     which a split would scatter.
 //
 // The generated messages and services live in package pb; the protocol is
 // described for other languages in shared/README.md.

@@ -1,5 +1,9 @@
 """The plugin's side of the plugkit protocol: the Plugin service the host
-calls, and the Context through which the plugin registers with the host."""
+calls, and the Context through which the plugin registers with the host.
+
+Kept in one module (about 500 lines): each Plugin RPC looks up what the
+Context registered, and the two share the handler tables and their lock;
+split, each half would reach into the other's state."""
 
 import concurrent.futures
 import json
