@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -23,9 +25,10 @@ import (
 // (SIGKILL, host and plugins): that client's next request gets 404 from
 // another replica, as the MCP specification says of an unknown session; it
 // opens a new session, which lands on a live replica, and its retried call
-// runs there. In the end the three audit logs hold every call that
-// answered ok exactly once, the refused request in none, and each log
-// verifies as a chain of its own with `audit verify`.
+// runs there. In the end the three audit logs, merged, hold every call
+// that answered ok exactly once and the refused request in none; each log
+// verifies as a chain of its own with `audit verify`, and the three put end
+// to end do not verify as one.
 func TestSessionsStickThroughHAProxy(t *testing.T) {
 	needShippedDeployment(t)
 	testplugin := buildTestPlugin(t, t.TempDir())
@@ -161,12 +164,26 @@ func TestSessionsStickThroughHAProxy(t *testing.T) {
 	if got := where["s0-retry"]; len(got) == 1 && got[0] == victim {
 		t.Errorf("the retried call ran on the killed replica %s", victim)
 	}
-	// Each replica's log is a chain of its own, verified by itself.
+	// Each replica's log is a chain of its own, verified by itself, as a
+	// collector does; the logs put end to end are not one chain.
+	var merged []byte
 	for _, n := range names {
 		out, err := exec.Command(pluginPath("audit"), "verify", replicas[n].audit).CombinedOutput()
 		if err != nil || !strings.HasPrefix(string(out), "ok: ") {
 			t.Errorf("audit verify of replica %s's log: %v %s", n, err, out)
 		}
+		data, err := os.ReadFile(replicas[n].audit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		merged = append(merged, data...)
+	}
+	mergedPath := filepath.Join(t.TempDir(), "merged.log")
+	if err := os.WriteFile(mergedPath, merged, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(pluginPath("audit"), "verify", mergedPath).CombinedOutput(); err == nil {
+		t.Errorf("three replicas' logs end to end verify as one chain: %s", out)
 	}
 }
 
