@@ -4,7 +4,7 @@ BIN     := bin
 BENCH   ?= .
 COUNT   ?= 1
 
-.PHONY: all build plugins run test attack bench proto vet clean
+.PHONY: all build plugins run test attack bench proto vet clean image
 
 all: build
 
@@ -33,6 +33,12 @@ plugins:
 # `bin/host` commands from a second terminal.
 run: build
 	./$(BIN)/host run -c config.hcl
+
+# The container image, with no base image from a registry: the host and
+# every plugin built static, and the sample deployment under /plugkit, as a
+# tarball for `podman load -i` or `docker load -i`.
+image:
+	$(GO) run ./cmd/mkimage -o $(BIN)/plugkit-image.tar
 
 test:
 	$(GO) vet ./...

@@ -202,6 +202,18 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 				t.Errorf("Service %s targets port %q, which the container does not name", s.Name, p.TargetPort.StrVal)
 			}
 		}
+		// MCP sessions live in one replica: without a load balancer routing
+		// on Mcp-Session-Id, the MCP Service keeps a client on one by its
+		// address.
+		for _, p := range s.Spec.Ports {
+			if p.TargetPort.StrVal != "mcp" {
+				continue
+			}
+			if s.Spec.SessionAffinity != corev1.ServiceAffinityClientIP || s.Spec.SessionAffinityConfig == nil ||
+				s.Spec.SessionAffinityConfig.ClientIP == nil || s.Spec.SessionAffinityConfig.ClientIP.TimeoutSeconds == nil {
+				t.Errorf("Service %s serves MCP without client-IP affinity and its timeout: %q %+v", s.Name, s.Spec.SessionAffinity, s.Spec.SessionAffinityConfig)
+			}
+		}
 	}
 	if !matches(d.pdbs[0].Spec.Selector.MatchLabels) {
 		t.Errorf("the budget selects %v, not the pods", d.pdbs[0].Spec.Selector.MatchLabels)
