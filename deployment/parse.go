@@ -62,6 +62,7 @@ func Parse(path string) (*Deployment, hcl.Diagnostics) {
 	p.names(file.Body, &syn, "the top level of the file")
 	d.Host = p.host(syn.Host)
 	d.Plugins = p.plugins(syn.Plugins)
+	p.checkUpstreams(d)
 	// After the walks above, which record the attribute names retype uses.
 	p.diags = append(p.diags, retype(decoded, p.valueNames)...)
 	return d, sortDiags(p.diags)
@@ -563,6 +564,9 @@ func (p *parser) plugin(ps *pluginSyntax) Plugin {
 		p.diags = append(p.diags, diags...)
 		pl.configOK = !diags.HasErrors()
 		pl.Config, pl.src.config, pl.ConfigRange = raw, src, cs.DefRange
+		if pl.configOK {
+			p.upstream(&pl)
+		}
 	}
 	return pl
 }

@@ -56,3 +56,8 @@ type Error struct {
 func (e *Error) Error() string {
 	return fmt.Sprintf("no token for upstream %s: %s", e.Upstream, e.Reason)
 }
+
+// String names the upstream and its mode, never its client secret.
+func (u Upstream) String() string {
+	return fmt.Sprintf("%s for %s at %s (audience %q)", u.Mode, u.name(), u.TokenURL, u.Audience)
+}
