@@ -175,6 +175,27 @@ func tokenInfo(p pipeline.Principal, exp time.Time, scopes []string) *auth.Token
 	}
 }
 
+// subjectTokenKey holds, in the token info of an OAuth access token, the
+// token itself.
+const subjectTokenKey = "plugkit/subject_token"
+
+// subjectToken is a token that prints (%v, JSON) as nothing.
+type subjectToken struct{ s string }
+
+func (subjectToken) String() string   { return "[redacted]" }
+func (subjectToken) GoString() string { return "[redacted]" }
+
+// SubjectTokenOf is the OAuth access token Verify checked for a request,
+// for the host to exchange for an upstream's token (never to pass on);
+// "" for an API key or token info Verify did not make.
+func SubjectTokenOf(ti *auth.TokenInfo) string {
+	if ti == nil {
+		return ""
+	}
+	t, _ := ti.Extra[subjectTokenKey].(subjectToken)
+	return t.s
+}
+
 // PrincipalOf is the principal Verify found for a request; ok is false
 // for token info it did not make (or none).
 func PrincipalOf(ti *auth.TokenInfo) (p pipeline.Principal, ok bool) {

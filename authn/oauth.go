@@ -153,7 +153,11 @@ func (o *oauth) verify(ctx context.Context, token string) (*auth.TokenInfo, erro
 	for _, g := range groups {
 		p.Attributes = append(p.Attributes, "group:"+g)
 	}
-	return tokenInfo(p, exp.Time, scopes), nil
+	ti := tokenInfo(p, exp.Time, scopes)
+	// Kept for the host alone to exchange for an upstream's token
+	// (tokenexchange); it prints as nothing.
+	ti.Extra[subjectTokenKey] = subjectToken{token}
+	return ti, nil
 }
 
 func stringClaim(v any) string {

@@ -13,6 +13,7 @@ import (
 	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/pipeline"
 	"github.com/plugkit-go/plugkit/remote"
+	"github.com/plugkit-go/plugkit/tokenexchange"
 )
 
 // Deployment is a parsed deployment file.
@@ -175,7 +176,13 @@ type Plugin struct {
 	// Sandbox is the plugin's sandbox: its own block refining the host's
 	// default; nil when neither exists.
 	Sandbox *Sandbox
+	// Upstream is the config's auth block when the host obtains the
+	// upstream's tokens (token_exchange, client_credentials); nil
+	// otherwise.
+	Upstream *tokenexchange.Upstream
 
+	// upstreamRange is where the auth block's mode was written.
+	upstreamRange hcl.Range
 	// src keeps where things were written, for Check's diagnostics; nil for
 	// a Plugin built in code, whose diagnostics then point at Range.
 	src *pluginSource
@@ -201,7 +208,7 @@ func (p Plugin) Spec() remote.Spec {
 		Path:     p.Path,
 		Dir:      p.Dir,
 		SHA256:   p.SHA256,
-		Config:   slices.Clone(p.Config),
+		Config:   slices.Clone(p.pluginConfig()),
 		Inject:   slices.Clone(p.Inject),
 		Critical: p.Critical,
 		Restart:  p.Restart,
@@ -211,6 +218,7 @@ func (p Plugin) Spec() remote.Spec {
 		EnabledTools:  slices.Clone(p.EnabledTools),
 		DisabledTools: slices.Clone(p.DisabledTools),
 		Sandbox:       p.Sandbox.Policy(),
+		Upstream:      p.Upstream,
 	}
 }
 

@@ -49,6 +49,7 @@ func Parse(path string) (*Deployment, hcl.Diagnostics) {
 	p.names(file.Body, &syn, "the top level of the file")
 	d.Host = p.host(syn.Host)
 	d.Plugins = p.plugins(syn.Plugins)
+	p.checkUpstreams(d)
 	// After the walks above, which record the attribute names retype uses.
 	p.diags = append(p.diags, retype(decoded, p.valueNames)...)
 	return d, sortDiags(p.diags)

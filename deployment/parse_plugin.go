@@ -117,6 +117,9 @@ func (p *parser) plugin(ps *pluginSyntax) Plugin {
 		p.diags = append(p.diags, diags...)
 		pl.configOK = !diags.HasErrors()
 		pl.Config, pl.src.config, pl.ConfigRange = raw, src, cs.DefRange
+		if pl.configOK {
+			p.upstream(&pl)
+		}
 	}
 	return pl
 }

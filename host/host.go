@@ -19,6 +19,7 @@ import (
 	"github.com/plugkit-go/plugkit/pipeline"
 	"github.com/plugkit-go/plugkit/pipeline/policy"
 	"github.com/plugkit-go/plugkit/remote"
+	"github.com/plugkit-go/plugkit/tokenexchange"
 	"github.com/plugkit-go/plugkit/tracing"
 )
 
@@ -172,6 +173,8 @@ func New(d *deployment.Deployment, log hclog.Logger) (*Host, error) {
 	opts := d.Host.Options()
 	opts.Logger = log
 	opts.OnRPC = h.Metrics.RPC
+	opts.Tokens = tokenexchange.New(nil)
+	opts.Tokens.OnOutcome = h.Metrics.UpstreamToken
 	if tc := d.Host.Tracing; tc != nil {
 		t, err := tracing.New(context.Background(), tracing.Config{Endpoint: tc.Endpoint, Sample: tc.Sample, Headers: tc.Headers}, Version)
 		if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/plugkit-go/plugkit/authn"
 	"github.com/plugkit-go/plugkit/host"
 	"github.com/plugkit-go/plugkit/pipeline"
+	"github.com/plugkit-go/plugkit/tokenexchange"
 )
 
 // A tools/call runs the pipeline call in a goroutine of its own, because the
@@ -177,6 +178,11 @@ func (s *Server) start(sess *session, req *mcp.CallToolRequest) (*call, error) {
 	}
 	ctx = context.WithValue(withClientTrace(ctx, req.Params.Meta), callKey{}, c)
 	ctx = pipeline.WithPrincipal(ctx, s.principal(req))
+	if req.Extra != nil && req.Extra.Header != nil {
+		// The principal's own token, for the host alone to exchange for an
+		// upstream's (never part of the call a stage sees).
+		ctx = tokenexchange.WithSubjectToken(ctx, authn.SubjectTokenOf(req.Extra.TokenInfo))
+	}
 	args := req.Params.Arguments
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage("{}")

@@ -57,6 +57,7 @@ type Metrics struct {
 	asks     *prometheus.CounterVec
 	rpcs     *prometheus.HistogramVec
 	refusals *prometheus.CounterVec
+	upstream *prometheus.CounterVec
 	stages   [pipeline.NumStages]prometheus.Observer
 	store    limitStore // limits.go
 
@@ -128,6 +129,8 @@ func New(version string, status func() []remote.Status, inflight func() int64) *
 	}, []string{"reason"})
 	m.refusals.WithLabelValues("missing")
 	m.refusals.WithLabelValues("invalid")
+	m.upstream = newUpstreamTokens()
+	m.reg.MustRegister(m.upstream)
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: "plugkit", Name: "build_info",
 		Help: "The host's version and the Go version it was built with; always 1.",

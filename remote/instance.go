@@ -25,6 +25,7 @@ import (
 	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/shared/pb"
 	"github.com/plugkit-go/plugkit/shared/wire"
+	"github.com/plugkit-go/plugkit/tokenexchange"
 )
 
 // instance is one running plugin process.
@@ -51,6 +52,7 @@ type instance struct {
 	started         time.Time
 	maxMessage      int
 	listenerTimeout time.Duration
+	tokens          *tokenexchange.Broker // Options.Tokens
 	drainTimeout    time.Duration
 	onRPC           func(plugin, kind string, d time.Duration)  // Options.OnRPC
 	exportSpans     func(context.Context, string, []byte) error // Options.ExportSpans
@@ -224,6 +226,7 @@ func (m *Manager) launch(ctx context.Context, spec Spec) (*instance, error) {
 		startTook:       time.Since(began),
 		maxMessage:      m.opts.MaxMessageBytes,
 		listenerTimeout: m.opts.ListenerTimeout,
+		tokens:          m.opts.Tokens,
 		unaryCalls:      m.opts.UnaryCalls,
 		lanes:           lanes,
 		tracerProvider:  m.opts.TracerProvider,

@@ -137,8 +137,16 @@ func (in *instance) filterCtx(ctx context.Context) (context.Context, context.Can
 
 func (in *instance) toolProxy(handler, name string) pipeline.ToolFunc {
 	return func(ctx context.Context, e *pipeline.Execution) (any, error) {
+		req := &pb.ExecuteToolRequest{HandlerId: handler, Execution: toExecution(e)}
+		if u := in.spec.Upstream; u != nil {
+			tok, err := in.upstreamToken(ctx, u, e.Principal())
+			if err != nil {
+				return nil, &pipeline.Error{Code: pipeline.CodeDenied, Message: fmt.Sprintf("plugin %s: %v", in.name, err)}
+			}
+			req.UpstreamToken = tok
+		}
 		start := time.Now()
-		resp, err := in.calls.ExecuteTool(ctx, &pb.ExecuteToolRequest{HandlerId: handler, Execution: toExecution(e)})
+		resp, err := in.calls.ExecuteTool(ctx, req)
 		in.timed("tool", start)
 		if err != nil {
 			if cerr := settle(ctx, err); cerr != nil {

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/plugkit-go/plugkit/confine"
+	"github.com/plugkit-go/plugkit/tokenexchange"
 )
 
 // Spec is one plugin process as a deployment declares it.
@@ -49,6 +50,11 @@ type Spec struct {
 	// values its result observers receive (larger arrives as size, digest
 	// and head). 0 is DefaultMaxResultBytes.
 	MaxResultBytes int
+	// Upstream, when set, has the host obtain a token for the plugin's
+	// upstream for each call of its tools (Options.Tokens): a call without
+	// one is DENIED naming the upstream and why, and the token goes to
+	// the plugin with that call only (ExecuteToolRequest.upstream_token).
+	Upstream *tokenexchange.Upstream
 }
 
 // toolEnabled applies the deployment's enabled and disabled tool lists.
@@ -133,4 +139,7 @@ type Options struct {
 	// ExportSpans sends on the spans a plugin handed to the host: otlp is an
 	// OTLP ExportTraceServiceRequest.
 	ExportSpans func(ctx context.Context, plugin string, otlp []byte) error
+	// Tokens obtains the upstream tokens of the plugins whose Spec has an
+	// Upstream; without it their calls are DENIED.
+	Tokens *tokenexchange.Broker
 }

@@ -1,6 +1,8 @@
 // Package testissuer is an OAuth authorization server for tests, as far as
 // a resource server sees one: a signing key, its JWKS served on loopback,
-// and access tokens (JWTs) made to order.
+// and access tokens (JWTs) made to order; and a token endpoint (TokenURL)
+// that implements RFC 8693 token exchange and client credentials for one
+// client (ClientID, ClientSecret).
 package testissuer
 
 import (
@@ -23,23 +25,34 @@ type Issuer struct {
 	JWKSURL string
 	Key     *rsa.PrivateKey
 	KID     string
+	// TokenURL is the token endpoint (see token.go).
+	TokenURL string
+	// ClientID and ClientSecret are the one client the token endpoint
+	// knows (HTTP Basic).
+	ClientID, ClientSecret string
+
+	grants grants
 }
 
 // Start serves the issuer's JWKS until the test ends.
 func Start(t testing.TB) *Issuer {
 	t.Helper()
-	iss := &Issuer{Key: NewKey(t), KID: "test-key-1"}
+	iss := &Issuer{Key: NewKey(t), KID: "test-key-1", ClientID: "plugkit-gateway", ClientSecret: "test-client-secret"}
 	jwks, _ := json.Marshal(map[string]any{"keys": []map[string]string{{
 		"kty": "RSA", "kid": iss.KID, "use": "sig", "alg": "RS256",
 		"n": base64.RawURLEncoding.EncodeToString(iss.Key.N.Bytes()),
 		"e": base64.RawURLEncoding.EncodeToString(big.NewInt(int64(iss.Key.E)).Bytes()),
 	}}})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == tokenPath {
+			iss.serveToken(w, r)
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(jwks)
 	}))
 	t.Cleanup(srv.Close)
-	iss.URL, iss.JWKSURL = srv.URL, srv.URL+"/jwks.json"
+	iss.URL, iss.JWKSURL, iss.TokenURL = srv.URL, srv.URL+"/jwks.json", srv.URL+tokenPath
 	return iss
 }
 

@@ -298,6 +298,10 @@ func (b *bridge) call(ctx context.Context, name string, args json.RawMessage) (a
 	}
 	// A call waiting for its answer when the session ends must end too:
 	// the SDK does not always fail it when the connection closes under it.
+	ctx, err := b.set.withCallToken(ctx)
+	if err != nil {
+		return nil, err
+	}
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(b.deadCtx, cancel)()

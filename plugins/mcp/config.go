@@ -17,6 +17,7 @@ type Config struct {
 	Command []string            `json:"command,omitempty" doc:"A stdio server: the program and its arguments. The program is looked up in PATH; a relative path is relative to the deployment file's folder."`
 	URL     string              `json:"url,omitempty" doc:"A streamable HTTP server: its MCP endpoint (http or https)."`
 	Headers []map[string]string `json:"headers,omitempty" doc:"HTTP headers sent with every request to url, as headers { Name = \"value\" } blocks."`
+	Auth    []AuthBlock         `json:"auth,omitempty" doc:"url only: how calls authenticate to the server, one of static, token_exchange or client_credentials (see AuthBlock)."`
 	Env     map[string]string   `json:"env,omitempty" doc:"The stdio server's environment: only these variables, plus PATH and HOME from the host's."`
 	Prefix  *string             `json:"prefix,omitempty" doc:"Registers each tool as PREFIX_name. By default PREFIX is the plugin's name in the deployment; prefix = \"\" registers the server's own names."`
 	Timeout string              `json:"timeout,omitempty" doc:"The declared timeout of every bridged tool, a Go duration (\"30s\"); the host's timeout policy enforces it. None by default."`
@@ -44,12 +45,34 @@ type ToolFilter struct {
 	ReadOnly []string `json:"read_only,omitempty" doc:"The tools that match one of these globs count as read-only and not destructive, whatever the server says."`
 }
 
+// AuthBlock is the auth block: exactly one of its blocks. With
+// token_exchange or client_credentials the host obtains the token of each
+// call (the plugin never sees the caller's own token, nor the client
+// secret) and the bridge sends it as Authorization: Bearer on that call's
+// request only; a call without one fails.
+type AuthBlock struct {
+	Static            []map[string]string `json:"static,omitempty" doc:"HTTP headers sent with every request, as headers blocks are: one identity for every caller."`
+	TokenExchange     []UpstreamAuth      `json:"token_exchange,omitempty" doc:"RFC 8693: the host exchanges the calling principal's OAuth token (mcp_auth oauth) for one of audience at token_url."`
+	ClientCredentials []UpstreamAuth      `json:"client_credentials,omitempty" doc:"The gateway's own identity: the host asks token_url for a client credentials token of audience."`
+}
+
+// UpstreamAuth is a token_exchange or client_credentials block; the host
+// reads it (package tokenexchange) and drops client_secret before the
+// plugin gets its config.
+type UpstreamAuth struct {
+	TokenURL     string `json:"token_url" doc:"The token endpoint (https, or http on loopback)."`
+	Audience     string `json:"audience" doc:"The audience the token is asked for: the upstream's identifier."`
+	Scope        string `json:"scope,omitempty" doc:"The scopes asked for, space-separated."`
+	ClientID     string `json:"client_id" doc:"The gateway's client id at the token endpoint."`
+	ClientSecret string `json:"client_secret,omitempty" doc:"The gateway's client secret; only the host uses it."`
+}
+
 // configRules is what the struct cannot say: exactly one of command and url,
 // headers only with url, env only with command.
 const configRules = `{
   "anyOf": [{"required": ["command"]}, {"required": ["url"]}],
   "dependentSchemas": {
-    "command": {"properties": {"url": false, "headers": false}},
+    "command": {"properties": {"url": false, "headers": false, "auth": false}},
     "url": {"properties": {"env": false}}
   },
   "properties": {
@@ -72,6 +95,10 @@ type settings struct {
 	command []string
 	url     string
 	headers map[string]string
+	// perCall: each call's request carries the token the host sent with
+	// the call (token_exchange, client_credentials); a call without one
+	// fails.
+	perCall bool
 	env     map[string]string
 	// prefix is the block's; ownerPrefix (no prefix set) has the host put
 	// the plugin's name in front instead.
@@ -119,6 +146,7 @@ func check(cfg Config) (*settings, error) {
 			s.headers[k] = v
 		}
 	}
+	errs = append(errs, s.auth(cfg)...)
 	if cfg.Timeout != "" {
 		d, err := time.ParseDuration(cfg.Timeout)
 		if err != nil || d <= 0 {

@@ -87,7 +87,7 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			req.Header.Set(k, v)
 		}
 	}
-	return t.base.RoundTrip(req)
+	return t.base.RoundTrip(callBearer(req))
 }
 
 // stderrRelay logs each line the server writes to stderr through the

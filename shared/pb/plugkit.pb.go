@@ -1376,9 +1376,16 @@ func (x *ApplyResponse) GetError() string {
 }
 
 type ExecuteToolRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	HandlerId     string                 `protobuf:"bytes,1,opt,name=handler_id,json=handlerId,proto3" json:"handler_id,omitempty"`
-	Execution     *Execution             `protobuf:"bytes,2,opt,name=execution,proto3" json:"execution,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	HandlerId string                 `protobuf:"bytes,1,opt,name=handler_id,json=handlerId,proto3" json:"handler_id,omitempty"`
+	Execution *Execution             `protobuf:"bytes,2,opt,name=execution,proto3" json:"execution,omitempty"`
+	// A secret for this one call: the access token the host obtained for the
+	// plugin's upstream on behalf of the call's principal (token exchange,
+	// RFC 8693) or of the gateway itself (client credentials), when the
+	// plugin's config has an auth block that asks for one. Only the plugin
+	// serving the call receives it; it is never part of the Execution, so no
+	// stage, log, trace, audit or explanation sees it. Empty otherwise.
+	UpstreamToken string `protobuf:"bytes,3,opt,name=upstream_token,json=upstreamToken,proto3" json:"upstream_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1425,6 +1432,13 @@ func (x *ExecuteToolRequest) GetExecution() *Execution {
 		return x.Execution
 	}
 	return nil
+}
+
+func (x *ExecuteToolRequest) GetUpstreamToken() string {
+	if x != nil {
+		return x.UpstreamToken
+	}
+	return ""
 }
 
 type ExecuteToolResponse struct {
@@ -3994,11 +4008,12 @@ const file_plugkit_proto_rawDesc = "" +
 	"configJson\x12$\n" +
 	"\x0ehost_broker_id\x18\x02 \x01(\rR\fhostBrokerId\"%\n" +
 	"\rApplyResponse\x12\x14\n" +
-	"\x05error\x18\x01 \x01(\tR\x05error\"h\n" +
+	"\x05error\x18\x01 \x01(\tR\x05error\"\x8f\x01\n" +
 	"\x12ExecuteToolRequest\x12\x1d\n" +
 	"\n" +
 	"handler_id\x18\x01 \x01(\tR\thandlerId\x123\n" +
-	"\texecution\x18\x02 \x01(\v2\x15.plugkit.v1.ExecutionR\texecution\"J\n" +
+	"\texecution\x18\x02 \x01(\v2\x15.plugkit.v1.ExecutionR\texecution\x12%\n" +
+	"\x0eupstream_token\x18\x03 \x01(\tR\rupstreamToken\"J\n" +
 	"\x13ExecuteToolResponse\x12\x1d\n" +
 	"\n" +
 	"value_json\x18\x01 \x01(\fR\tvalueJson\x12\x14\n" +

@@ -40,7 +40,7 @@ func (s *server) ExecuteTool(ctx context.Context, req *pb.ExecuteToolRequest) (*
 	what := named("tool", tool.Name)
 	var value json.RawMessage
 	err = contain(s.log, what, func() error {
-		v, err := tool.Execute(ctx, newCall(req.GetExecution()))
+		v, err := tool.Execute(withUpstreamToken(ctx, req.GetUpstreamToken()), newCall(req.GetExecution()))
 		if err != nil {
 			return err // verbatim: the host reports TOOL_ERROR with this message
 		}
