@@ -42,7 +42,9 @@
 //	      enabled  = ["read_*", "list_*"]
 //	      disabled = ["read_media_file"]
 //	    }
-//	    # url only: headers { Authorization = "Bearer …" }
+//	    # url only: headers { Authorization = "Bearer …" }, or an auth block
+//	    # whose token the host obtains per call (docs/token-exchange.md):
+//	    # auth { token_exchange { token_url = "…", audience = "…", client_id = "…", client_secret = "…" } }
 //	  }
 //	}
 package main
