@@ -121,9 +121,19 @@ plugin "bad" {
     network = [%[6]s]
   }
 }
-`, bridge, up.URL, iss.URL+"/token", iss.ClientID, iss.ClientSecret, up.URL[strings.LastIndex(up.URL, ":")+1:]),
+
+# A plugin that calls tools back through the host while it serves a call:
+# it must not get the caller's upstream token used for it.
+plugin "agent" {
+  path = %[7]q
+  config {
+    spec    = { name = "agent" }
+    control = "agent_ctl"
+  }
+}
+`, bridge, up.URL, iss.URL+"/token", iss.ClientID, iss.ClientSecret, up.URL[strings.LastIndex(up.URL, ":")+1:], buildTestPlugin(t, dir)),
 	})
-	running := startHost(t, config, len(shippedPlugins)+2)
+	running := startHost(t, config, len(shippedPlugins)+3)
 
 	connect := func(token string) *mcp.ClientSession {
 		t.Helper()
@@ -180,10 +190,25 @@ plugin "bad" {
 		t.Errorf("alice's repeat call reached the upstream with %q, want her cached token", short(calls[len(calls)-1]))
 	}
 
+	// A plugin serving alice's call calls the bridged tool back through
+	// the host: that call is the plugin's, with no token of alice's to
+	// exchange, so it is DENIED and reaches nothing.
+	r := mcpCall(t, ctx, sessions["alice"], "agent_ctl", `{"op":"execute","tool":"up_echo","args":{"message":"as alice?"}}`)
+	t.Logf("a plugin's call of the bridged tool, inside alice's call: %s", toolText(r))
+	if text := toolText(r); !strings.Contains(text, "DENIED") || !strings.Contains(text, "no token for upstream") {
+		t.Errorf("a plugin's call of the bridged tool inside alice's call: isError %v %q; want it DENIED for want of a token", r.IsError, text)
+	}
+	if calls, _ := rec.snapshot(); len(calls) != 3 {
+		t.Errorf("the plugin's call reached the upstream: %d calls", len(calls))
+	}
+	if n := len(iss.Grants()); n != 2 {
+		t.Errorf("the plugin's call made an exchange: %d exchanges", n)
+	}
+
 	// An exchange that fails (the token endpoint refuses the gateway's
 	// client): DENIED, naming the upstream and the reason; the static
 	// identity is not sent instead, and the call reaches nothing.
-	r := mcpCall(t, ctx, sessions["alice"], "bad_echo", `{"message":"no"}`)
+	r = mcpCall(t, ctx, sessions["alice"], "bad_echo", `{"message":"no"}`)
 	if text := toolText(r); !r.IsError || !strings.Contains(text, "DENIED") || !strings.Contains(text, up.URL) || !strings.Contains(text, "invalid_client") {
 		t.Errorf("a call whose exchange fails: isError %v %q; want DENIED naming the upstream and invalid_client", r.IsError, text)
 	}
