@@ -67,13 +67,23 @@ func TestDurableResultThatCrashesTheObserver(t *testing.T) {
 
 	// The auditor crashes; while it is down every call is DENIED (it is
 	// critical). Once its listeners gave up on the poison, it stays ACTIVE.
+	// The same process twice, 100 ms apart: the status can read ACTIVE
+	// for a moment after the process given the poison alone has crashed,
+	// before the host has seen it exit.
 	var st remote.Status
+	settledPID := 0
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		st, _ = status(h.m, "auditor")
-		if st.State == kernel.Active && st.Problem != "" && st.Queued == 0 {
-			break
+		if st.State == kernel.Active && st.Problem != "" && st.Queued == 0 && st.PID != 0 {
+			if st.PID == settledPID {
+				break
+			}
+			settledPID = st.PID
+			time.Sleep(100 * time.Millisecond)
+			continue
 		}
+		settledPID = 0
 		if time.Now().After(deadline) {
 			t.Fatalf("the auditor never got past the result that crashes it: %s", describeStatus(st))
 		}
