@@ -75,6 +75,11 @@ func TestSessionsStickThroughHAProxy(t *testing.T) {
 		t.Fatalf("killing replica %s: %v", victim, err)
 	}
 	<-v.run.done
+	// HAProxy closes the client connections it had paired with the dead
+	// replica's; a kept-alive one reused for the next POST reads EOF (a
+	// connection error a client retries on a new connection), which is not
+	// what this test is about: the requests below take new connections.
+	transport.CloseIdleConnections()
 
 	// The client's next request, with its old session, answered 404 by a
 	// replica that never saw it; the call does not run anywhere.
@@ -219,16 +224,28 @@ func waitForToken(t *testing.T, replicas map[string]*replica, token string) stri
 func postWithSession(t *testing.T, ctx context.Context, hc *http.Client, endpoint, id, token string) (int, string) {
 	t.Helper()
 	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":99,"method":"tools/call","params":{"name":"nap","arguments":{"token":%q}}}`, token)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Session-Id", id)
-	resp, err := hc.Do(req)
-	if err != nil {
-		t.Fatalf("POST with session %s: %v", id, err)
+	// A connection error is retried, as a client does: right after a
+	// replica dies, HAProxy may end the connection it sent the request on
+	// to that replica. The test's callers check that the call ran nowhere,
+	// so a retry cannot hide a call run twice.
+	var resp *http.Response
+	for attempt := 1; ; attempt++ {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", id)
+		resp, err = hc.Do(req)
+		if err == nil {
+			break
+		}
+		if attempt == 3 {
+			t.Fatalf("POST with session %s, %d attempts: %v", id, attempt, err)
+		}
+		t.Logf("POST with session %s: %v; again on a new connection", id, err)
+		hc.CloseIdleConnections()
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
