@@ -59,18 +59,7 @@ plugin %q {
 	h := startHostAnyState(t, config)
 	// Longer than waitActive's bound: 200 processes start on a machine
 	// that may be running other tests.
-	waitFor(t, 5*time.Minute, "every server ACTIVE", func() bool {
-		st := h.status(t)
-		if len(st) != scaleServers {
-			return false
-		}
-		for _, p := range st {
-			if p.State != "ACTIVE" {
-				return false
-			}
-		}
-		return true
-	}, h.log.String)
+	h.waitActiveWithin(t, scaleServers, 5*time.Minute)
 	took := time.Since(start)
 	t.Logf("%d servers of %d tools ACTIVE %s after host run started", scaleServers, scaleTools, took.Round(10*time.Millisecond))
 	t.Logf("host resident memory after start: %s; the %d bridge processes together: %s",

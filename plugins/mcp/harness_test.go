@@ -272,7 +272,13 @@ func (h *hostRun) plugin(t testing.TB, name string) pluginStatus {
 
 func (h *hostRun) waitActive(t testing.TB, n int) {
 	t.Helper()
-	waitFor(t, 90*time.Second, "every plugin ACTIVE", func() bool {
+	h.waitActiveWithin(t, n, 90*time.Second)
+}
+
+// waitActiveWithin is waitActive with its own bound.
+func (h *hostRun) waitActiveWithin(t testing.TB, n int, d time.Duration) {
+	t.Helper()
+	waitFor(t, d, "every plugin ACTIVE", func() bool {
 		select {
 		case <-h.done:
 			t.Fatalf("host run exited early\n%s", h.log)
