@@ -132,6 +132,10 @@ type PerPrincipal struct {
 	// OnStoreError is what a call gets while the store cannot be reached:
 	// "deny" (the default) or "local" (this replica's own limits).
 	OnStoreError string
+	// LeaseTTL is how long a call's concurrency slot in the store outlives
+	// a replica that died holding it; a running call renews it every third
+	// of it. 0 (no store) or at least MinLeaseTTL.
+	LeaseTTL time.Duration
 }
 
 // Retry bounds the retry policy for idempotent tools.

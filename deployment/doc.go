@@ -60,6 +60,7 @@
 //	      concurrency = 4                   # calls running at once; past it, DENIED
 //	      store       = "redis://redis:6379/0" # optional: limits shared by every replica
 //	      on_store_error = "deny"           # store unreachable: "deny" (default) or "local"
+//	      lease_ttl   = "30s"               # with store: a dead replica's slots come back after it
 //	    }
 //	    retry {                             # optional: retry idempotent tools
 //	      attempts    = 3                   # defaults 3, 50ms, 1s

@@ -234,6 +234,11 @@ func (p *parser) host(hs *hostSyntax) Host {
 					p.errorf(valueRange(ps.Body, "on_store_error", ps.DefRange), "on_store_error without a store", "on_store_error says what happens when the shared store cannot be reached; set store too, or leave it out.")
 				}
 			}
+			if ps.LeaseTTL != nil {
+				pp.LeaseTTL = p.leaseTTL(ps)
+			} else if pp.Store != "" {
+				pp.LeaseTTL = DefaultLeaseTTL
+			}
 			h.Policy.PerPrincipal = pp
 		}
 	}
@@ -288,6 +293,29 @@ func (p *parser) duration(body hcl.Body, name string, v *string, def time.Durati
 	if d <= 0 {
 		p.errorf(r, "Invalid duration", "%s must be greater than zero (got %q); leave it out for the default %s.", name, *v, def)
 		return def
+	}
+	return d
+}
+
+// Lease times to live: the default, and the least (renewals come every
+// third of it, and each may take a while).
+const (
+	DefaultLeaseTTL = 30 * time.Second
+	MinLeaseTTL     = time.Second
+)
+
+// leaseTTL reads per_principal's lease_ttl, which only means something
+// with a store.
+func (p *parser) leaseTTL(ps *perPrincipalSyntax) time.Duration {
+	r := valueRange(ps.Body, "lease_ttl", ps.DefRange)
+	if ps.Store == nil {
+		p.errorf(r, "lease_ttl without a store", "lease_ttl is how long a concurrency slot in the shared store outlives a replica that died holding it; set store too, or leave it out.")
+		return 0
+	}
+	d := p.duration(ps.Body, "lease_ttl", ps.LeaseTTL, DefaultLeaseTTL)
+	if d < MinLeaseTTL {
+		p.errorf(r, "Invalid lease_ttl", "lease_ttl = %q is less than %s: a running call renews its lease every third of it.", *ps.LeaseTTL, MinLeaseTTL)
+		return DefaultLeaseTTL
 	}
 	return d
 }

@@ -354,3 +354,41 @@ func TestParsePerPrincipal(t *testing.T) {
 		}
 	}
 }
+
+// TestParsePerPrincipalStore: lease_ttl defaults to 30s with a store and
+// is 0 without one; one too short, not a duration or without a store is an
+// error naming the file and line, as are a bad store and on_store_error.
+func TestParsePerPrincipalStore(t *testing.T) {
+	t.Parallel()
+	block := func(lines string) string {
+		return "host {\n  policy {\n    per_principal {\n      concurrency = 2\n" + lines + "    }\n  }\n}\n"
+	}
+	const store = "      store = \"redis://127.0.0.1:6379/0\"\n"
+	for _, c := range []struct {
+		lines string
+		ttl   time.Duration
+		on    string
+	}{
+		{"", 0, "deny"},
+		{store, 30 * time.Second, "deny"},
+		{store + "      lease_ttl = \"45s\"\n      on_store_error = \"local\"\n", 45 * time.Second, "local"},
+	} {
+		pp := parseClean(t, block(c.lines)).Host.Policy.PerPrincipal
+		if pp == nil || pp.LeaseTTL != c.ttl || pp.OnStoreError != c.on || pp.Concurrency != 2 {
+			t.Errorf("%q: per_principal = %+v", c.lines, pp)
+		}
+	}
+	for _, c := range []struct{ lines, want string }{
+		{"      lease_ttl = \"45s\"\n", "deploy.hcl:5:19: lease_ttl without a store"},
+		{store + "      lease_ttl = \"500ms\"\n", "deploy.hcl:6:19: Invalid lease_ttl: lease_ttl = \"500ms\" is less than 1s"},
+		{store + "      lease_ttl = \"soon\"\n", "deploy.hcl:6:19: Invalid duration"},
+		{store + "      lease_ttl = \"0s\"\n", "deploy.hcl:6:19: Invalid duration"},
+		{"      store = \"http://redis:6379\"\n", "deploy.hcl:5:15: Invalid store"},
+		{store + "      on_store_error = \"allow\"\n", "deploy.hcl:6:24: Invalid on_store_error"},
+	} {
+		_, diags := Parse(writeDeployment(t, block(c.lines)))
+		if out := Format(diags); !strings.Contains(out, c.want) {
+			t.Errorf("%q\ndiagnostics:\n%s\nwant %q", c.lines, out, c.want)
+		}
+	}
+}

@@ -119,6 +119,7 @@ type perPrincipalSyntax struct {
 	Concurrency  *int     `hcl:"concurrency,optional"`
 	Store        *string  `hcl:"store,optional"`
 	OnStoreError *string  `hcl:"on_store_error,optional"`
+	LeaseTTL     *string  `hcl:"lease_ttl,optional"`
 
 	Body     hcl.Body  `hcl:",body"`
 	Unknown  hcl.Body  `hcl:",remain"`

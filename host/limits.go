@@ -11,8 +11,8 @@ import (
 )
 
 // principalLimits is the per-principal policy of pp; with a store it keeps
-// the rates in Redis, shared by every replica, and closer closes the
-// connections (nil without a store).
+// the rates and the calls in flight in Redis, shared by every replica, and
+// closer closes the connections (nil without a store).
 func principalLimits(pp *deployment.PerPrincipal, m *metrics.Metrics) (kernel.Plugin, io.Closer, error) {
 	cfg := policy.PerPrincipalConfig{Rate: pp.Rate, Burst: pp.Burst, Concurrency: pp.Concurrency}
 	if pp.Store == "" {
@@ -22,6 +22,7 @@ func principalLimits(pp *deployment.PerPrincipal, m *metrics.Metrics) (kernel.Pl
 	if err != nil {
 		return kernel.Plugin{}, nil, err
 	}
-	cfg.Store, cfg.StoreFallback, cfg.OnStore = s, pp.OnStoreError == "local", m.LimitStore
+	cfg.Store, cfg.Slots, cfg.LeaseTTL = s, s, pp.LeaseTTL
+	cfg.StoreFallback, cfg.OnStore = pp.OnStoreError == "local", m.LimitStore
 	return policy.PerPrincipal(cfg), s, nil
 }

@@ -102,7 +102,7 @@ func TestSharedLimitAcrossReplicas(t *testing.T) {
 	if !r.IsError || !strings.Contains(toolText(r), "store cannot be reached") {
 		t.Errorf("a call with the store down: isError %v %q", r.IsError, toolText(r))
 	}
-	if m := scrape(t, replicas[0].metrics); !strings.Contains(m, "plugkit_limit_store_errors_total 1") || !strings.Contains(m, "plugkit_limit_store_duration_seconds_count") {
+	if m := scrape(t, replicas[0].metrics); !strings.Contains(m, "plugkit_limit_store_errors_total{op=\"rate\"} 1") || !strings.Contains(m, "plugkit_limit_store_duration_seconds_count") {
 		t.Errorf("the store's error is not in the metrics:\n%s", grepLines(m, "limit_store"))
 	}
 }

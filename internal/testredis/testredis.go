@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/plugkit-go/plugkit/internal/testenv"
 )
 
@@ -90,4 +92,19 @@ func ping(addr string) error {
 		return fmt.Errorf("PING: %q", line)
 	}
 	return nil
+}
+
+// VerifyNoGoroutines checks, when the test ends (call it before Start, so
+// that it runs after the server and the clients are gone), that no
+// goroutine is left. It waits up to 3s first: go-redis's reconnect probe,
+// started after many failed dials, sleeps a second between dials and sees
+// its client closed only when it wakes.
+func VerifyNoGoroutines(t testing.TB) {
+	t.Helper()
+	t.Cleanup(func() {
+		for deadline := time.Now().Add(3 * time.Second); goleak.Find() != nil && time.Now().Before(deadline); {
+			time.Sleep(50 * time.Millisecond)
+		}
+		goleak.VerifyNone(t)
+	})
 }

@@ -22,15 +22,24 @@ type PerPrincipalConfig struct {
 	// Concurrency is how many calls of each principal may run at once.
 	Concurrency int
 	// Store, when set, keeps the rate in a place every replica shares, so
-	// that a principal's rate holds across them; the concurrency stays
-	// this process's.
+	// that a principal's rate holds across them.
 	Store RateStore
-	// StoreFallback says what a call gets while Store fails: denied
-	// (false, the default) or judged by this process's own rate (true).
+	// Slots, when set, keeps the calls in flight (Concurrency) in a place
+	// every replica shares, so that a principal's concurrency holds across
+	// them; each call holds a lease there for LeaseTTL, renewed while it
+	// runs (principal_slots.go).
+	Slots SlotStore
+	// LeaseTTL is how long a slot outlives a host that stopped renewing it
+	// (it died); default DefaultLeaseTTL.
+	LeaseTTL time.Duration
+	// StoreFallback says what a call gets while Store or Slots fails:
+	// denied (false, the default) or judged by this process's own limits
+	// (true).
 	StoreFallback bool
-	// OnStore, when set, is told how long each question to Store took and
-	// its error (metrics).
-	OnStore func(time.Duration, error)
+	// OnStore, when set, is told of each question to Store or Slots: op
+	// ("rate", "acquire", "renew" or "release"), how long it took and its
+	// error (metrics).
+	OnStore func(op string, d time.Duration, err error)
 }
 
 // RateStore admits calls against a rate shared with other hosts.
@@ -49,6 +58,9 @@ type RateStore interface {
 func PerPrincipal(cfg PerPrincipalConfig) kernel.Plugin {
 	if cfg.Rate > 0 && cfg.Burst <= 0 {
 		cfg.Burst = max(1, int(cfg.Rate+0.999))
+	}
+	if cfg.LeaseTTL <= 0 {
+		cfg.LeaseTTL = DefaultLeaseTTL
 	}
 	l := &principalLimits{cfg: cfg, by: map[string]*budget{}}
 	return wrapper(LimitsName, l.wrap)
@@ -79,10 +91,21 @@ const (
 
 func (l *principalLimits) wrap(ctx context.Context, e *pipeline.Execution, next pipeline.ExecuteNext) pipeline.Result {
 	who := e.Principal().String()
-	if why := l.take(who, l.cfg.Store == nil); why != "" {
+	sharedSlots := l.cfg.Slots != nil && l.cfg.Concurrency > 0
+	if why := l.take(who, l.cfg.Store == nil, !sharedSlots); why != "" {
 		return limited(why)
 	}
 	defer l.release(who)
+	// The slot before the rate, as take does: a call refused for want of
+	// a slot spends none of its principal's rate. A call denied by the
+	// rate after it gives the slot back (the defer).
+	if sharedSlots {
+		held, why := l.acquire(ctx, who)
+		if why != "" {
+			return limited(why)
+		}
+		defer held()
+	}
 	if l.cfg.Store != nil && l.cfg.Rate > 0 {
 		if why := l.shared(ctx, who); why != "" {
 			return limited(why)
@@ -107,9 +130,7 @@ func (l *principalLimits) shared(ctx context.Context, who string) string {
 	start := time.Now()
 	ok, err := l.cfg.Store.Allow(sctx, who, l.cfg.Rate, l.cfg.Burst)
 	cancel()
-	if l.cfg.OnStore != nil {
-		l.cfg.OnStore(time.Since(start), err)
-	}
+	l.observe("rate", start, err)
 	switch {
 	case err != nil && l.cfg.StoreFallback:
 		l.mu.Lock()
@@ -126,9 +147,10 @@ func (l *principalLimits) shared(ctx context.Context, who string) string {
 	return ""
 }
 
-// take admits one call of who, or says why not; local says whether this
-// process's rate is checked too (it is not when a store keeps it).
-func (l *principalLimits) take(who string, local bool) string {
+// take admits one call of who, or says why not; localRate and localSlots
+// say whether this process's rate and concurrency are checked (they are
+// not when a store keeps them). Every call it admits counts in running.
+func (l *principalLimits) take(who string, localRate, localSlots bool) string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := time.Now()
@@ -148,10 +170,10 @@ func (l *principalLimits) take(who string, local bool) string {
 		l.by[who] = b
 	}
 	b.lastUsed = now
-	if l.cfg.Concurrency > 0 && b.running >= l.cfg.Concurrency {
+	if localSlots && l.cfg.Concurrency > 0 && b.running >= l.cfg.Concurrency {
 		return fmt.Sprintf("%s already has %d calls running (at most %d at once)", who, b.running, l.cfg.Concurrency)
 	}
-	if local && b.rate != nil && !b.rate.AllowN(now, 1) {
+	if localRate && b.rate != nil && !b.rate.AllowN(now, 1) {
 		return fmt.Sprintf("%s is over %g calls a second", who, l.cfg.Rate)
 	}
 	b.running++

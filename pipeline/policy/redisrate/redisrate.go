@@ -61,6 +61,10 @@ func Open(url string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rate store: the URL is not a Redis URL: %s", redact(err.Error(), url))
 	}
+	// One dial a try (go-redis's default is five, 100ms apart; it still
+	// retries the command): a store that is down must cost each call
+	// little while on_store_error decides it.
+	opts.DialerRetries = 1
 	return &Store{c: redis.NewClient(opts)}, nil
 }
 
