@@ -1,6 +1,7 @@
-// Package redisrate keeps per-principal rates in Redis, so that every host
-// that shares one Redis server shares each principal's budget
-// (policy.RateStore).
+// Package redisrate keeps per-principal rates and calls in flight in
+// Redis, so that every host that shares one Redis server shares each
+// principal's budget (policy.RateStore) and concurrency slots
+// (policy.SlotStore, redisconc.go).
 //
 // Each budget is one key holding its GCRA "theoretical arrival time" in
 // milliseconds of the Redis server's clock; a Lua script reads, decides
