@@ -199,7 +199,7 @@ func TestSharedSlotRenewed(t *testing.T) {
 	testredis.VerifyNoGoroutines(t)
 	ctx := testCtx(t)
 	srv := testredis.Start(t)
-	const ttl = 300 * time.Millisecond
+	const ttl = 600 * time.Millisecond
 	var ops storeOps
 	cfg := policy.PerPrincipalConfig{Concurrency: 1, LeaseTTL: ttl, OnStore: ops.record}
 	a, b := sharedHost(t, srv.URL(), cfg), sharedHost(t, srv.URL(), cfg)

@@ -90,7 +90,7 @@ func TestLeaseLapses(t *testing.T) {
 	srv := testredis.Start(t)
 	s := openStores(t, srv.URL(), 1)[0]
 	ctx := context.Background()
-	const ttl = 300 * time.Millisecond
+	const ttl = 600 * time.Millisecond
 	take := func(lease string) bool {
 		t.Helper()
 		ok, _, err := s.Acquire(ctx, "agent:bot", lease, 1, ttl)
