@@ -95,7 +95,8 @@ func startMCP(d *deployment.Deployment, h *host.Host, log hclog.Logger) (*mcpFro
 	opts := mcpserver.Options{
 		Version: Version, Logger: log.Named("mcp"),
 		MaxSessions: d.Host.MCPMaxSessions, SessionIdle: d.Host.MCPIdleTimeout,
-		Limits: httplimit.Limits{MaxBodyBytes: int64(d.Host.MaxMessageBytes)},
+		Limits: httplimit.Limits{MaxBodyBytes: int64(d.Host.MaxMessageBytes),
+			MaxConnsPerPeer: d.Host.MCPMaxConnsPerPeer, OnPeerRefused: h.Metrics.PeerRefused},
 	}
 	var refreshers []func()
 	// Ends what the front keeps running besides its server (following an
