@@ -52,27 +52,10 @@ func runAsMCPClient() {
 	os.Exit(0)
 }
 
-// TestAttackLoopbackMCPOtherUser: with MCP on loopback and no mcp_auth,
-// another local user connected, called write_file and approved its own
-// question, as the host's user, and the audit line named no principal.
-// Now a client running as another user (nobody, the test binary re-run
-// with its credentials) is refused with 401 and told to configure
-// mcp_auth, and nothing it sent reaches the pipeline; the host's own
-// user is served, and its calls are audited as that local user.
-func TestAttackLoopbackMCPOtherUser(t *testing.T) {
-	needShippedDeployment(t)
-	if os.Geteuid() != 0 {
-		testenv.Missing(t, "root, to run a client as another user")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	dir := t.TempDir()
-	addr := freeLoopbackAddr(t)
-	config := deploymentFileWith(t, dir, deploymentTweaks{host: fmt.Sprintf("  mcp = %q\n", addr)})
-	running := startHost(t, config, len(shippedPlugins))
-	url := "http://" + addr + "/mcp"
-
-	// The other user runs a copy of the test binary it can read.
+// otherUserBinary copies the test binary where another user can run it,
+// for the tests that start it as that user.
+func otherUserBinary(t *testing.T) string {
+	t.Helper()
 	helperDir, err := os.MkdirTemp("", "plugkit-intruder-")
 	if err != nil {
 		t.Fatal(err)
@@ -93,7 +76,30 @@ func TestAttackLoopbackMCPOtherUser(t *testing.T) {
 	if err := os.WriteFile(bin, b, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.CommandContext(ctx, bin)
+	return bin
+}
+
+// TestAttackLoopbackMCPOtherUser: with MCP on loopback and no mcp_auth,
+// another local user connected, called write_file and approved its own
+// question, as the host's user, and the audit line named no principal.
+// Now a client running as another user (nobody, the test binary re-run
+// with its credentials) is refused with 401 and told to configure
+// mcp_auth, and nothing it sent reaches the pipeline; the host's own
+// user is served, and its calls are audited as that local user.
+func TestAttackLoopbackMCPOtherUser(t *testing.T) {
+	needShippedDeployment(t)
+	if os.Geteuid() != 0 {
+		testenv.Missing(t, "root, to run a client as another user")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	addr := freeLoopbackAddr(t)
+	config := deploymentFileWith(t, dir, deploymentTweaks{host: fmt.Sprintf("  mcp = %q\n", addr)})
+	running := startHost(t, config, len(shippedPlugins))
+	url := "http://" + addr + "/mcp"
+
+	cmd := exec.CommandContext(ctx, otherUserBinary(t))
 	cmd.Env = []string{mcpClientEnv + "=" + url}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	out, err := cmd.CombinedOutput()
