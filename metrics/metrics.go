@@ -59,9 +59,9 @@ type Metrics struct {
 	refusals *prometheus.CounterVec
 	// peerRefusals counts MCP connections refused for their peer's bound.
 	peerRefusals prometheus.Counter
-	upstream *prometheus.CounterVec
-	stages   [pipeline.NumStages]prometheus.Observer
-	store    limitStore // limits.go
+	upstream     *prometheus.CounterVec
+	stages       [pipeline.NumStages]prometheus.Observer
+	store        limitStore // limits.go
 
 	counters  sync.Map // callKey → prometheus.Counter
 	observers sync.Map // tool → prometheus.Observer
