@@ -59,7 +59,11 @@ type Host struct {
 	// for that long.
 	MCPMaxSessions int
 	MCPIdleTimeout time.Duration
-	Policy         Policy
+	// MCPMaxConnsPerPeer caps the MCP HTTP connections one peer (an
+	// address, or a user on loopback) holds at once, of the server's 256;
+	// one more is refused with 429 unless one of the peer's is idle.
+	MCPMaxConnsPerPeer int
+	Policy             Policy
 	// Sandbox is the default sandbox of every plugin; nil without one.
 	Sandbox *Sandbox
 	// Tracing is where to send OpenTelemetry traces; nil: no tracing.
@@ -256,10 +260,12 @@ const (
 	// Under Kubernetes' default grace period of 30s.
 	defaultShutdownTimeout = 25 * time.Second
 	defaultMCPMaxSessions  = 64
-	defaultMCPIdleTimeout  = 5 * time.Minute
-	defaultRetryAttempts   = 3
-	defaultRetryBackoff    = 50 * time.Millisecond
-	defaultRetryMaxBackoff = time.Second
+	// A quarter of the MCP server's connection cap (mcpserver).
+	defaultMCPMaxConnsPerPeer = 64
+	defaultMCPIdleTimeout     = 5 * time.Minute
+	defaultRetryAttempts      = 3
+	defaultRetryBackoff       = 50 * time.Millisecond
+	defaultRetryMaxBackoff    = time.Second
 )
 
 // defaultRestart matches the remote manager's own defaults, written out so

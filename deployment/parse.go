@@ -103,18 +103,19 @@ func (p *parser) resolve(written string) (abs, shown string) {
 
 func (p *parser) host(hs *hostSyntax) Host {
 	h := Host{
-		AutoMTLS:        true,
-		MaxMessageBytes: wire.DefaultMaxMessageBytes,
-		MaxResultBytes:  remote.DefaultMaxResultBytes,
-		LogLevel:        defaultLogLevel,
-		ApprovalTimeout: defaultApprovalTimeout,
-		ListenerTimeout: defaultListenerTimeout,
-		StartTimeout:    defaultStartTimeout,
-		DrainTimeout:    defaultDrainTimeout,
-		ShutdownTimeout: defaultShutdownTimeout,
-		MCPMaxSessions:  defaultMCPMaxSessions,
-		MCPIdleTimeout:  defaultMCPIdleTimeout,
-		Policy:          Policy{Timeout: true},
+		AutoMTLS:           true,
+		MaxMessageBytes:    wire.DefaultMaxMessageBytes,
+		MaxResultBytes:     remote.DefaultMaxResultBytes,
+		LogLevel:           defaultLogLevel,
+		ApprovalTimeout:    defaultApprovalTimeout,
+		ListenerTimeout:    defaultListenerTimeout,
+		StartTimeout:       defaultStartTimeout,
+		DrainTimeout:       defaultDrainTimeout,
+		ShutdownTimeout:    defaultShutdownTimeout,
+		MCPMaxSessions:     defaultMCPMaxSessions,
+		MCPMaxConnsPerPeer: defaultMCPMaxConnsPerPeer,
+		MCPIdleTimeout:     defaultMCPIdleTimeout,
+		Policy:             Policy{Timeout: true},
 	}
 	h.AdminSocket, _ = p.resolve(defaultAdminSocket)
 	p.maxResult = h.MaxResultBytes
@@ -186,6 +187,7 @@ func (p *parser) host(hs *hostSyntax) Host {
 	}
 	h.Tracing = p.tracing(hs.Tracing)
 	h.MCPMaxSessions = p.count(body, "mcp_max_sessions", hs.MCPMaxSessions, 1, h.MCPMaxSessions)
+	h.MCPMaxConnsPerPeer = p.count(body, "mcp_max_conns_per_peer", hs.MCPMaxPeerConns, 1, h.MCPMaxConnsPerPeer)
 	h.MCPIdleTimeout = p.duration(body, "mcp_idle_timeout", hs.MCPIdleTimeout, h.MCPIdleTimeout)
 	if ps := hs.Policy; ps != nil {
 		p.names(ps.Body, ps, "the policy block")

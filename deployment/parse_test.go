@@ -111,19 +111,20 @@ plugin "store" {
 		t.Errorf("File = %q, want %q", d.File, path)
 	}
 	wantHost := Host{
-		AdminSocket:     filepath.Join(conf, "run", "host.sock"),
-		AutoMTLS:        false,
-		MaxMessageBytes: 1 << 20,
-		MaxResultBytes:  remote.DefaultMaxResultBytes,
-		LogLevel:        "debug",
-		ApprovalTimeout: 2 * time.Minute,
-		ListenerTimeout: 1500 * time.Millisecond,
-		StartTimeout:    30 * time.Second,
-		DrainTimeout:    5 * time.Second,
-		ShutdownTimeout: 25 * time.Second,
-		MCP:             "[::1]:8765",
-		MCPMaxSessions:  8,
-		MCPIdleTimeout:  90 * time.Second,
+		AdminSocket:        filepath.Join(conf, "run", "host.sock"),
+		AutoMTLS:           false,
+		MaxMessageBytes:    1 << 20,
+		MaxResultBytes:     remote.DefaultMaxResultBytes,
+		LogLevel:           "debug",
+		ApprovalTimeout:    2 * time.Minute,
+		ListenerTimeout:    1500 * time.Millisecond,
+		StartTimeout:       30 * time.Second,
+		DrainTimeout:       5 * time.Second,
+		ShutdownTimeout:    25 * time.Second,
+		MCP:                "[::1]:8765",
+		MCPMaxSessions:     8,
+		MCPIdleTimeout:     90 * time.Second,
+		MCPMaxConnsPerPeer: 64,
 		Policy: Policy{
 			Timeout: false, Concurrency: 16, PerTool: 4,
 			Retry: &Retry{Attempts: 5, Backoff: 50 * time.Millisecond, MaxBackoff: time.Second},
@@ -212,19 +213,20 @@ func TestParseDefaults(t *testing.T) {
 				t.Fatalf("Parse:\n%s", Format(diags))
 			}
 			want := Host{
-				AdminSocket:     filepath.Join(filepath.Dir(path), "plugkit.sock"),
-				AutoMTLS:        true,
-				MaxMessageBytes: wire.DefaultMaxMessageBytes,
-				MaxResultBytes:  remote.DefaultMaxResultBytes,
-				LogLevel:        "info",
-				ApprovalTimeout: 60 * time.Second,
-				ListenerTimeout: 30 * time.Second,
-				StartTimeout:    30 * time.Second,
-				DrainTimeout:    5 * time.Second,
-				ShutdownTimeout: 25 * time.Second,
-				MCPMaxSessions:  64,
-				MCPIdleTimeout:  5 * time.Minute,
-				Policy:          Policy{Timeout: true},
+				AdminSocket:        filepath.Join(filepath.Dir(path), "plugkit.sock"),
+				AutoMTLS:           true,
+				MaxMessageBytes:    wire.DefaultMaxMessageBytes,
+				MaxResultBytes:     remote.DefaultMaxResultBytes,
+				LogLevel:           "info",
+				ApprovalTimeout:    60 * time.Second,
+				ListenerTimeout:    30 * time.Second,
+				StartTimeout:       30 * time.Second,
+				DrainTimeout:       5 * time.Second,
+				ShutdownTimeout:    25 * time.Second,
+				MCPMaxSessions:     64,
+				MCPIdleTimeout:     5 * time.Minute,
+				MCPMaxConnsPerPeer: 64,
+				Policy:             Policy{Timeout: true},
 			}
 			if !reflect.DeepEqual(d.Host, want) {
 				t.Errorf("Host =\n%+v\nwant\n%+v", d.Host, want)
@@ -390,5 +392,27 @@ func TestParsePerPrincipalStore(t *testing.T) {
 		if out := Format(diags); !strings.Contains(out, c.want) {
 			t.Errorf("%q\ndiagnostics:\n%s\nwant %q", c.lines, out, c.want)
 		}
+	}
+}
+
+// TestParseMaxConnsPerPeer: mcp_max_conns_per_peer is read beside the
+// other MCP bounds.
+func TestParseMaxConnsPerPeer(t *testing.T) {
+	path := writeDeployment(t, `
+host {
+  mcp                    = "127.0.0.1:8765"
+  mcp_max_conns_per_peer = 5
+}
+
+plugin "a" {
+  path = "bin/ok"
+}
+`)
+	d, diags := Parse(path)
+	if diags.HasErrors() {
+		t.Fatalf("Parse:\n%s", Format(diags))
+	}
+	if d.Host.MCPMaxConnsPerPeer != 5 {
+		t.Errorf("MCPMaxConnsPerPeer = %d, want 5", d.Host.MCPMaxConnsPerPeer)
 	}
 }

@@ -47,6 +47,7 @@ type hostSyntax struct {
 	MCP             *string        `hcl:"mcp,optional"`
 	Metrics         *string        `hcl:"metrics,optional"`
 	MCPMaxSessions  *int           `hcl:"mcp_max_sessions,optional"`
+	MCPMaxPeerConns *int           `hcl:"mcp_max_conns_per_peer,optional"`
 	MCPIdleTimeout  *string        `hcl:"mcp_idle_timeout,optional"`
 	Receipts        *bool          `hcl:"receipts,optional"`
 	Policy          *policySyntax  `hcl:"policy,block"`

@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 )
@@ -79,4 +81,34 @@ func (h *slogHandler) WithGroup(name string) slog.Handler {
 		return h
 	}
 	return &slogHandler{log: h.log, group: h.key(name)}
+}
+
+// peerRefusalLogEvery is how often, at most, refusals for a peer's bound
+// are logged: a flood of them would otherwise flood the log.
+const peerRefusalLogEvery = 10 * time.Second
+
+// logPeerRefusals returns an OnPeerRefused that logs the refusals, at most
+// one line per peerRefusalLogEvery naming how many were refused since,
+// and tells next (the metric) of each.
+func logPeerRefusals(log hclog.Logger, bound int, next func(string)) func(string) {
+	var mu sync.Mutex
+	var last time.Time
+	var since int
+	return func(peer string) {
+		if next != nil {
+			next(peer)
+		}
+		mu.Lock()
+		since++
+		now := time.Now()
+		if now.Sub(last) < peerRefusalLogEvery {
+			mu.Unlock()
+			return
+		}
+		n := since
+		last, since = now, 0
+		mu.Unlock()
+		log.Warn("connection refused: its peer holds the most connections one peer may (mcp_max_conns_per_peer)",
+			"peer", peer, "bound", bound, "refused_since_last_line", n)
+	}
 }

@@ -43,6 +43,10 @@ const (
 	// DefaultMaxConns caps the connections served at once: a session may
 	// hold one for its event stream and one per request in flight.
 	DefaultMaxConns = 4 * DefaultMaxSessions
+	// DefaultMaxConnsPerPeer caps the connections of one peer (an address,
+	// or a user on loopback): a quarter of DefaultMaxConns, so that one
+	// peer's stalled requests leave the rest to the others.
+	DefaultMaxConnsPerPeer = DefaultMaxConns / 4
 )
 
 // Options configure a Server.
@@ -61,8 +65,10 @@ type Options struct {
 	// (DefaultMaxSessionsPerPrincipal when 0, at most MaxSessions).
 	MaxSessionsPerPrincipal int
 	// Limits bound the HTTP server's connections and requests; zero fields
-	// take DefaultMaxConns, the MCP SDK's body limit (4 MiB) and
-	// httplimit's defaults.
+	// take DefaultMaxConns, DefaultMaxConnsPerPeer (at most MaxConns), the
+	// MCP SDK's body limit (4 MiB) and httplimit's defaults. A connection
+	// refused for its peer's bound is logged (at most once in 10s) and
+	// told to Limits.OnPeerRefused.
 	Limits httplimit.Limits
 	// Principal is who the calls of a session served with Run or
 	// ServeStdio are made for: the user who started the host, whose
@@ -140,6 +146,10 @@ func New(h *host.Host, opts Options) *Server {
 	if opts.Limits.MaxConns <= 0 {
 		opts.Limits.MaxConns = DefaultMaxConns
 	}
+	if opts.Limits.MaxConnsPerPeer <= 0 {
+		opts.Limits.MaxConnsPerPeer = min(DefaultMaxConnsPerPeer, opts.Limits.MaxConns)
+	}
+	opts.Limits.OnPeerRefused = logPeerRefusals(log, opts.Limits.MaxConnsPerPeer, opts.Limits.OnPeerRefused)
 	if opts.Limits.MaxBodyBytes <= 0 || opts.Limits.MaxBodyBytes > mcp.DefaultMaxRequestBodyBytes {
 		opts.Limits.MaxBodyBytes = mcp.DefaultMaxRequestBodyBytes
 	}

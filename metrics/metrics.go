@@ -57,9 +57,11 @@ type Metrics struct {
 	asks     *prometheus.CounterVec
 	rpcs     *prometheus.HistogramVec
 	refusals *prometheus.CounterVec
-	upstream *prometheus.CounterVec
-	stages   [pipeline.NumStages]prometheus.Observer
-	store    limitStore // limits.go
+	// peerRefusals counts MCP connections refused for their peer's bound.
+	peerRefusals prometheus.Counter
+	upstream     *prometheus.CounterVec
+	stages       [pipeline.NumStages]prometheus.Observer
+	store        limitStore // limits.go
 
 	counters  sync.Map // callKey → prometheus.Counter
 	observers sync.Map // tool → prometheus.Observer
@@ -125,8 +127,13 @@ func New(version string, status func() []remote.Status, inflight func() int64) *
 	}
 	m.refusals = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "plugkit", Name: "mcp_auth_refusals_total",
-		Help: "MCP HTTP requests refused for their credential before any call, by reason: missing or invalid.",
+		Help: "MCP HTTP requests refused for their credential before any call, by reason: missing or invalid; " +
+			"without mcp_auth, other_user, unknown_user, plugin (a plugin of a host or its descendant) or unknown_process.",
 	}, []string{"reason"})
+	m.peerRefusals = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: "plugkit", Name: "mcp_peer_refusals_total",
+		Help: "MCP HTTP connections refused (429) because their peer, an address or a loopback user, held mcp_max_conns_per_peer already.",
+	})
 	m.refusals.WithLabelValues("missing")
 	m.refusals.WithLabelValues("invalid")
 	m.upstream = newUpstreamTokens()
@@ -136,7 +143,7 @@ func New(version string, status func() []remote.Status, inflight func() int64) *
 		Help: "The host's version and the Go version it was built with; always 1.",
 	}, []string{"version", "goversion"})
 	build.WithLabelValues(version, runtime.Version()).Set(1)
-	m.reg.MustRegister(m.calls, m.duration, stages, m.reloads, m.asks, m.rpcs, m.refusals, build,
+	m.reg.MustRegister(m.calls, m.duration, stages, m.reloads, m.asks, m.rpcs, m.refusals, m.peerRefusals, build,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: "plugkit", Name: "calls_in_flight",
 			Help: "Calls running in the pipeline now.",
@@ -173,6 +180,11 @@ func (m *Metrics) Reloaded(ok bool) {
 // AuthRefused counts an MCP HTTP request refused for its credential; it is
 // authn.Authenticator.OnRefused.
 func (m *Metrics) AuthRefused(reason string) { m.refusals.WithLabelValues(reason).Inc() }
+
+// PeerRefused counts an MCP HTTP connection refused for its peer's bound;
+// it is httplimit.Limits.OnPeerRefused. The peer is not a label: every
+// address that connects would add a series.
+func (m *Metrics) PeerRefused(string) { m.peerRefusals.Inc() }
 
 // RPC records how long a call into a plugin's handler took; it is
 // remote.Options.OnRPC.

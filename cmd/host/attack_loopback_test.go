@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -51,27 +52,10 @@ func runAsMCPClient() {
 	os.Exit(0)
 }
 
-// TestAttackLoopbackMCPOtherUser: with MCP on loopback and no mcp_auth,
-// another local user connected, called write_file and approved its own
-// question, as the host's user, and the audit line named no principal.
-// Now a client running as another user (nobody, the test binary re-run
-// with its credentials) is refused with 401 and told to configure
-// mcp_auth, and nothing it sent reaches the pipeline; the host's own
-// user is served, and its calls are audited as that local user.
-func TestAttackLoopbackMCPOtherUser(t *testing.T) {
-	needShippedDeployment(t)
-	if os.Geteuid() != 0 {
-		testenv.Missing(t, "root, to run a client as another user")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	dir := t.TempDir()
-	addr := freeLoopbackAddr(t)
-	config := deploymentFileWith(t, dir, deploymentTweaks{host: fmt.Sprintf("  mcp = %q\n", addr)})
-	running := startHost(t, config, len(shippedPlugins))
-	url := "http://" + addr + "/mcp"
-
-	// The other user runs a copy of the test binary it can read.
+// otherUserBinary copies the test binary where another user can run it,
+// for the tests that start it as that user.
+func otherUserBinary(t *testing.T) string {
+	t.Helper()
 	helperDir, err := os.MkdirTemp("", "plugkit-intruder-")
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +76,30 @@ func TestAttackLoopbackMCPOtherUser(t *testing.T) {
 	if err := os.WriteFile(bin, b, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.CommandContext(ctx, bin)
+	return bin
+}
+
+// TestAttackLoopbackMCPOtherUser: with MCP on loopback and no mcp_auth,
+// another local user connected, called write_file and approved its own
+// question, as the host's user, and the audit line named no principal.
+// Now a client running as another user (nobody, the test binary re-run
+// with its credentials) is refused with 401 and told to configure
+// mcp_auth, and nothing it sent reaches the pipeline; the host's own
+// user is served, and its calls are audited as that local user.
+func TestAttackLoopbackMCPOtherUser(t *testing.T) {
+	needShippedDeployment(t)
+	if os.Geteuid() != 0 {
+		testenv.Missing(t, "root, to run a client as another user")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	addr := freeLoopbackAddr(t)
+	config := deploymentFileWith(t, dir, deploymentTweaks{host: fmt.Sprintf("  mcp = %q\n", addr)})
+	running := startHost(t, config, len(shippedPlugins))
+	url := "http://" + addr + "/mcp"
+
+	cmd := exec.CommandContext(ctx, otherUserBinary(t))
 	cmd.Env = []string{mcpClientEnv + "=" + url}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	out, err := cmd.CombinedOutput()
@@ -136,5 +143,66 @@ func TestAttackLoopbackMCPOtherUser(t *testing.T) {
 		if l.Tool == "write_file" {
 			t.Errorf("the other user's call reached the audit: %s", line)
 		}
+	}
+}
+
+// TestAttackPluginCallsLoopbackMCP: a plugin runs as the host's user, so
+// the uid check alone served one that could reach the loopback MCP
+// listener (unsandboxed, or sandboxed with a network that allows the
+// port) as the local user: it could call any tool, its own call's
+// approval included. Now such a connection is refused with 403 naming the
+// plugin, and nothing it asked for runs; a client of the host's user that
+// is no plugin is still served.
+func TestAttackPluginCallsLoopbackMCP(t *testing.T) {
+	needShippedDeployment(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	addr := freeLoopbackAddr(t)
+	_, port, _ := strings.Cut(addr, ":")
+	netted := fmt.Sprintf(`
+plugin "netted" {
+  path = %q
+  config {
+    tool = "netted"
+  }
+  sandbox {
+    network = [%s]
+  }
+}
+`, hostilePath(bins.dir), port)
+	config := hostileDeployment(t, dir, fmt.Sprintf("  mcp = %q\n", addr), netted)
+	h := startHost(t, config, 3)
+	defer stopRunning(t, config, h)
+	url := "http://" + addr + "/mcp"
+
+	for _, tool := range []string{"free", "netted"} {
+		t.Run(tool, func(t *testing.T) {
+			target := filepath.Join(dir, "pwned-by-"+tool+".txt")
+			args, _ := json.Marshal(map[string]any{"what": "write", "path": target})
+			o := hostileCall(t, config, tool, map[string]any{"what": "mcp", "addr": url, "tool": "free", "arguments": json.RawMessage(args)})
+			t.Logf("%s", o.Detail)
+			if o.Done {
+				t.Errorf("the plugin's call through MCP was served: %s", o.Detail)
+			}
+			if !strings.HasPrefix(o.Detail, "403 ") || !strings.Contains(o.Detail, "from a plugin") {
+				t.Errorf("the plugin got %q, want 403 saying it is a plugin", o.Detail)
+			}
+			if _, err := os.Stat(target); err == nil {
+				t.Errorf("the plugin's call through MCP wrote %s", target)
+			}
+		})
+	}
+
+	// A client of the host's user that is no plugin (this test) is served.
+	client := mcp.NewClient(&mcp.Implementation{Name: "owner", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	if err != nil {
+		t.Fatalf("connect as the host's user: %v\n%s", err, h.stderr)
+	}
+	defer cs.Close()
+	waitTools(t, ctx, cs, "free")
+	if r := mcpCall(t, ctx, cs, "free", `{"what":"fds"}`); r.IsError {
+		t.Fatalf("a call as the host's user: %s", toolText(r))
 	}
 }

@@ -91,7 +91,10 @@ func TestAttackFDExhaustion(t *testing.T) {
 	addr := freeLoopbackAddr(t)
 	dir := t.TempDir()
 	config := deploymentFileWith(t, dir, deploymentTweaks{
-		host: fmt.Sprintf("  mcp = %q\n", addr),
+		// One peer (this test) may hold the whole connection cap: the cap
+		// on descriptors is what is attacked here, the bound per peer in
+		// TestAttackSlowLorisFromOtherUser.
+		host: fmt.Sprintf("  mcp = %q\n  mcp_max_conns_per_peer = %d\n", addr, mcpserver.DefaultMaxConns),
 		plugin: func(name string) string {
 			if name != "files" {
 				return ""

@@ -17,7 +17,6 @@ import (
 	"github.com/plugkit-go/plugkit/host"
 	"github.com/plugkit-go/plugkit/internal/httplimit"
 	"github.com/plugkit-go/plugkit/internal/lineage"
-	"github.com/plugkit-go/plugkit/internal/peeruid"
 	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/mcpserver"
 )
@@ -96,7 +95,8 @@ func startMCP(d *deployment.Deployment, h *host.Host, log hclog.Logger) (*mcpFro
 	opts := mcpserver.Options{
 		Version: Version, Logger: log.Named("mcp"),
 		MaxSessions: d.Host.MCPMaxSessions, SessionIdle: d.Host.MCPIdleTimeout,
-		Limits: httplimit.Limits{MaxBodyBytes: int64(d.Host.MaxMessageBytes)},
+		Limits: httplimit.Limits{MaxBodyBytes: int64(d.Host.MaxMessageBytes),
+			MaxConnsPerPeer: d.Host.MCPMaxConnsPerPeer, OnPeerRefused: h.Metrics.PeerRefused},
 	}
 	var refreshers []func()
 	// Ends what the front keeps running besides its server (following an
@@ -130,9 +130,10 @@ func startMCP(d *deployment.Deployment, h *host.Host, log hclog.Logger) (*mcpFro
 		refreshers = append(refreshers, func() { au.SetKeys(cfg.Keys) })
 	}
 	if d.Host.MCPAuth == nil {
-		// Without credentials, only the host's own user is served: the
-		// peer of each loopback connection is looked up (authn.Local).
-		local := &authn.Local{UID: os.Geteuid(), PeerUID: peeruid.Of, Principal: admin.LocalPrincipal, OnRefused: h.Metrics.AuthRefused}
+		// Without credentials, only the host's own user is served, and
+		// none of its plugins: the peer of each loopback connection is
+		// looked up (authn.Local, loopbackPeer).
+		local := &authn.Local{UID: os.Geteuid(), Peer: loopbackPeer, Principal: admin.LocalPrincipal, OnRefused: h.Metrics.AuthRefused}
 		opts.Authenticate = local.Require
 		opts.ConnContext = local.ConnContext
 	}

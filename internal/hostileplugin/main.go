@@ -8,9 +8,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
@@ -36,6 +38,9 @@ type Attempt struct {
 	Bytes int `json:"bytes,omitempty"`
 	// Address is where in the host's memory to read Count bytes.
 	Address uint64 `json:"address,omitempty"`
+	// Tool and Arguments are the call "mcp" makes.
+	Tool      string          `json:"tool,omitempty"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
 }
 
 // Outcome says whether the attempt succeeded, and what happened.
@@ -171,6 +176,10 @@ func try(a Attempt) Outcome {
 		// Drives a host's admin API: Path is its socket, Addr the request
 		// ("GET /v1/status", "POST /v1/call {json}").
 		return adminRequest(a.Path, a.Addr)
+	case "mcp":
+		// Calls Tool with Arguments through the MCP endpoint at Addr (a
+		// host's loopback listener), as an MCP client would.
+		return mcpCall(a.Addr, a.Tool, a.Arguments)
 	case "squat":
 		// Puts a socket of its own in place of the host's admin socket at
 		// Path (removing the host's, and its pid file when Count is 1)
@@ -280,4 +289,43 @@ func squat(path string, pidFile bool) Outcome {
 		}
 	}()
 	return Outcome{Done: true, Detail: path}
+}
+
+// mcpCall initializes an MCP session at url and calls tool in it; Done
+// when the call was answered with a result that is no error. Detail is
+// each answer's status and body.
+func mcpCall(url, tool string, args json.RawMessage) Outcome {
+	client := &http.Client{Timeout: 20 * time.Second}
+	var details []string
+	session := ""
+	post := func(body string) (int, string) {
+		req, _ := http.NewRequest("POST", url, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			details = append(details, "error "+err.Error())
+			return 0, ""
+		}
+		defer resp.Body.Close()
+		if id := resp.Header.Get("Mcp-Session-Id"); id != "" {
+			session = id
+		}
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 16<<10))
+		text := strings.TrimSpace(string(b))
+		details = append(details, fmt.Sprintf("%d %s", resp.StatusCode, text))
+		return resp.StatusCode, text
+	}
+	if code, _ := post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"hostile","version":"1"}}}`); code != http.StatusOK {
+		return Outcome{Detail: strings.Join(details, "\n")}
+	}
+	post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	call, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+		"params": map[string]any{"name": tool, "arguments": args}})
+	code, body := post(string(call))
+	done := code == http.StatusOK && strings.Contains(body, `"result"`) && !strings.Contains(body, `"isError":true`)
+	return Outcome{Done: done, Detail: strings.Join(details, "\n")}
 }

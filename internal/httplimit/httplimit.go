@@ -39,6 +39,18 @@ type Limits struct {
 	IdleTimeout time.Duration
 	// MaxBodyBytes is the largest request body accepted. Default 4 MiB.
 	MaxBodyBytes int64
+	// MaxConnsPerPeer is how many of the MaxConns connections one peer
+	// (PeerKey) may hold at once; 0: no bound per peer. A peer at its
+	// bound has its idle-longest connection closed for a new one; when
+	// none is idle, the new one is answered 429 and closed, so that one
+	// peer's unfinished requests leave the rest of MaxConns to the others.
+	MaxConnsPerPeer int
+	// PeerKey names a connection's peer for MaxConnsPerPeer; "" bounds it
+	// by the total only. Default PeerOf.
+	PeerKey func(net.Conn) string
+	// OnPeerRefused, when set, is told of each connection refused for its
+	// peer's bound (the peer's key); it must not block.
+	OnPeerRefused func(peer string)
 	// Refuse writes the answer to a request refused for its body (too
 	// large: 413, too slow: 408); default http.Error with msg.
 	Refuse func(w http.ResponseWriter, r *http.Request, code int, msg string)
@@ -68,6 +80,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxBodyBytes <= 0 {
 		l.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if l.PeerKey == nil {
+		l.PeerKey = PeerOf
 	}
 	if l.Refuse == nil {
 		l.Refuse = func(w http.ResponseWriter, _ *http.Request, code int, msg string) { http.Error(w, msg, code) }
@@ -99,7 +114,9 @@ func (l Limits) Server(h http.Handler) *http.Server {
 // connection waits, not yet accepted, until one closes. It sets
 // srv.ConnState to follow which connections are idle.
 func (l Limits) Listener(srv *http.Server, ln net.Listener) net.Listener {
-	c := &capped{Listener: ln, max: l.withDefaults().MaxConns, idle: map[*cappedConn]time.Time{}}
+	l = l.withDefaults()
+	c := &capped{Listener: ln, max: l.MaxConns, idle: map[*cappedConn]time.Time{},
+		perPeer: l.MaxConnsPerPeer, peerKey: l.PeerKey, onPeerRefused: l.OnPeerRefused, peers: map[string]int{}}
 	c.cond = sync.NewCond(&c.mu)
 	srv.ConnState = c.state
 	return c
@@ -109,9 +126,14 @@ func (l Limits) Listener(srv *http.Server, ln net.Listener) net.Listener {
 type capped struct {
 	net.Listener
 	max int
+	// perPeer bounds the connections of one peer (peer.go).
+	perPeer       int
+	peerKey       func(net.Conn) string
+	onPeerRefused func(string)
 
 	mu     sync.Mutex
-	cond   *sync.Cond // signalled when a connection closes or turns idle
+	peers  map[string]int // open connections of each peer admitted
+	cond   *sync.Cond     // signalled when a connection closes or turns idle
 	open   int
 	idle   map[*cappedConn]time.Time // since when
 	closed bool
@@ -187,6 +209,11 @@ type cappedConn struct {
 	net.Conn
 	l    *capped
 	once sync.Once
+
+	admit   sync.Once // on its first Read (peer.go)
+	refused bool      // over its peer's bound
+	key     string    // its peer, once counted in l.peers
+	gone    bool      // closed (under l.mu)
 }
 
 // NetConn is the connection underneath, as tls.Conn's NetConn: for what
@@ -201,6 +228,8 @@ func (cc *cappedConn) Close() error {
 	cc.once.Do(func() {
 		cc.l.mu.Lock()
 		cc.l.open--
+		cc.gone = true
+		cc.l.leaveLocked(cc)
 		delete(cc.l.idle, cc)
 		cc.l.cond.Broadcast()
 		cc.l.mu.Unlock()

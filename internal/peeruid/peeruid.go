@@ -9,6 +9,11 @@
 // remote address the connection's local one. The lookup reads the table
 // once per connection; NETLINK_SOCK_DIAG would answer one socket without
 // reading the rest, at the cost of a netlink client.
+//
+// The table also names the socket's inode, and the processes holding it
+// are those with a descriptor linked to socket:[inode] (Processes): the
+// front end refuses a client that is a plugin of a host, which runs as
+// the host's own user and would otherwise be served as that user.
 package peeruid
 
 import (
@@ -28,30 +33,63 @@ import (
 // namespace.
 var ErrNotFound = errors.New("the client's socket is not in the host's socket table")
 
+// ErrNoProcess is returned by Processes when no process of the socket's
+// user that this one can see holds it: the client has gone, or hides.
+var ErrNoProcess = errors.New("no process of the socket's user holds the client's socket")
+
 // ErrUnsupported is returned where the system gives no way to tell.
 var ErrUnsupported = errors.New("telling a TCP client's user is supported on Linux only")
+
+// Socket is the client's end of a loopback connection, as the host's
+// socket table records it.
+type Socket struct {
+	// UID is the user whose process opened it.
+	UID int
+	// Inode names it in /proc/PID/fd ("socket:[Inode]"): Processes finds
+	// who holds it.
+	Inode uint64
+}
 
 // Of returns the uid of the process that opened the other end of c, a
 // loopback TCP connection accepted by this process.
 func Of(c net.Conn) (int, error) {
+	s, err := Lookup(c)
+	return s.UID, err
+}
+
+// Lookup returns the client's socket of c, a loopback TCP connection
+// accepted by this process.
+func Lookup(c net.Conn) (Socket, error) {
 	local, ok1 := c.LocalAddr().(*net.TCPAddr)
 	remote, ok2 := c.RemoteAddr().(*net.TCPAddr)
 	if !ok1 || !ok2 {
-		return 0, fmt.Errorf("not a TCP connection (%s)", c.LocalAddr().Network())
+		return Socket{}, fmt.Errorf("not a TCP connection (%s)", c.LocalAddr().Network())
 	}
 	l, r := local.AddrPort(), remote.AddrPort()
 	if !l.Addr().Unmap().IsLoopback() || !r.Addr().Unmap().IsLoopback() {
-		return 0, fmt.Errorf("%s is not a loopback client", r)
+		return Socket{}, fmt.Errorf("%s is not a loopback client", r)
 	}
 	return lookup(l, r)
 }
 
+// Processes returns the pids of the processes of s.UID that hold s (one,
+// unless it was inherited or passed on), found by the descriptors in
+// /proc/PID/fd; ErrNoProcess when there is none. It reads every such
+// process's descriptors, once per call: call it once per connection.
+func (s Socket) Processes() ([]int, error) { return processes(s) }
+
 // Find reads a /proc/net/tcp or /proc/net/tcp6 table from r and returns
 // the uid of the socket whose local address is client and whose remote
-// address is server; found is false when there is none. A line that is not
+// address is server; found is false when there is none.
+func Find(r io.Reader, client, server netip.AddrPort) (uid int, found bool, err error) {
+	s, found, err := FindSocket(r, client, server)
+	return s.UID, found, err
+}
+
+// FindSocket is Find returning the socket's inode too. A line that is not
 // of the table's shape is an error; nothing of the table is trusted
 // further than its columns.
-func Find(r io.Reader, client, server netip.AddrPort) (uid int, found bool, err error) {
+func FindSocket(r io.Reader, client, server netip.AddrPort) (s Socket, found bool, err error) {
 	wantLocal, wantRemote := procAddr(client), procAddr(server)
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 512), 4096)
@@ -65,19 +103,23 @@ func Find(r io.Reader, client, server netip.AddrPort) (uid int, found bool, err 
 			}
 		}
 		f := strings.Fields(line)
-		if len(f) < 8 {
-			return 0, false, fmt.Errorf("socket table line %q: %d fields, want at least 8", truncate(line), len(f))
+		if len(f) < 10 {
+			return Socket{}, false, fmt.Errorf("socket table line %q: %d fields, want at least 10", truncate(line), len(f))
 		}
 		if !strings.EqualFold(f[1], wantLocal) || !strings.EqualFold(f[2], wantRemote) {
 			continue
 		}
 		u, err := strconv.ParseUint(f[7], 10, 32)
 		if err != nil {
-			return 0, false, fmt.Errorf("socket table line %q: uid %q: %w", truncate(line), f[7], err)
+			return Socket{}, false, fmt.Errorf("socket table line %q: uid %q: %w", truncate(line), f[7], err)
 		}
-		return int(u), true, nil
+		ino, err := strconv.ParseUint(f[9], 10, 64)
+		if err != nil {
+			return Socket{}, false, fmt.Errorf("socket table line %q: inode %q: %w", truncate(line), f[9], err)
+		}
+		return Socket{UID: int(u), Inode: ino}, true, nil
 	}
-	return 0, false, sc.Err()
+	return Socket{}, false, sc.Err()
 }
 
 // procAddr writes ap as the tables do: the address as 32-bit words in the

@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"strconv"
+	"syscall"
 )
 
 // lookup finds the client's socket in the table of its address family (a
 // v4-mapped address is in tcp6 when the server listens on both families,
 // in tcp when not: both are read).
-func lookup(server, client netip.AddrPort) (int, error) {
+func lookup(server, client netip.AddrPort) (Socket, error) {
 	tables := []string{"/proc/net/tcp6"}
 	if server.Addr().Is4() || server.Addr().Is4In6() {
 		tables = []string{"/proc/net/tcp", "/proc/net/tcp6"}
@@ -22,16 +24,75 @@ func lookup(server, client netip.AddrPort) (int, error) {
 		}
 		f, err := os.Open(table)
 		if err != nil {
-			return 0, fmt.Errorf("reading the socket table: %w", err)
+			return Socket{}, fmt.Errorf("reading the socket table: %w", err)
 		}
-		uid, found, err := Find(f, c, s)
+		sock, found, err := FindSocket(f, c, s)
 		f.Close()
 		if err != nil {
-			return 0, fmt.Errorf("%s: %w", table, err)
+			return Socket{}, fmt.Errorf("%s: %w", table, err)
 		}
 		if found {
-			return uid, nil
+			return sock, nil
 		}
 	}
-	return 0, ErrNotFound
+	return Socket{}, ErrNotFound
+}
+
+// processes scans /proc for the processes of s.UID holding the socket. A
+// process whose descriptors cannot be read (another user's, or one made
+// non-dumpable, whose /proc entry root owns) is not found: the caller
+// refuses a socket held by nobody it can see.
+func processes(s Socket) ([]int, error) {
+	if s.Inode == 0 {
+		return nil, ErrNoProcess // a socket no process holds any more
+	}
+	want := "socket:[" + strconv.FormatUint(s.Inode, 10) + "]"
+	proc, err := os.Open("/proc")
+	if err != nil {
+		return nil, err
+	}
+	names, err := proc.Readdirnames(-1)
+	proc.Close()
+	if err != nil {
+		return nil, fmt.Errorf("reading /proc: %w", err)
+	}
+	var pids []int
+	for _, name := range names {
+		pid, err := strconv.Atoi(name)
+		if err != nil || pid <= 0 {
+			continue
+		}
+		dir := "/proc/" + name
+		var st syscall.Stat_t
+		if syscall.Stat(dir, &st) != nil || int(st.Uid) != s.UID {
+			continue
+		}
+		if holds(dir+"/fd", want) {
+			pids = append(pids, pid)
+		}
+	}
+	if len(pids) == 0 {
+		return nil, ErrNoProcess
+	}
+	return pids, nil
+}
+
+// holds reports whether a descriptor of the folder fds links to want.
+func holds(fds, want string) bool {
+	f, err := os.Open(fds)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	for {
+		names, err := f.Readdirnames(256)
+		for _, n := range names {
+			if target, _ := os.Readlink(fds + "/" + n); target == want {
+				return true
+			}
+		}
+		if err != nil {
+			return false // io.EOF: read to the end
+		}
+	}
 }

@@ -4,4 +4,6 @@ package peeruid
 
 import "net/netip"
 
-func lookup(server, client netip.AddrPort) (int, error) { return 0, ErrUnsupported }
+func lookup(server, client netip.AddrPort) (Socket, error) { return Socket{}, ErrUnsupported }
+
+func processes(Socket) ([]int, error) { return nil, ErrUnsupported }

@@ -36,6 +36,20 @@ func TestOf(t *testing.T) {
 			if err != nil || uid != os.Getuid() {
 				t.Fatalf("Of = %d, %v; want %d", uid, err, os.Getuid())
 			}
+			// The client's socket is held by this process alone.
+			s, err := Lookup(server)
+			if err != nil || s.Inode == 0 {
+				t.Fatalf("Lookup = %+v, %v", s, err)
+			}
+			pids, err := s.Processes()
+			if err != nil || len(pids) != 1 || pids[0] != os.Getpid() {
+				t.Fatalf("Processes = %v, %v; want [%d]", pids, err, os.Getpid())
+			}
+			// Once the client has closed it, nobody holds it.
+			client.Close()
+			if pids, err := s.Processes(); err != ErrNoProcess {
+				t.Fatalf("Processes after the client closed = %v, %v; want ErrNoProcess", pids, err)
+			}
 		})
 	}
 }
@@ -56,6 +70,10 @@ func TestFind(t *testing.T) {
 	uid, found, err := Find(strings.NewReader(table), netip.MustParseAddrPort("127.0.0.1:50000"), server)
 	if err != nil || !found || uid != 65534 {
 		t.Fatalf("Find = %d %v %v, want 65534", uid, found, err)
+	}
+	s, found, err := FindSocket(strings.NewReader(table), netip.MustParseAddrPort("127.0.0.1:50000"), server)
+	if err != nil || !found || s != (Socket{UID: 65534, Inode: 2222}) {
+		t.Fatalf("FindSocket = %+v %v %v, want uid 65534 inode 2222", s, found, err)
 	}
 	if _, found, _ := Find(strings.NewReader(table), netip.MustParseAddrPort("127.0.0.1:50001"), server); found {
 		t.Error("found a client that is not there")

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+
+	"github.com/plugkit-go/plugkit/authn"
+	"github.com/plugkit-go/plugkit/internal/lineage"
+	"github.com/plugkit-go/plugkit/internal/peeruid"
+)
+
+// loopbackPeer tells authn.Local who is at the other end of a loopback
+// MCP connection: the uid of its socket and, once that is the host's,
+// whether a plugin holds it. A plugin runs as the host's user unless its
+// sandbox names another, and one whose network reaches loopback (or that
+// is not sandboxed) would otherwise be served as the local user, as the
+// admin socket refuses to.
+func loopbackPeer(c net.Conn) (authn.LocalPeer, error) {
+	s, err := peeruid.Lookup(c)
+	if err != nil {
+		return authn.LocalPeer{}, err
+	}
+	return authn.LocalPeer{UID: s.UID, Vet: func() error { return notPlugin(s) }}, nil
+}
+
+// notPlugin refuses a socket that a plugin of a host, or anything one
+// started, holds (lineage.Check), and one held by no process it can find:
+// a client that cannot be found cannot be told from a plugin. Every holder
+// counts: a socket inherited by a plugin is the plugin's too.
+func notPlugin(s peeruid.Socket) error {
+	pids, err := s.Processes()
+	if err != nil {
+		return &authn.PeerRefusal{Reason: "unknown_process", Err: fmt.Errorf("cannot tell which process connected (%v)", err)}
+	}
+	for _, pid := range pids {
+		if err := lineage.Check(pid); err != nil {
+			var pe *lineage.PluginError
+			if errors.As(err, &pe) {
+				return &authn.PeerRefusal{Reason: "plugin", Err: fmt.Errorf("this connection is from a plugin: %v", err)}
+			}
+			return &authn.PeerRefusal{Reason: "unknown_process", Err: fmt.Errorf("cannot tell whether process %d is a plugin (%v)", pid, err)}
+		}
+	}
+	return nil
+}

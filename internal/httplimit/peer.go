@@ -1,0 +1,134 @@
+package httplimit
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/plugkit-go/plugkit/internal/peeruid"
+)
+
+// PeerOf names a TCP connection's peer by its address, and a loopback
+// peer, whose address every local client shares, by its user when
+// peeruid can tell it ("uid 1000"). A connection that is not TCP (a Unix
+// socket) has no key: only the total bounds it.
+func PeerOf(c net.Conn) string {
+	addr, ok := c.RemoteAddr().(*net.TCPAddr)
+	if !ok {
+		return ""
+	}
+	ip := addr.AddrPort().Addr().Unmap()
+	if ip.IsLoopback() {
+		if uid, err := peeruid.Of(c); err == nil {
+			return "uid " + strconv.Itoa(uid)
+		}
+	}
+	return ip.String()
+}
+
+// Read admits the connection on its first call, from the connection's own
+// goroutine: telling a loopback peer's user reads the socket table, which
+// would slow every client if done in the accept loop. A refused
+// connection's reads fail, which ends it.
+func (cc *cappedConn) Read(b []byte) (int, error) {
+	if cc.l.perPeer > 0 {
+		cc.admit.Do(cc.admitPeer)
+		if cc.refused {
+			return 0, net.ErrClosed
+		}
+	}
+	return cc.Conn.Read(b)
+}
+
+// admitWait is how long a connection over its peer's bound waits for one
+// of the peer's to close or turn idle before it is refused: a client that
+// opens a new connection as soon as it has read an answer may be a moment
+// ahead of the server marking the old one idle.
+const admitWait = 250 * time.Millisecond
+
+// admitPeer counts the connection for its peer, closing the peer's
+// idle-longest connection when it is at its bound, or refuses it when
+// none of the peer's turns idle within admitWait.
+func (cc *cappedConn) admitPeer() {
+	key := cc.l.peerKey(cc.Conn)
+	if key == "" {
+		return
+	}
+	c := cc.l
+	deadline := time.Now().Add(admitWait)
+	wake := time.AfterFunc(admitWait, func() {
+		c.mu.Lock()
+		c.cond.Broadcast()
+		c.mu.Unlock()
+	})
+	defer wake.Stop()
+	c.mu.Lock()
+	for c.peers[key] >= c.perPeer && !cc.gone {
+		oldest := c.oldestIdleOfLocked(key)
+		if oldest == nil {
+			if time.Now().Before(deadline) {
+				c.cond.Wait()
+				continue
+			}
+			n := c.peers[key]
+			cc.refused = true
+			c.mu.Unlock()
+			cc.refuse(key, n)
+			return
+		}
+		delete(c.idle, oldest)
+		c.mu.Unlock()
+		oldest.Close()
+		c.mu.Lock()
+	}
+	if cc.gone {
+		cc.refused = true
+	} else {
+		cc.key = key
+		c.peers[key]++
+	}
+	c.mu.Unlock()
+}
+
+// leaveLocked uncounts a closing connection from its peer's.
+func (c *capped) leaveLocked(cc *cappedConn) {
+	if cc.key == "" {
+		return
+	}
+	if c.peers[cc.key]--; c.peers[cc.key] <= 0 {
+		delete(c.peers, cc.key)
+	}
+}
+
+func (c *capped) oldestIdleOfLocked(key string) *cappedConn {
+	var oldest *cappedConn
+	var since time.Time
+	for conn, t := range c.idle {
+		if conn.key == key && (oldest == nil || t.Before(since)) {
+			oldest, since = conn, t
+		}
+	}
+	return oldest
+}
+
+// refuse answers 429 and closes the connection. The answer is written
+// before anything is read; the write side is shut first and what the
+// client already sent read for a moment, so that the close does not reset
+// the connection before the client reads why (as net/http does).
+func (cc *cappedConn) refuse(key string, held int) {
+	if cc.l.onPeerRefused != nil {
+		cc.l.onPeerRefused(key)
+	}
+	msg := fmt.Sprintf("too many connections from one client (%s): it holds %d, the most one client may hold at once; "+
+		"finish or close some before opening another\n", key, held)
+	_ = cc.Conn.SetDeadline(time.Now().Add(time.Second))
+	fmt.Fprintf(cc.Conn, "HTTP/1.1 429 Too Many Requests\r\nContent-Type: text/plain; charset=utf-8\r\n"+
+		"Connection: close\r\nRetry-After: 1\r\nContent-Length: %d\r\n\r\n%s", len(msg), msg)
+	if cw, ok := cc.Conn.(interface{ CloseWrite() error }); ok && cw.CloseWrite() == nil {
+		_ = cc.Conn.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+		_, _ = io.Copy(io.Discard, io.LimitReader(cc.Conn, 64<<10))
+	}
+	cc.Close()
+}
