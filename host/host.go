@@ -19,6 +19,7 @@ import (
 	"github.com/plugkit-go/plugkit/pipeline"
 	"github.com/plugkit-go/plugkit/pipeline/policy"
 	"github.com/plugkit-go/plugkit/remote"
+	"github.com/plugkit-go/plugkit/shared/pb"
 	"github.com/plugkit-go/plugkit/tokenexchange"
 	"github.com/plugkit-go/plugkit/tracing"
 )
@@ -127,14 +128,44 @@ func probe(ctx context.Context, d *deployment.Deployment, log hclog.Logger, chec
 		return err
 	}
 	defer mgr.Close(ctx)
+	var mu sync.Mutex
+	probes := map[string]func() (*pb.DescribeResponse, error){}
 	check(func(ctx context.Context, p deployment.Plugin) (deployment.Declaration, error) {
-		desc, err := mgr.Probe(ctx, p.Spec())
+		spec := p.Spec()
+		ask := func() (*pb.DescribeResponse, error) { return mgr.Probe(ctx, spec) }
+		// Plugins that run one binary the same way (a hundred bridged
+		// servers behind one bridge binary) declare the same: ask once.
+		if key, ok := declarationKey(spec); ok {
+			mu.Lock()
+			if probes[key] == nil {
+				probes[key] = sync.OnceValues(ask)
+			}
+			ask = probes[key]
+			mu.Unlock()
+		}
+		desc, err := ask()
 		if err != nil {
 			return deployment.Declaration{}, err
 		}
 		return deployment.Declaration{ConfigSchema: desc.GetConfigSchemaJson(), Inject: desc.GetInject(), Provides: desc.GetProvides()}, nil
 	})
 	return nil
+}
+
+// declarationKey is what a plugin's declaration can depend on: how its
+// binary is run, not its name or its config (which Describe is not given
+// when the host only asks). ok is false when it cannot be told.
+func declarationKey(spec remote.Spec) (key string, ok bool) {
+	how := struct {
+		Path, Dir, SHA256 string
+		Args, Env         []string
+		Sandbox           *confine.Policy
+	}{spec.Path, spec.Dir, spec.SHA256, spec.Args, spec.Env, spec.Sandbox}
+	b, err := json.Marshal(how)
+	if err != nil {
+		return "", false
+	}
+	return string(b), true
 }
 
 // sandboxed reports whether any plugin of d runs in a sandbox.
@@ -232,13 +263,19 @@ func New(d *deployment.Deployment, log hclog.Logger) (*Host, error) {
 // Kernel is the host's kernel, for following its events.
 func (h *Host) Kernel() *kernel.Kernel { return h.k }
 
-// Start starts each plugin in start order. A plugin that fails to start is
+// Start starts the plugins: their processes start together, and they apply
+// in start order (see remote.Manager.LoadAll). A plugin that fails to start is
 // logged and left FAILED (a critical one keeps every call denied); the
 // others run.
 func (h *Host) Start(ctx context.Context) {
-	for _, p := range h.Deployment.Plugins {
-		if err := h.mgr.Load(ctx, p.Spec()); err != nil {
-			h.log.Error("plugin did not start", "plugin", p.Name, "error", err)
+	plugins := h.Deployment.Plugins
+	specs := make([]remote.Spec, len(plugins))
+	for i, p := range plugins {
+		specs[i] = p.Spec()
+	}
+	for i, err := range h.mgr.LoadAll(ctx, specs) {
+		if err != nil {
+			h.log.Error("plugin did not start", "plugin", plugins[i].Name, "error", err)
 		}
 	}
 	h.startWatch(ctx)

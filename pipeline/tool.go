@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -58,7 +59,19 @@ type ToolInfo struct {
 	Held string
 	// Definition is the pin of the tool's definition as its source gave it.
 	Definition string
+
+	// rev is set once at registration (see Revision).
+	rev uint64
 }
+
+// revisions numbers registrations for ToolInfo.Revision.
+var revisions atomic.Uint64
+
+// Revision identifies this registration of the tool for the host's run:
+// registering the tool again gives a new one. Zero for a descriptor that
+// was not registered (built by hand). A process boundary uses it to send a
+// descriptor once and then refer to it.
+func (t *ToolInfo) Revision() uint64 { return t.rev }
 
 // Info returns the tool's descriptor as owned by owner.
 func (t Tool) Info(owner string) ToolInfo {
@@ -148,6 +161,7 @@ func compile(t Tool, owner string) (*registered, error) {
 	}
 	info := t.Info(owner)
 	info.Parameters = append(json.RawMessage(nil), params...)
+	info.rev = revisions.Add(1)
 	return &registered{info: info, schema: schema, fast: fast, body: t.Execute}, nil
 }
 

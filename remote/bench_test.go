@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -234,6 +236,33 @@ func BenchmarkRemoteTool(b *testing.B) {
 	for b.Loop() {
 		hostCall(b, ctx, h, args)
 	}
+}
+
+// BenchmarkRemoteToolLargeSchema is RemoteTool with a tool whose schema is
+// ≈16 KB, as a bridged server's tools often are: the descriptor crosses to
+// the plugin once (Execution.tool_ref), so a call should cost what
+// RemoteTool's does.
+func BenchmarkRemoteToolLargeSchema(b *testing.B) {
+	h := newBareHost(b, conformance.Config{}, remote.Options{})
+	tool := addTool("")
+	tool.Parameters = largeSchema(16 << 10)
+	mustLoad(b, h, conformance.PluginSpec{Name: "P", Tools: []conformance.ToolSpec{tool}}, pluginConfig{})
+	ctx, args := context.Background(), json.RawMessage(benchArgs)
+	b.ReportAllocs()
+	for b.Loop() {
+		hostCall(b, ctx, h, args)
+	}
+}
+
+// largeSchema is addSchema's a and b with optional described properties
+// until it is about size bytes.
+func largeSchema(size int) string {
+	var props strings.Builder
+	props.WriteString(`"a":{"type":"number"},"b":{"type":"number"}`)
+	for i := 0; props.Len() < size; i++ {
+		fmt.Fprintf(&props, `,"option_%d":{"type":"string","description":"An optional setting that changes nothing in this benchmark; it is here for its bytes."}`, i)
+	}
+	return `{"type":"object","required":["a","b"],"properties":{` + props.String() + `}}`
 }
 
 // BenchmarkRemoteToolStream is RemoteTool with the call a frame on the

@@ -3,6 +3,7 @@ package remote
 import (
 	"encoding/json"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/plugkit-go/plugkit/pipeline"
@@ -35,13 +36,77 @@ func fromDescriptor(d *pb.ToolDescriptor) pipeline.Tool {
 	}
 }
 
+// toExecution converts e with its tool's whole descriptor.
 func toExecution(e *pipeline.Execution) *pb.Execution {
+	x := toExecutionByRef(e)
+	x.Tool = toDescriptor(e.Tool())
+	return x
+}
+
+// toExecutionByRef converts e without its tool's descriptor.
+func toExecutionByRef(e *pipeline.Execution) *pb.Execution {
 	return &pb.Execution{
 		Id: e.ID(), Name: e.Name(), ArgumentsJson: []byte(e.ArgumentsJSON()),
-		Caller: e.Caller(), Tool: toDescriptor(e.Tool()),
+		Caller:    e.Caller(),
 		Principal: wire.PrincipalToProto(e.Principal()),
 		DryRun:    e.DryRun(),
 	}
+}
+
+// toolRefs is what a plugin process that keeps descriptors by ref has been
+// sent: seen holds the refs it has surely stored (it answered a request
+// that carried the descriptor); queued those carried by a result already
+// queued for its observers, whose queue is delivered in order, so that a
+// later result on it may carry the ref alone.
+type toolRefs struct {
+	seen, queued sync.Map // tool ref → struct{}
+}
+
+// execution converts e for a request to the plugin. When the plugin keeps
+// descriptors by ref and has stored this one, it carries the ref alone;
+// otherwise the descriptor too, and seen, called once the plugin answered,
+// records that it has it.
+func (in *instance) execution(e *pipeline.Execution) (x *pb.Execution, seen func()) {
+	ref := refOf(in, e)
+	if ref == 0 {
+		return toExecution(e), func() {}
+	}
+	if _, ok := in.refs.seen.Load(ref); ok {
+		x = toExecutionByRef(e)
+		x.ToolRef = ref
+		return x, func() {}
+	}
+	x = toExecution(e)
+	x.ToolRef = ref
+	return x, func() { in.refs.seen.Store(ref, struct{}{}) }
+}
+
+// observedExecution converts e for a result queued for the plugin's
+// observers, which are delivered in order: once one result carried the
+// descriptor, the later ones carry its ref alone.
+func (in *instance) observedExecution(e *pipeline.Execution) *pb.Execution {
+	ref := refOf(in, e)
+	if ref == 0 {
+		return toExecution(e)
+	}
+	_, seen := in.refs.seen.Load(ref)
+	_, queued := in.refs.queued.LoadOrStore(ref, struct{}{})
+	var x *pb.Execution
+	if seen || queued {
+		x = toExecutionByRef(e)
+	} else {
+		x = toExecution(e)
+	}
+	x.ToolRef = ref
+	return x
+}
+
+// refOf is the ref e's tool goes by for in's plugin, 0 when it goes whole.
+func refOf(in *instance, e *pipeline.Execution) uint64 {
+	if in.refs == nil || e.Tool() == nil {
+		return 0
+	}
+	return e.Tool().Revision()
 }
 
 // valueJSON encodes a result value for the wire.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -40,7 +41,10 @@ type instance struct {
 	// dryRun: the plugin's Describe says its listeners understand dry runs
 	// (Execution.dry_run); without it, explain does not call them.
 	dryRun bool
-	lanes  *lanes // the host's ends of the call lanes; nil without them
+	// refs is nil unless the plugin keeps descriptors by ref (Describe's
+	// tool_refs): then what it has been sent (see execution).
+	refs  *toolRefs
+	lanes *lanes // the host's ends of the call lanes; nil without them
 	// host is the Host service of the version the process serves (set at
 	// apply), which answers the calls back on the callback lane.
 	host            atomic.Pointer[hostService]
@@ -256,14 +260,19 @@ func (m *Manager) launch(ctx context.Context, spec Spec) (*instance, error) {
 	return in, nil
 }
 
-// describe asks the plugin what it is.
-func (in *instance) describe(ctx context.Context) (*pb.DescribeResponse, error) {
-	resp, err := in.client.Describe(ctx, &pb.DescribeRequest{})
+// describe asks the plugin what it is. prepare is the config its first
+// apply will get, when it is started to run (the plugin may begin its slow
+// work now); nil when it is only asked.
+func (in *instance) describe(ctx context.Context, prepare json.RawMessage) (*pb.DescribeResponse, error) {
+	resp, err := in.client.Describe(ctx, &pb.DescribeRequest{PrepareConfigJson: prepare})
 	if err != nil {
 		return nil, in.callErr("describe", err)
 	}
 	// Set before Apply, so before any listener of the plugin exists.
 	in.dryRun = resp.GetDryRun()
+	if resp.GetToolRefs() {
+		in.refs = &toolRefs{}
+	}
 	switch {
 	case in.unaryCalls:
 	case in.gp.NegotiatedVersion() < wire.FramesVersion:

@@ -2,7 +2,6 @@ package remote
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -126,124 +125,6 @@ func removeStaleSocketDirs(base string) {
 		}
 		os.RemoveAll(filepath.Join(base, name))
 	}
-}
-
-// plan is one definition of a plugin (Load's, or a reload's) and the process
-// launched to ask it what it needs, which its first apply takes over.
-type plan struct {
-	mp   *managed
-	spec Spec
-
-	mu    sync.Mutex
-	first *instance
-	pin   *string // set by Manager.Pin: the sha256 a restart checks
-}
-
-// launchSpec is the spec a restart launches: the plan's, with the pin
-// Manager.Pin may have set since.
-func (p *plan) launchSpec() Spec {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	spec := p.spec
-	if p.pin != nil {
-		spec.SHA256 = *p.pin
-	}
-	return spec
-}
-
-// takeFirst returns the process launched with the plan, once.
-func (p *plan) takeFirst() *instance {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	in := p.first
-	p.first = nil
-	return in
-}
-
-// dropFirst stops the process launched with the plan if no apply took it.
-func (p *plan) dropFirst() {
-	if in := p.takeFirst(); in != nil {
-		in.stop()
-	}
-}
-
-// Load starts a plugin process, asks what it needs, and adds it to the
-// kernel; its apply step runs once every service it injects is provided.
-func (m *Manager) Load(ctx context.Context, spec Spec) error {
-	if spec.Name == "" {
-		return errors.New("load plugin: no name")
-	}
-	spec.Restart = spec.Restart.withDefaults()
-	mp := &managed{m: m, spec: spec, procs: map[*kernel.Scope]*instance{}}
-	m.mu.Lock()
-	if m.closed {
-		m.mu.Unlock()
-		return errors.New("load plugin: manager is closed")
-	}
-	if _, dup := m.plugins[spec.Name]; dup {
-		m.mu.Unlock()
-		return fmt.Errorf("load plugin %s: already loaded", spec.Name)
-	}
-	m.plugins[spec.Name] = mp
-	m.mu.Unlock()
-	if spec.Critical {
-		mp.holdCalls("starting")
-	}
-	forget := func() {
-		mp.releaseHold()
-		m.mu.Lock()
-		delete(m.plugins, spec.Name)
-		m.mu.Unlock()
-	}
-
-	p, def, err := mp.prepare(ctx, spec)
-	if err != nil {
-		forget()
-		return fmt.Errorf("load plugin %s: %w", spec.Name, err)
-	}
-	mp.mu.Lock()
-	mp.plan = p
-	mp.mu.Unlock()
-
-	_, err = m.k.Load(def)
-	if err != nil && !errors.Is(err, errGaveUp) {
-		// The scope stays FAILED and visible; a critical plugin stays held.
-		return err
-	}
-	return err
-}
-
-// prepare launches a process for spec, asks what it needs and returns the
-// kernel plugin whose first apply takes that process over.
-func (mp *managed) prepare(ctx context.Context, spec Spec) (*plan, kernel.Plugin, error) {
-	in, err := mp.m.launch(ctx, spec)
-	if err != nil {
-		return nil, kernel.Plugin{}, err
-	}
-	desc, err := in.describe(ctx)
-	if err != nil {
-		in.stop()
-		return nil, kernel.Plugin{}, err
-	}
-	inject := spec.Inject
-	if inject == nil {
-		inject = desc.GetInject()
-	} else if missing := missingFrom(desc.GetInject(), inject); len(missing) > 0 {
-		in.stop()
-		return nil, kernel.Plugin{}, fmt.Errorf("it needs %s, which its inject does not list", strings.Join(missing, ", "))
-	}
-	p := &plan{mp: mp, spec: spec, first: in}
-	return p, kernel.Plugin{Name: spec.Name, Inject: inject, Apply: p.apply}, nil
-}
-
-func missingFrom(need, have []string) []string {
-	var out []string
-	for _, n := range need {
-		if !slices.Contains(have, n) {
-			out = append(out, n)
-		}
-	}
-	return out
 }
 
 // Unload stops a plugin on purpose: its registrations are removed (a
@@ -488,5 +369,5 @@ func (m *Manager) Probe(ctx context.Context, spec Spec) (*pb.DescribeResponse, e
 		return nil, err
 	}
 	defer in.stop()
-	return in.describe(ctx)
+	return in.describe(ctx, nil)
 }

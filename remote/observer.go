@@ -51,17 +51,22 @@ func newObservers(in *instance) *observers {
 
 func (in *instance) observerProxy(handler string) pipeline.ResultFunc {
 	return func(ctx context.Context, e *pipeline.Execution, r pipeline.Result) error {
-		in.obs.push(&pb.ObserveRequest{HandlerId: handler, Execution: toExecution(e), Result: observed(r, in.spec.maxResult())})
+		req := &pb.ObserveRequest{HandlerId: handler, Result: observed(r, in.spec.maxResult())}
+		in.obs.push(req, e)
 		return nil
 	}
 }
 
-func (o *observers) push(req *pb.ObserveRequest) {
+// push queues req for e's result. Its execution is converted here, in
+// queue order, so that a result carrying a tool's ref alone never goes
+// before the one carrying its descriptor (observedExecution).
+func (o *observers) push(req *pb.ObserveRequest, e *pipeline.Execution) {
 	o.mu.Lock()
 	if o.closed {
 		o.mu.Unlock()
 		return
 	}
+	req.Execution = o.in.observedExecution(e)
 	o.queue = append(o.queue, req)
 	if !o.started {
 		o.started = true

@@ -137,7 +137,8 @@ func (in *instance) filterCtx(ctx context.Context) (context.Context, context.Can
 
 func (in *instance) toolProxy(handler, name string) pipeline.ToolFunc {
 	return func(ctx context.Context, e *pipeline.Execution) (any, error) {
-		req := &pb.ExecuteToolRequest{HandlerId: handler, Execution: toExecution(e)}
+		x, seen := in.execution(e)
+		req := &pb.ExecuteToolRequest{HandlerId: handler, Execution: x}
 		if u := in.spec.Upstream; u != nil {
 			tok, err := in.upstreamToken(ctx, u, e.Principal())
 			if err != nil {
@@ -148,6 +149,9 @@ func (in *instance) toolProxy(handler, name string) pipeline.ToolFunc {
 		start := time.Now()
 		resp, err := in.calls.ExecuteTool(ctx, req)
 		in.timed("tool", start)
+		if err == nil {
+			seen()
+		}
 		if err != nil {
 			if cerr := settle(ctx, err); cerr != nil {
 				return nil, cerr
@@ -176,11 +180,15 @@ func (in *instance) guardProxy(handler string) pipeline.GuardStart {
 		}
 		rctx, cancel := in.filterCtx(ctx)
 		start := time.Now()
-		wait := in.calls.startGuard(rctx, &pb.GuardRequest{HandlerId: handler, Execution: toExecution(e)})
+		x, seen := in.execution(e)
+		wait := in.calls.startGuard(rctx, &pb.GuardRequest{HandlerId: handler, Execution: x})
 		return func() (string, error) {
 			defer cancel()
 			resp, err := wait()
 			in.timed("guard", start)
+			if err == nil {
+				seen()
+			}
 			if err != nil {
 				_ = settle(rctx, err)
 				return "", in.callErr("guard", err)
@@ -198,8 +206,12 @@ func (in *instance) guardProxy(handler string) pipeline.GuardStart {
 func (in *instance) approverProxy(handler string) pipeline.ApproverFunc {
 	return func(ctx context.Context, e *pipeline.Execution, question string) (bool, error) {
 		start := time.Now()
-		resp, err := in.calls.Approve(ctx, &pb.ApproveRequest{HandlerId: handler, Execution: toExecution(e), Question: question})
+		x, seen := in.execution(e)
+		resp, err := in.calls.Approve(ctx, &pb.ApproveRequest{HandlerId: handler, Execution: x, Question: question})
 		in.timed("approver", start)
+		if err == nil {
+			seen()
+		}
 		if err != nil {
 			_ = settle(ctx, err)
 			return false, in.callErr("approver", err)
@@ -219,7 +231,8 @@ func (in *instance) preProxy(h *hostService, handler string, wrap bool) pipeline
 			// on the call: it is not sent one.
 			return pipeline.Decision{}, pipeline.ErrNotAsked
 		}
-		req := &pb.PreExecuteRequest{HandlerId: handler, Execution: toExecution(e)}
+		x, seen := in.execution(e)
+		req := &pb.PreExecuteRequest{HandlerId: handler, Execution: x}
 		var inner latest[pipeline.Decision]
 		var rctx context.Context
 		var b *budget
@@ -243,6 +256,9 @@ func (in *instance) preProxy(h *hostService, handler string, wrap bool) pipeline
 		start := time.Now()
 		resp, err := in.calls.PreExecute(rctx, req)
 		in.timed("pre_execute", start)
+		if err == nil {
+			seen()
+		}
 		expired := b.stop()
 		if err != nil {
 			if expired && ctx.Err() == nil {
@@ -290,7 +306,8 @@ func (in *instance) preProxy(h *hostService, handler string, wrap bool) pipeline
 // as a tool's timeout would, TOOL_TIMEOUT.
 func (in *instance) execProxy(h *hostService, handler string, wrap bool) pipeline.ExecuteFunc {
 	return func(ctx context.Context, e *pipeline.Execution, next pipeline.ExecuteNext) pipeline.Result {
-		req := &pb.WrapExecuteRequest{HandlerId: handler, Execution: toExecution(e)}
+		x, seen := in.execution(e)
+		req := &pb.WrapExecuteRequest{HandlerId: handler, Execution: x}
 		rctx, b := in.startBudget(ctx)
 		if wrap {
 			req.CallToken = h.tokens.add(func(ctx context.Context) *pb.NextResponse {
@@ -305,6 +322,9 @@ func (in *instance) execProxy(h *hostService, handler string, wrap bool) pipelin
 		start := time.Now()
 		resp, err := in.calls.WrapExecute(rctx, req)
 		in.timed("execute", start)
+		if err == nil {
+			seen()
+		}
 		expired := b.stop()
 		switch {
 		case err != nil:
@@ -336,7 +356,8 @@ func (in *instance) execProxy(h *hostService, handler string, wrap bool) pipelin
 
 func (in *instance) postProxy(h *hostService, handler string, wrap bool) pipeline.PostExecuteFunc {
 	return func(ctx context.Context, e *pipeline.Execution, r pipeline.Result, next pipeline.ReviewNext) (pipeline.Review, error) {
-		req := &pb.PostExecuteRequest{HandlerId: handler, Execution: toExecution(e), Outcome: toOutcome(r)}
+		x, seen := in.execution(e)
+		req := &pb.PostExecuteRequest{HandlerId: handler, Execution: x, Outcome: toOutcome(r)}
 		var inner latest[pipeline.Review]
 		var rctx context.Context
 		var b *budget
@@ -360,6 +381,9 @@ func (in *instance) postProxy(h *hostService, handler string, wrap bool) pipelin
 		start := time.Now()
 		resp, err := in.calls.PostExecute(rctx, req)
 		in.timed("post_execute", start)
+		if err == nil {
+			seen()
+		}
 		expired := b.stop()
 		if err != nil {
 			if expired && ctx.Err() == nil {

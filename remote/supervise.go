@@ -81,11 +81,7 @@ func (p *plan) apply(ctx context.Context, s *kernel.Scope) error {
 	hs.registered = &mp.registered
 	in.host.Store(hs)
 	id := in.client.ServeHost(hs, in.serveHost...)
-	cfg := p.spec.Config
-	if len(cfg) == 0 {
-		cfg = json.RawMessage("{}")
-	}
-	resp, err := in.client.Apply(ctx, &pb.ApplyRequest{ConfigJson: cfg, HostBrokerId: id})
+	resp, err := in.client.Apply(ctx, &pb.ApplyRequest{ConfigJson: applyConfig(p.spec), HostBrokerId: id})
 	if err != nil {
 		return in.callErr("apply", err)
 	}
@@ -93,6 +89,14 @@ func (p *plan) apply(ctx context.Context, s *kernel.Scope) error {
 		return errors.New(resp.GetError())
 	}
 	return nil
+}
+
+// applyConfig is the config a plugin's apply step is given.
+func applyConfig(spec Spec) json.RawMessage {
+	if len(spec.Config) == 0 {
+		return json.RawMessage("{}")
+	}
+	return spec.Config
 }
 
 // relaunch starts a new process for a version whose first process is gone

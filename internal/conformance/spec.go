@@ -48,6 +48,9 @@ const (
 	BodyAdd Body = "add"
 	// BodyEcho returns its arguments.
 	BodyEcho Body = "echo"
+	// BodyDescriptor returns the descriptor the call carries:
+	// {"name", "description", "parameters"}.
+	BodyDescriptor Body = "descriptor"
 	// BodySleep sleeps ToolSpec.Sleep, honouring its context, then returns
 	// "slept".
 	BodySleep Body = "sleep"

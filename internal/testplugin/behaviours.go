@@ -31,6 +31,10 @@ func (b *builder) tool(s conformance.ToolSpec) (sdk.Tool, error) {
 		}
 	case conformance.BodyEcho:
 		body = func(ctx context.Context, c *sdk.Call, _ int) (any, error) { return c.Arguments, nil }
+	case conformance.BodyDescriptor:
+		body = func(ctx context.Context, c *sdk.Call, _ int) (any, error) {
+			return map[string]any{"name": c.Tool.Name, "description": c.Tool.Description, "parameters": c.Tool.Parameters}, nil
+		}
 	case conformance.BodySleep:
 		body = func(ctx context.Context, c *sdk.Call, _ int) (any, error) {
 			if s.IgnoreCancel {

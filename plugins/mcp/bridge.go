@@ -25,7 +25,8 @@ import (
 // bridge is one server's session and the tools registered for it.
 //
 // Lifecycle:
-//  1. start connects, lists the server's tools and registers them;
+//  1. start connects (dial, which Prepare may have done already), lists the
+//     server's tools and registers them (begin);
 //  2. a notifications/tools/list_changed wakes the sync loop, which lists
 //     again and registers, disposes or replaces what changed;
 //  3. when the session ends without close (the server exited, its HTTP
@@ -92,6 +93,16 @@ func newBridge(set *settings, log hclog.Logger, batch batchFunc, onGone func(err
 // start connects and registers the server's tools under ctx (the host's
 // apply step).
 func (b *bridge) start(ctx context.Context) error {
+	if err := b.dial(ctx); err != nil {
+		return err
+	}
+	return b.begin(ctx)
+}
+
+// dial starts the server (or reaches its endpoint) and opens the session;
+// on failure the bridge is spent. Until begin, nothing is registered and
+// the session is not watched.
+func (b *bridge) dial(ctx context.Context) error {
 	t, relay, err := b.transport()
 	if err != nil {
 		b.cancel()
@@ -107,6 +118,12 @@ func (b *bridge) start(ctx context.Context) error {
 		return err
 	}
 	b.cs = cs
+	return nil
+}
+
+// begin watches the dialled session, lists the server's tools and registers
+// them, then follows the server's list changes.
+func (b *bridge) begin(ctx context.Context) error {
 	b.wg.Add(1)
 	go b.watch()
 	if err := b.sync(ctx); err != nil {

@@ -3,8 +3,11 @@ package main
 import (
 	"context"
 	"os"
+	"reflect"
 	"sync"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/plugkit-go/plugkit/shared/sdk"
 )
@@ -25,7 +28,18 @@ func newPlugin() sdk.Plugin[Config] {
 	var (
 		mu      sync.Mutex
 		current *bridge
+		// warm is the session Prepare opened, with the config it was
+		// opened for, until Apply takes it (or Stop closes it).
+		warm    *bridge
+		warmFor Config
 	)
+	takeWarm := func() (*bridge, Config) {
+		mu.Lock()
+		defer mu.Unlock()
+		b, cfg := warm, warmFor
+		warm = nil
+		return b, cfg
+	}
 	swap := func(b *bridge) {
 		mu.Lock()
 		old := current
@@ -40,6 +54,23 @@ func newPlugin() sdk.Plugin[Config] {
 		Version:     pluginVersion,
 		Inject:      []string{"tools"},
 		ConfigRules: configRules,
+		// Starting the server and its MCP handshake are most of a start:
+		// done here, they overlap the other plugins' starts, and Apply
+		// only lists and registers.
+		Prepare: func(ctx context.Context, log hclog.Logger, cfg Config) {
+			set, err := check(cfg)
+			if err != nil {
+				return
+			}
+			b := newBridge(set, log, nil, nil)
+			if err := b.dial(ctx); err != nil {
+				log.Debug("prepare: server not reached; apply tries again", "error", err)
+				return
+			}
+			mu.Lock()
+			warm, warmFor = b, cfg
+			mu.Unlock()
+		},
 		Apply: func(ctx context.Context, p *sdk.Context, cfg Config) error {
 			set, err := check(cfg)
 			if err != nil {
@@ -61,20 +92,34 @@ func newPlugin() sdk.Plugin[Config] {
 				return regs, errs, err
 			}
 			var b *bridge
-			b = newBridge(set, p.Logger(), batch, func(error) {
+			onGone := func(error) {
 				// Let the calls in flight carry the cause back, then leave
 				// the restart to the host.
 				b.drain(goneDrain)
 				time.Sleep(100 * time.Millisecond) // their replies are on the wire
 				os.Exit(1)
-			})
-			if err := b.start(ctx); err != nil {
+			}
+			if w, wcfg := takeWarm(); w != nil && reflect.DeepEqual(wcfg, cfg) {
+				b = w
+				b.batch, b.onGone = batch, onGone
+				err = b.begin(ctx)
+			} else {
+				if w != nil {
+					w.close()
+				}
+				b = newBridge(set, p.Logger(), batch, onGone)
+				err = b.start(ctx)
+			}
+			if err != nil {
 				return err
 			}
 			swap(b)
 			return nil
 		},
 		Stop: func(context.Context) error {
+			if w, _ := takeWarm(); w != nil {
+				w.close()
+			}
 			swap(nil)
 			return nil
 		},

@@ -451,7 +451,16 @@ type Execution struct {
 	// DescribeResponse.dry_run are sent a call with it set; a listener that
 	// sees it must not act on the call (no side effect, no question to a
 	// person), only answer.
-	DryRun        bool `protobuf:"varint,7,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	DryRun bool `protobuf:"varint,7,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	// The host's reference to the tool's descriptor, unique per host run and
+	// new whenever a tool is registered again. Sent only to a plugin that
+	// declares DescribeResponse.tool_refs: the host sends the descriptor in
+	// `tool` with its ref until the plugin has seen it (it answered a request
+	// that carried it, or an earlier result on the same ordered Observe
+	// queue carried it), then the ref alone, `tool` unset; the plugin keeps
+	// what it was sent by ref for as long as its process runs. So a tool's
+	// schema crosses once per process, not with every call.
+	ToolRef       uint64 `protobuf:"varint,8,opt,name=tool_ref,json=toolRef,proto3" json:"tool_ref,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -533,6 +542,13 @@ func (x *Execution) GetDryRun() bool {
 		return x.DryRun
 	}
 	return false
+}
+
+func (x *Execution) GetToolRef() uint64 {
+	if x != nil {
+		return x.ToolRef
+	}
+	return 0
 }
 
 // Principal is who a call is made for.
@@ -1103,9 +1119,16 @@ func (x *CallFrame) GetMessage() string {
 }
 
 type DescribeRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Set when the host starts the plugin to run it (not when it only asks
+	// for the declaration, as `host validate` does): the config its first
+	// Apply will be given. The plugin may begin slow work for it now
+	// (starting a server it fronts, opening an index), which then overlaps
+	// the start of the deployment's other plugins, whose applies run one
+	// after another. Additive: a plugin that ignores it starts as before.
+	PrepareConfigJson []byte `protobuf:"bytes,1,opt,name=prepare_config_json,json=prepareConfigJson,proto3" json:"prepare_config_json,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *DescribeRequest) Reset() {
@@ -1136,6 +1159,13 @@ func (x *DescribeRequest) ProtoReflect() protoreflect.Message {
 // Deprecated: Use DescribeRequest.ProtoReflect.Descriptor instead.
 func (*DescribeRequest) Descriptor() ([]byte, []int) {
 	return file_plugkit_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *DescribeRequest) GetPrepareConfigJson() []byte {
+	if x != nil {
+		return x.PrepareConfigJson
+	}
+	return nil
 }
 
 type DescribeResponse struct {
@@ -1169,7 +1199,10 @@ type DescribeResponse struct {
 	// (Execution.dry_run): they answer without acting. The host sends a dry
 	// run only to a plugin that says so, and reports the listeners of any
 	// other plugin as "not asked".
-	DryRun        bool `protobuf:"varint,10,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	DryRun bool `protobuf:"varint,10,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	// The plugin keeps tool descriptors by Execution.tool_ref: the host may
+	// then send a ref without the descriptor it stands for.
+	ToolRefs      bool `protobuf:"varint,11,opt,name=tool_refs,json=toolRefs,proto3" json:"tool_refs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1270,6 +1303,13 @@ func (x *DescribeResponse) GetCallLanes() bool {
 func (x *DescribeResponse) GetDryRun() bool {
 	if x != nil {
 		return x.DryRun
+	}
+	return false
+}
+
+func (x *DescribeResponse) GetToolRefs() bool {
+	if x != nil {
+		return x.ToolRefs
 	}
 	return false
 }
@@ -3925,7 +3965,7 @@ const file_plugkit_proto_rawDesc = "" +
 	"\n" +
 	"definition\x18\x16 \x01(\tR\n" +
 	"definition\x12!\n" +
-	"\fowner_prefix\x18\x17 \x01(\bR\vownerPrefix\"\xec\x01\n" +
+	"\fowner_prefix\x18\x17 \x01(\bR\vownerPrefix\"\x87\x02\n" +
 	"\tExecution\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12%\n" +
@@ -3933,7 +3973,8 @@ const file_plugkit_proto_rawDesc = "" +
 	"\x06caller\x18\x04 \x01(\tR\x06caller\x12.\n" +
 	"\x04tool\x18\x05 \x01(\v2\x1a.plugkit.v1.ToolDescriptorR\x04tool\x123\n" +
 	"\tprincipal\x18\x06 \x01(\v2\x15.plugkit.v1.PrincipalR\tprincipal\x12\x17\n" +
-	"\adry_run\x18\a \x01(\bR\x06dryRun\"O\n" +
+	"\adry_run\x18\a \x01(\bR\x06dryRun\x12\x19\n" +
+	"\btool_ref\x18\b \x01(\x04R\atoolRef\"O\n" +
 	"\tPrincipal\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x1e\n" +
@@ -3986,8 +4027,9 @@ const file_plugkit_proto_rawDesc = "" +
 	"\amessage\x18\t \x01(\tR\amessage\x1a;\n" +
 	"\rMetadataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x11\n" +
-	"\x0fDescribeRequest\"\xc7\x02\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"A\n" +
+	"\x0fDescribeRequest\x12.\n" +
+	"\x13prepare_config_json\x18\x01 \x01(\fR\x11prepareConfigJson\"\xe4\x02\n" +
 	"\x10DescribeResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\x1f\n" +
@@ -4002,7 +4044,8 @@ const file_plugkit_proto_rawDesc = "" +
 	"\n" +
 	"call_lanes\x18\t \x01(\bR\tcallLanes\x12\x17\n" +
 	"\adry_run\x18\n" +
-	" \x01(\bR\x06dryRun\"U\n" +
+	" \x01(\bR\x06dryRun\x12\x1b\n" +
+	"\ttool_refs\x18\v \x01(\bR\btoolRefs\"U\n" +
 	"\fApplyRequest\x12\x1f\n" +
 	"\vconfig_json\x18\x01 \x01(\fR\n" +
 	"configJson\x12$\n" +

@@ -17,7 +17,21 @@ import (
 // author's failure in the response's error field. gRPC errors are kept for
 // what is not the author's doing: an unknown handler id, shutting down.
 
-func newCall(m *pb.Execution) *Call { return &Call{Execution: wire.ExecutionFromProto(m)} }
+// newCall converts m, keeping the tool's descriptor the host sent with a
+// ref, or finding the one a ref alone stands for (see Execution.tool_ref).
+// Every handler converts its execution before anything else, even one it
+// will refuse: the host counts a descriptor as kept once the plugin answers.
+func (s *server) newCall(m *pb.Execution) *Call {
+	c := &Call{Execution: wire.ExecutionFromProto(m)}
+	if ref := m.GetToolRef(); ref != 0 {
+		if m.GetTool() != nil {
+			s.toolRefs.Store(ref, c.Tool)
+		} else if d, ok := s.toolRefs.Load(ref); ok {
+			c.Tool = d.(wire.ToolDescriptor)
+		}
+	}
+	return c
+}
 
 func named(kind, name string) string {
 	if name == "" {
@@ -33,6 +47,7 @@ func (s *server) ExecuteTool(ctx context.Context, req *pb.ExecuteToolRequest) (*
 		return nil, err
 	}
 	defer end()
+	call := s.newCall(req.GetExecution())
 	tool, ok := s.reg.tools.get(req.GetHandlerId())
 	if !ok {
 		return nil, unknownHandler("tool", req.GetHandlerId())
@@ -40,7 +55,7 @@ func (s *server) ExecuteTool(ctx context.Context, req *pb.ExecuteToolRequest) (*
 	what := named("tool", tool.Name)
 	var value json.RawMessage
 	err = contain(s.log, what, func() error {
-		v, err := tool.Execute(withUpstreamToken(ctx, req.GetUpstreamToken()), newCall(req.GetExecution()))
+		v, err := tool.Execute(withUpstreamToken(ctx, req.GetUpstreamToken()), call)
 		if err != nil {
 			return err // verbatim: the host reports TOOL_ERROR with this message
 		}
@@ -66,13 +81,14 @@ func (s *server) Guard(ctx context.Context, req *pb.GuardRequest) (*pb.GuardResp
 		return nil, err
 	}
 	defer end()
+	call := s.newCall(req.GetExecution())
 	g, ok := s.reg.guards.get(req.GetHandlerId())
 	if !ok {
 		return nil, unknownHandler("guard", req.GetHandlerId())
 	}
 	var reason string
 	err = contain(s.log, named("guard", g.Name), func() (err error) {
-		reason, err = g.Check(ctx, newCall(req.GetExecution()))
+		reason, err = g.Check(ctx, call)
 		return err
 	})
 	if err != nil {
@@ -88,11 +104,11 @@ func (s *server) PreExecute(ctx context.Context, req *pb.PreExecuteRequest) (*pb
 		return nil, err
 	}
 	defer end()
+	call := s.newCall(req.GetExecution())
 	l, ok := s.reg.pre.get(req.GetHandlerId())
 	if !ok {
 		return nil, unknownHandler("pre-execute listener", req.GetHandlerId())
 	}
-	call := newCall(req.GetExecution())
 	var d Decision
 	err = contain(s.log, named("pre-execute listener", l.Name), func() (err error) {
 		if l.Wrap == nil {
@@ -121,11 +137,11 @@ func (s *server) WrapExecute(ctx context.Context, req *pb.WrapExecuteRequest) (*
 		return nil, err
 	}
 	defer end()
+	call := s.newCall(req.GetExecution())
 	l, ok := s.reg.execute.get(req.GetHandlerId())
 	if !ok {
 		return nil, unknownHandler("execute listener", req.GetHandlerId())
 	}
-	call := newCall(req.GetExecution())
 	what := named("execute listener", l.Name)
 	var out *Outcome
 	err = contain(s.log, what, func() error {
@@ -161,11 +177,11 @@ func (s *server) PostExecute(ctx context.Context, req *pb.PostExecuteRequest) (*
 		return nil, err
 	}
 	defer end()
+	call := s.newCall(req.GetExecution())
 	l, ok := s.reg.post.get(req.GetHandlerId())
 	if !ok {
 		return nil, unknownHandler("post-execute listener", req.GetHandlerId())
 	}
-	call := newCall(req.GetExecution())
 	out := wire.OutcomeFromProto(req.GetOutcome())
 	what := named("post-execute listener", l.Name)
 	var r Review
@@ -200,13 +216,14 @@ func (s *server) Approve(ctx context.Context, req *pb.ApproveRequest) (*pb.Appro
 		return nil, err
 	}
 	defer end()
+	call := s.newCall(req.GetExecution())
 	a, ok := s.reg.approvers.get(req.GetHandlerId())
 	if !ok {
 		return nil, unknownHandler("approver", req.GetHandlerId())
 	}
 	var ans Approval
 	err = contain(s.log, named("approver", a.Name), func() (err error) {
-		ans, err = a.Approve(ctx, newCall(req.GetExecution()), req.GetQuestion())
+		ans, err = a.Approve(ctx, call, req.GetQuestion())
 		return err
 	})
 	if err != nil {
@@ -270,13 +287,14 @@ func (s *server) Observe(stream pb.Plugin_ObserveServer) error {
 			return err
 		}
 		received++
+		call := s.newCall(req.GetExecution())
 		l, ok := s.reg.results.get(req.GetHandlerId())
 		if !ok {
 			// Disposed while the result was queued: nothing to deliver to.
 			s.log.Debug("result for an unknown listener dropped", "handler_id", req.GetHandlerId())
 			continue
 		}
-		call, res := newCall(req.GetExecution()), wire.ToolResultFromProto(req.GetResult())
+		res := wire.ToolResultFromProto(req.GetResult())
 		what := named("result listener", l.Name)
 		err = contain(s.log, what, func() error {
 			if l.Observe != nil {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+
+	"github.com/hashicorp/go-hclog"
 )
 
 // Version is the SDK's version, reported in Describe.
@@ -41,6 +43,18 @@ type Plugin[C any] struct {
 	// deployment's block. ctx ends when Apply returns: work that outlives
 	// Apply uses the context of a later call or watches p.Done().
 	Apply func(ctx context.Context, p *Context, cfg C) error
+	// Prepare, optional, begins the slow part of a start (starting a server
+	// the plugin fronts, opening an index) as soon as the host has started
+	// the process to run it, with the config the first Apply will get: it
+	// then overlaps the start of the deployment's other plugins, whose
+	// applies run one after another. It is not called when the host only
+	// asks for the declaration (host validate), nor by hosts that predate
+	// it. The first Apply runs once Prepare has returned; what Prepare made
+	// is the plugin's to hand to Apply (which should check it was made for
+	// the config it is given) and to release in Stop if Apply never took
+	// it. A failure is Apply's to meet and report: Prepare has no error.
+	// ctx ends when the process begins to shut down.
+	Prepare func(ctx context.Context, log hclog.Logger, cfg C)
 	// Stop runs on a graceful shutdown, after calls in flight finished;
 	// optional.
 	Stop func(ctx context.Context) error
@@ -60,6 +74,7 @@ type definition struct {
 	provides []string
 	schema   json.RawMessage
 	apply    func(ctx context.Context, p *Context, config []byte) error
+	prepare  func(ctx context.Context, log hclog.Logger, config []byte) // nil unless Plugin.Prepare
 	stop     func(ctx context.Context) error
 	dryRun   bool
 }
@@ -84,6 +99,15 @@ func (def Plugin[C]) build() (*definition, error) {
 		return nil, joinErrors(errs)
 	}
 	apply := def.Apply
+	var prepare func(ctx context.Context, log hclog.Logger, config []byte)
+	if def.Prepare != nil {
+		prepare = func(ctx context.Context, log hclog.Logger, config []byte) {
+			// A config that does not decode is Apply's to report.
+			if cfg, err := decodeConfig[C](config); err == nil {
+				def.Prepare(ctx, log, cfg)
+			}
+		}
+	}
 	return &definition{
 		name:     def.Name,
 		version:  def.Version,
@@ -97,8 +121,9 @@ func (def Plugin[C]) build() (*definition, error) {
 			}
 			return apply(ctx, p, cfg)
 		},
-		stop:   def.Stop,
-		dryRun: def.DryRun,
+		prepare: prepare,
+		stop:    def.Stop,
+		dryRun:  def.DryRun,
 	}, nil
 }
 

@@ -45,6 +45,15 @@ type server struct {
 	// stopped is closed by Shutdown; Context.Done exposes it.
 	stopped  chan struct{}
 	stopOnce sync.Once
+
+	// prepared is closed when Plugin.Prepare has returned; nil until
+	// Describe started it (guarded by mu). endPrepare cancels its context.
+	prepared   chan struct{}
+	endPrepare context.CancelFunc
+
+	// toolRefs keeps the tool descriptors the host sent by ref
+	// (Execution.tool_ref → wire.ToolDescriptor), for the process's life.
+	toolRefs sync.Map
 }
 
 func newServer(def *definition, log hclog.Logger, maxBytes int, dial dialHost) *server {
@@ -67,8 +76,12 @@ func unknownHandler(kind, id string) error {
 	return status.Errorf(codes.NotFound, "no %s registered with handler id %q", kind, id)
 }
 
-// Describe reports what the plugin is.
-func (s *server) Describe(context.Context, *pb.DescribeRequest) (*pb.DescribeResponse, error) {
+// Describe reports what the plugin is, and starts Plugin.Prepare when the
+// host says it starts the plugin to run it.
+func (s *server) Describe(_ context.Context, req *pb.DescribeRequest) (*pb.DescribeResponse, error) {
+	if cfg := req.GetPrepareConfigJson(); len(cfg) > 0 && s.def.prepare != nil {
+		s.startPrepare(cfg)
+	}
 	return &pb.DescribeResponse{
 		Name:             s.def.name,
 		Version:          s.def.version,
@@ -80,7 +93,43 @@ func (s *server) Describe(context.Context, *pb.DescribeRequest) (*pb.DescribeRes
 		CallStream:       true,
 		CallLanes:        s.callbacks != nil,
 		DryRun:           s.def.dryRun,
+		ToolRefs:         true,
 	}, nil
+}
+
+// startPrepare runs Plugin.Prepare in the background, once per process.
+func (s *server) startPrepare(cfg []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.prepared != nil {
+		return
+	}
+	done := make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	s.prepared, s.endPrepare = done, cancel
+	go func() {
+		defer close(done)
+		_ = contain(s.log, "prepare", func() error {
+			s.def.prepare(ctx, s.log, cfg)
+			return nil
+		})
+	}()
+}
+
+// awaitPrepare waits until Plugin.Prepare, if it was started, returned.
+func (s *server) awaitPrepare(ctx context.Context) error {
+	s.mu.Lock()
+	done := s.prepared
+	s.mu.Unlock()
+	if done == nil {
+		return nil
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for prepare: %w", ctx.Err())
+	}
 }
 
 // Apply connects to the host (once) and runs the plugin's apply function. A
@@ -95,9 +144,13 @@ func (s *server) Apply(ctx context.Context, req *pb.ApplyRequest) (*pb.ApplyResp
 	defer end()
 	s.applyMu.Lock()
 	defer s.applyMu.Unlock()
-
+	// Connect first: the host's callback listener waits for the plugin's
+	// knock only so long, however long Prepare takes.
 	if err := s.connect(req.GetHostBrokerId()); err != nil {
 		return &pb.ApplyResponse{Error: "cannot reach the host: " + err.Error()}, nil
+	}
+	if err := s.awaitPrepare(ctx); err != nil {
+		return &pb.ApplyResponse{Error: err.Error()}, nil
 	}
 	s.reg.reset()
 	s.generation.Add(1)
@@ -158,6 +211,16 @@ func (s *server) Shutdown(ctx context.Context, _ *pb.ShutdownRequest) (*pb.Shutd
 		s.log.Warn("shutdown: calls still in flight", "error", err)
 	}
 	s.stopOnce.Do(func() { close(s.stopped) })
+	// Stop may release what Prepare made: let Prepare end first.
+	s.mu.Lock()
+	endPrepare := s.endPrepare
+	s.mu.Unlock()
+	if endPrepare != nil {
+		endPrepare()
+		if err := s.awaitPrepare(ctx); err != nil {
+			s.log.Warn("shutdown: prepare did not end", "error", err)
+		}
+	}
 	var stopErr error
 	if s.def.stop != nil {
 		stopErr = contain(s.log, "stop", func() error { return s.def.stop(ctx) })

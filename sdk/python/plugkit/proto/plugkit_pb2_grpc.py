@@ -474,6 +474,11 @@ class HostStub(object):
                 request_serializer=plugkit_dot_proto_dot_plugkit__pb2.RegisterToolRequest.SerializeToString,
                 response_deserializer=plugkit_dot_proto_dot_plugkit__pb2.RegisterToolResponse.FromString,
                 )
+        self.RegisterTools = channel.unary_unary(
+                '/plugkit.v1.Host/RegisterTools',
+                request_serializer=plugkit_dot_proto_dot_plugkit__pb2.RegisterToolsRequest.SerializeToString,
+                response_deserializer=plugkit_dot_proto_dot_plugkit__pb2.RegisterToolsResponse.FromString,
+                )
         self.AddGuard = channel.unary_unary(
                 '/plugkit.v1.Host/AddGuard',
                 request_serializer=plugkit_dot_proto_dot_plugkit__pb2.AddGuardRequest.SerializeToString,
@@ -540,6 +545,18 @@ class HostServicer(object):
 
     def RegisterTool(self, request, context):
         """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RegisterTools(self, request, context):
+        """Registers many tools, and disposes registrations of this plugin, in one
+        step (protocol 2, additive): a call sees the plugin's tools as they were
+        or as they are after, never a mix, and the host compiles its registry
+        once for the request. Each tool is accepted or refused on its own. A host
+        that predates it answers UNIMPLEMENTED: the plugin then uses RegisterTool
+        and Dispose.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -630,6 +647,11 @@ def add_HostServicer_to_server(servicer, server):
                     request_deserializer=plugkit_dot_proto_dot_plugkit__pb2.RegisterToolRequest.FromString,
                     response_serializer=plugkit_dot_proto_dot_plugkit__pb2.RegisterToolResponse.SerializeToString,
             ),
+            'RegisterTools': grpc.unary_unary_rpc_method_handler(
+                    servicer.RegisterTools,
+                    request_deserializer=plugkit_dot_proto_dot_plugkit__pb2.RegisterToolsRequest.FromString,
+                    response_serializer=plugkit_dot_proto_dot_plugkit__pb2.RegisterToolsResponse.SerializeToString,
+            ),
             'AddGuard': grpc.unary_unary_rpc_method_handler(
                     servicer.AddGuard,
                     request_deserializer=plugkit_dot_proto_dot_plugkit__pb2.AddGuardRequest.FromString,
@@ -713,6 +735,23 @@ class Host(object):
         return grpc.experimental.unary_unary(request, target, '/plugkit.v1.Host/RegisterTool',
             plugkit_dot_proto_dot_plugkit__pb2.RegisterToolRequest.SerializeToString,
             plugkit_dot_proto_dot_plugkit__pb2.RegisterToolResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def RegisterTools(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/plugkit.v1.Host/RegisterTools',
+            plugkit_dot_proto_dot_plugkit__pb2.RegisterToolsRequest.SerializeToString,
+            plugkit_dot_proto_dot_plugkit__pb2.RegisterToolsResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 
