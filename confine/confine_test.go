@@ -1,8 +1,10 @@
 package confine
 
 import (
+	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -10,7 +12,7 @@ import (
 // The test binary is a launcher too: confine's init serves Subcommand.
 
 func TestEnforcement(t *testing.T) {
-	full := Support{LandlockABI: 7, NetNS: true}
+	full := Support{LandlockABI: 7, NetNS: true, MountNS: true}
 	none := Support{LandlockErr: "off", NetNSErr: "denied"}
 	cases := []struct {
 		name string
@@ -23,10 +25,11 @@ func TestEnforcement(t *testing.T) {
 		{"unprivileged", Policy{Limits: Limits{Processes: 8}}, full, 1000, "enforced"},
 		{"root without user", Policy{Limits: Limits{Processes: 8}}, full, 0, "partial (processes not enforced)"},
 		{"user without root", Policy{User: "nobody"}, full, 1000, "partial (user not enforced)"},
-		{"no namespaces", Policy{}, Support{LandlockABI: 7}, 0, "partial (network not enforced)"},
-		{"host network needs none", Policy{Network: Network{Mode: NetworkHost}}, Support{LandlockABI: 7}, 0, "enforced"},
-		{"ports need ABI 4", Policy{Network: Network{Mode: NetworkPorts, Ports: []uint16{443}}}, Support{LandlockABI: 3, NetNS: true}, 0, "partial (network, ipc not enforced)"},
-		{"no Landlock", Policy{}, none, 0, "partial (filesystem, network, ipc not enforced)"},
+		{"no namespaces", Policy{}, Support{LandlockABI: 7}, 0, "partial (network, admin_socket not enforced)"},
+		{"host network needs none", Policy{Network: Network{Mode: NetworkHost}}, Support{LandlockABI: 7, MountNS: true}, 0, "enforced"},
+		{"no mount namespace", Policy{}, Support{LandlockABI: 7, NetNS: true, MountNSErr: "denied"}, 0, "partial (admin_socket not enforced)"},
+		{"ports need ABI 4", Policy{Network: Network{Mode: NetworkPorts, Ports: []uint16{443}}}, Support{LandlockABI: 3, NetNS: true, MountNS: true}, 0, "partial (network, ipc not enforced)"},
+		{"no Landlock", Policy{}, none, 0, "partial (filesystem, network, admin_socket, ipc not enforced)"},
 	}
 	for _, c := range cases {
 		if got := c.p.Enforcement(c.s, c.euid).String(); got != c.want {
@@ -108,5 +111,44 @@ func BenchmarkStartConfined(b *testing.B) {
 		if out, err := cmd.CombinedOutput(); err != nil {
 			b.Fatalf("%v: %s", err, out)
 		}
+	}
+}
+
+// TestLaunchHidesSockets: in the plugin's mount namespace a socket to
+// cover is an empty file (connect finds no socket), the mark is mounted,
+// and the host's own view is unchanged.
+func TestLaunchHidesSockets(t *testing.T) {
+	self := launcher(t)
+	s := Detect(self)
+	if !s.MountNS {
+		t.Skipf("kernel: %s", s)
+	}
+	dir := t.TempDir()
+	sock := dir + "/host.sock"
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	mark := t.TempDir()
+	script := `[ -S ` + sock + ` ] && echo socket; [ -f ` + sock + ` ] && echo file
+while read -r l; do case "$l" in *" - tmpfs ` + MarkSource + ` "*) echo mark;; esac; done < /proc/self/mountinfo`
+	cmd, err := Command(Launch{Launcher: self, Policy: Policy{Read: []string{dir}}, Support: s, Binary: "/bin/sh", Args: []string{"-c", script}, SocketDir: t.TempDir(), Cover: []string{sock, dir + "/absent.sock"}, MarkDir: mark})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	// The mark shows twice: on its folder, and as the file over the socket.
+	if got := slices.Compact(strings.Fields(string(out))); !slices.Equal(got, []string{"file", "mark"}) {
+		t.Errorf("in the plugin's namespace: %q, want the socket hidden behind a file, and the mark", out)
+	}
+	if fi, err := os.Lstat(sock); err != nil || fi.Mode().Type() != os.ModeSocket {
+		t.Errorf("the host's socket: %v %v", fi, err)
+	}
+	if entries, _ := os.ReadDir(mark); len(entries) != 0 {
+		t.Errorf("the mark's folder is not empty in the host's namespace: %v", entries)
 	}
 }
