@@ -1,11 +1,14 @@
 package confine
 
 import (
+	"errors"
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -132,7 +135,8 @@ func TestLaunchHidesSockets(t *testing.T) {
 	defer ln.Close()
 	mark := t.TempDir()
 	script := `[ -S ` + sock + ` ] && echo socket; [ -f ` + sock + ` ] && echo file
-while read -r l; do case "$l" in *" - tmpfs ` + MarkSource + ` "*) echo mark;; esac; done < /proc/self/mountinfo`
+while read -r l; do case "$l" in *" - tmpfs ` + MarkSource + ` "*) echo mark;; esac; done < /proc/self/mountinfo
+while read -r k v; do case "$k" in CapEff:|CapAmb:) echo "$k$v";; esac; done < /proc/self/status`
 	cmd, err := Command(Launch{Launcher: self, Policy: Policy{Read: []string{dir}}, Support: s, Binary: "/bin/sh", Args: []string{"-c", script}, SocketDir: t.TempDir(), Cover: []string{sock, dir + "/absent.sock"}, MarkDir: mark})
 	if err != nil {
 		t.Fatal(err)
@@ -142,13 +146,62 @@ while read -r l; do case "$l" in *" - tmpfs ` + MarkSource + ` "*) echo mark;; e
 		t.Fatalf("%v: %s", err, out)
 	}
 	// The mark shows twice: on its folder, and as the file over the socket.
-	if got := slices.Compact(strings.Fields(string(out))); !slices.Equal(got, []string{"file", "mark"}) {
+	got := slices.Compact(strings.Fields(string(out)))
+	if len(got) < 2 || !slices.Equal(got[:2], []string{"file", "mark"}) {
 		t.Errorf("in the plugin's namespace: %q, want the socket hidden behind a file, and the mark", out)
+	}
+	// A launcher in a user namespace mounted with CAP_SYS_ADMIN: the
+	// plugin must not keep it.
+	if os.Geteuid() != 0 && !slices.Equal(got[2:], []string{"CapEff:0000000000000000", "CapAmb:0000000000000000"}) {
+		t.Errorf("the plugin's capabilities: %q, want none", got[2:])
 	}
 	if fi, err := os.Lstat(sock); err != nil || fi.Mode().Type() != os.ModeSocket {
 		t.Errorf("the host's socket: %v %v", fi, err)
 	}
 	if entries, _ := os.ReadDir(mark); len(entries) != 0 {
 		t.Errorf("the mark's folder is not empty in the host's namespace: %v", entries)
+	}
+}
+
+// TestLaunchHidesSocketsUnprivileged runs TestLaunchHidesSockets again as
+// another user than root, when the tests run as root (as in CI): the
+// launcher then has its mount namespace inside a user namespace, and the
+// plugin must end up without the capability it mounted with.
+func TestLaunchHidesSocketsUnprivileged(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("runs as root only: TestLaunchHidesSockets already runs unprivileged")
+	}
+	if os.Getenv("CONFINE_UNPRIVILEGED") != "" {
+		t.Skip("already the unprivileged run")
+	}
+	// A copy of the test binary, and a temporary folder, that the
+	// other user can use.
+	dir, err := os.MkdirTemp("", "confine-unprivileged-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	tmp := filepath.Join(dir, "tmp")
+	if err := errors.Join(os.Chmod(dir, 0o755), os.Mkdir(tmp, 0o777), os.Chmod(tmp, 0o1777)); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "confine.test")
+	src, err := os.ReadFile(launcher(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-test.run=^TestLaunchHidesSockets$", "-test.v")
+	cmd.Env = []string{"TMPDIR=" + tmp, "HOME=" + tmp, "CONFINE_UNPRIVILEGED=1", "PATH=/usr/bin:/bin"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	t.Logf("as uid 65534:\n%s", out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(out), "--- SKIP") {
+		t.Skip("the kernel gives an unprivileged launcher no mount namespace")
 	}
 }

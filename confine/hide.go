@@ -40,6 +40,7 @@ func makePrivate() error {
 // one finds no socket. A folder is not covered: the admin socket's folder
 // may hold what the plugin was granted (the sample's run/audit).
 func hide(markDir string, cover []string) error {
+	defer dropCaps()
 	if err := makePrivate(); err != nil {
 		return err
 	}
@@ -47,11 +48,12 @@ func hide(markDir string, cover []string) error {
 		return errors.New("mount namespace: no folder for the mark")
 	}
 	flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC)
-	if err := unix.Mount(MarkSource, markDir, "tmpfs", flags, "size=4k,nr_inodes=4,mode=0555"); err != nil {
+	if err := unix.Mount(MarkSource, markDir, "tmpfs", flags, "size=4k,nr_inodes=4,mode=0755"); err != nil {
 		return fmt.Errorf("mount namespace: mark on %s: %w", markDir, err)
 	}
 	empty := filepath.Join(markDir, emptyName)
-	if err := os.WriteFile(empty, nil, 0o444); err != nil {
+	// Made by its owner, which needs no capability but CAP_SYS_ADMIN.
+	if err := errors.Join(os.WriteFile(empty, nil, 0o444), os.Chmod(markDir, 0o555)); err != nil {
 		return fmt.Errorf("mount namespace: %w", err)
 	}
 	if err := unix.Mount("", markDir, "", unix.MS_REMOUNT|unix.MS_RDONLY|flags, ""); err != nil {
@@ -67,4 +69,18 @@ func hide(markDir string, cover []string) error {
 		}
 	}
 	return nil
+}
+
+// dropCaps drops, from the calling thread (the one that execs the plugin),
+// the capability a launcher in a user namespace was given to mount (see
+// namespaces): the plugin starts with none. A root host's launcher (no
+// user namespace) is left as it was.
+func dropCaps() {
+	_ = unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+	if os.Geteuid() == 0 {
+		return
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var none [2]unix.CapUserData
+	_ = unix.Capset(&hdr, &none[0])
 }

@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
 )
 
 // Support is what the running kernel offers for confinement.
@@ -131,6 +132,12 @@ func namespaces(isolated, mount bool) *syscall.SysProcAttr {
 		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
 		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
 		attr.GidMappingsEnableSetgroups = false
+		if mount {
+			// The ids map to themselves, so the launcher would lose every
+			// capability at its exec; it keeps CAP_SYS_ADMIN in the new
+			// user namespace, to mount, and drops it before the plugin's.
+			attr.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN}
+		}
 	}
 	return attr
 }
