@@ -92,8 +92,8 @@ func TestLaunchConfines(t *testing.T) {
 }
 
 // BenchmarkStartDirect and BenchmarkStartConfined start /bin/true directly
-// and through the launcher (network namespace, Landlock, rlimits): the
-// difference is what a sandbox adds to a plugin's start.
+// and through the launcher (network and mount namespaces, Landlock,
+// rlimits): the difference is what a sandbox adds to a plugin's start.
 func BenchmarkStartDirect(b *testing.B) {
 	for b.Loop() {
 		if err := exec.Command("/bin/true").Run(); err != nil {
@@ -105,9 +105,9 @@ func BenchmarkStartDirect(b *testing.B) {
 func BenchmarkStartConfined(b *testing.B) {
 	self := launcher(b)
 	s := Detect(self)
-	dir := b.TempDir()
+	dir, mark := b.TempDir(), b.TempDir()
 	for b.Loop() {
-		cmd, err := Command(Launch{Launcher: self, Policy: Policy{Limits: Limits{Memory: 256 << 20, OpenFiles: 256}}, Support: s, Binary: "/bin/true", SocketDir: dir})
+		cmd, err := Command(Launch{Launcher: self, Policy: Policy{Limits: Limits{Memory: 256 << 20, OpenFiles: 256}}, Support: s, Binary: "/bin/true", SocketDir: dir, MarkDir: mark})
 		if err != nil {
 			b.Fatal(err)
 		}
