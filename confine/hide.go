@@ -39,8 +39,8 @@ func makePrivate() error {
 // empty read-only file over every socket in cover, so that connect(2) to
 // one finds no socket. A folder is not covered: the admin socket's folder
 // may hold what the plugin was granted (the sample's run/audit).
-func hide(markDir string, cover []string) error {
-	defer dropCaps()
+func hide(markDir string, cover []string) (err error) {
+	defer func() { err = errors.Join(err, dropCaps()) }()
 	if err := makePrivate(); err != nil {
 		return err
 	}
@@ -74,13 +74,19 @@ func hide(markDir string, cover []string) error {
 // dropCaps drops, from the calling thread (the one that execs the plugin),
 // the capability a launcher in a user namespace was given to mount (see
 // namespaces): the plugin starts with none. A root host's launcher (no
-// user namespace) is left as it was.
-func dropCaps() {
-	_ = unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+// user namespace) is left as it was. A failure fails the launch: the
+// plugin would keep the capability.
+func dropCaps() error {
 	if os.Geteuid() == 0 {
-		return
+		return nil
+	}
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
+		return fmt.Errorf("drop ambient capabilities: %w", err)
 	}
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	var none [2]unix.CapUserData
-	_ = unix.Capset(&hdr, &none[0])
+	if err := unix.Capset(&hdr, &none[0]); err != nil {
+		return fmt.Errorf("drop capabilities: %w", err)
+	}
+	return nil
 }
