@@ -35,6 +35,15 @@ type Launch struct {
 	// (the caller's exec.Cmd.ExtraFiles: its call lanes); every other
 	// descriptor is closed at its exec.
 	Inherit int
+	// Cover lists the admin sockets of running hosts: where the kernel
+	// gives the plugin a mount namespace (Support.MountNS), each is hidden
+	// there behind an empty read-only file.
+	Cover []string
+	// MarkDir is the folder the mark (MarkSource) is mounted on in the
+	// plugin's mount namespace: one no sandbox may write (the host
+	// registry's), since removing it in the host's namespace would
+	// unmount the mark everywhere. Without it, no mount namespace is made.
+	MarkDir string
 }
 
 // spec is what the launcher is told, as JSON in its first argument.
@@ -52,6 +61,11 @@ type spec struct {
 	Strict bool `json:"strict"`
 	// Inherit is how many descriptors from 3 up the plugin keeps.
 	Inherit int `json:"inherit,omitempty"`
+	// MountNS says the launcher runs in a mount namespace of its own,
+	// where it mounts the mark on MarkDir and hides the sockets in Cover.
+	MountNS bool     `json:"mount_ns,omitempty"`
+	MarkDir string   `json:"mark_dir,omitempty"`
+	Cover   []string `json:"cover,omitempty"`
 }
 
 // Command returns the command that starts the plugin confined by the
@@ -69,6 +83,9 @@ func Command(l Launch) (*exec.Cmd, error) {
 		return nil, fmt.Errorf("sandbox is required but cannot be enforced: %s", gapList(e.Gaps))
 	}
 	s := spec{Policy: l.Policy, Binary: l.Binary, SocketDir: l.SocketDir, UID: -1, GID: -1, Parent: os.Getpid(), Strict: l.Policy.Required, Inherit: l.Inherit}
+	if l.Support.MountNS && l.MarkDir != "" {
+		s.MountNS, s.MarkDir, s.Cover = true, l.MarkDir, l.Cover
+	}
 	if l.Policy.User != "" && os.Geteuid() == 0 {
 		uid, gid, err := lookupUser(l.Policy.User)
 		if err != nil {
@@ -92,7 +109,7 @@ func Command(l Launch) (*exec.Cmd, error) {
 	}
 	cmd := exec.Command(l.Launcher, append([]string{Subcommand, string(raw), l.Binary}, l.Args...)...)
 	isolated := l.Policy.Network.Mode == NetworkNone || l.Policy.Network.Mode == ""
-	cmd.SysProcAttr = namespaces(isolated && l.Support.NetNS)
+	cmd.SysProcAttr = namespaces(isolated && l.Support.NetNS, s.MountNS)
 	return cmd, nil
 }
 

@@ -6,9 +6,10 @@
 //
 // The launcher is the host binary itself, run with the hidden subcommand
 // Subcommand (see Main). Command builds the launcher's command line and the
-// namespaces it is cloned into; the launcher then sets the rlimits, applies
-// Landlock (filesystem, TCP and IPC scopes) with no_new_privs, switches user
-// when asked, and execs the plugin.
+// namespaces it is cloned into; the launcher then mounts what hides the
+// admin sockets, sets the rlimits, applies Landlock (filesystem, TCP and
+// IPC scopes) with no_new_privs, switches user when asked, and execs the
+// plugin.
 //
 // Mechanisms, all Linux's own:
 //
@@ -23,6 +24,12 @@
 //   - IPC: Landlock scopes, so the plugin cannot signal processes outside
 //     its sandbox (the host among them) or reach their abstract sockets;
 //     Landlock also refuses ptrace of them.
+//   - the hosts' admin sockets: a mount namespace of its own (in the user
+//     namespace, when the host is not root, where the launcher keeps
+//     CAP_SYS_ADMIN only until it has mounted), with private mounts, a
+//     read-only tmpfs named MarkSource that marks the namespace for package
+//     lineage, and an empty file from it over each admin socket the host
+//     names (Landlock does not govern connect on pathname sockets).
 //   - limits: rlimits (RLIMIT_DATA, RLIMIT_NOFILE, RLIMIT_NPROC, RLIMIT_CPU).
 //   - no_new_privs, and with a root host an optional switch to another user.
 //

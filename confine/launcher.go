@@ -46,6 +46,13 @@ func Main(args []string) int {
 	if len(args) == 1 && args[0] == probeArg {
 		return 0
 	}
+	if len(args) == 1 && args[0] == probeMountArg {
+		if err := makePrivate(); err != nil {
+			fmt.Fprintln(os.Stderr, err.Error())
+			return exitLaunch
+		}
+		return 0
+	}
 	if err := launch(args); err != nil {
 		fmt.Fprintln(os.Stderr, "sandbox: "+err.Error())
 		return exitLaunch
@@ -71,6 +78,13 @@ func launch(args []string) error {
 	}
 	// Everything from here to the exec happens on this thread.
 	runtime.LockOSThread()
+	// Mounts first: Landlock forbids them, and a switch of user drops the
+	// privilege they need.
+	if s.MountNS {
+		if err := hide(s.MarkDir, s.Cover); err != nil {
+			return err
+		}
+	}
 	if err := setLimits(s.Limits); err != nil {
 		return err
 	}

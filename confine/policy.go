@@ -85,6 +85,10 @@ const (
 	PartLimits     Part = "limits"
 	PartProcesses  Part = "processes"
 	PartUser       Part = "user"
+	// PartAdmin is the hiding of the hosts' admin sockets (a mount
+	// namespace): without it a plugin can reach them by path, and only
+	// the admin API's refusal of plugins (package lineage) stops it.
+	PartAdmin Part = "admin_socket"
 )
 
 // Gap is a part of a policy the kernel (or the host's privileges) cannot
@@ -143,6 +147,9 @@ func (p Policy) Enforcement(s Support, euid int) Enforcement {
 		if s.LandlockABI < 4 {
 			gaps = append(gaps, Gap{PartNetwork, fmt.Sprintf("TCP port rules need Landlock ABI 4 (the kernel has %d)", s.LandlockABI)})
 		}
+	}
+	if !s.MountNS {
+		gaps = append(gaps, Gap{PartAdmin, "no mount namespace" + why(s.MountNSErr) + ": the admin sockets are reachable by path, refused by the admin API's lineage check only"})
 	}
 	if s.LandlockABI < 6 {
 		gaps = append(gaps, Gap{PartIPC, fmt.Sprintf("signal and abstract-socket scoping need Landlock ABI 6 (the kernel has %d)", s.LandlockABI)})

@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
 )
 
 // Support is what the running kernel offers for confinement.
@@ -25,6 +26,11 @@ type Support struct {
 	NetNSErr string `json:"network_namespace_error,omitempty"`
 	// UserNS reports whether a user namespace was needed for NetNS.
 	UserNS bool `json:"user_namespace"`
+	// MountNS reports whether the launcher can have a mount namespace of
+	// its own, with private mounts (it hides the admin sockets there);
+	// MountNSErr says why not.
+	MountNS    bool   `json:"mount_namespace"`
+	MountNSErr string `json:"mount_namespace_error,omitempty"`
 }
 
 func (s Support) landlockWhy() string { return why(s.LandlockErr) }
@@ -45,6 +51,11 @@ func (s Support) String() string {
 		b.WriteString("network namespaces")
 	default:
 		b.WriteString("no network namespaces" + why(s.NetNSErr))
+	}
+	if s.MountNS {
+		b.WriteString("; mount namespaces")
+	} else {
+		b.WriteString("; no mount namespaces" + why(s.MountNSErr))
 	}
 	return b.String()
 }
@@ -71,41 +82,62 @@ func Detect(launcher string) Support {
 		s.LandlockABI = v
 	}
 	s.UserNS = os.Geteuid() != 0
-	cmd := exec.Command(launcher, Subcommand, probeArg)
-	cmd.Env = []string{}
-	cmd.SysProcAttr = namespaces(true)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		msg := strings.TrimSpace(stderr.String())
-		if msg == "" {
-			msg = err.Error()
+	probe := func(arg string, mount bool) string {
+		cmd := exec.Command(launcher, Subcommand, arg)
+		cmd.Env = []string{}
+		cmd.SysProcAttr = namespaces(true, mount)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Run(); err != nil {
+			if msg := strings.TrimSpace(stderr.String()); msg != "" {
+				return msg
+			}
+			return err.Error()
 		}
+		return ""
+	}
+	// Both namespaces at once, as a launch makes them; when that fails,
+	// the network namespace alone, to tell which the kernel refuses.
+	if msg := probe(probeMountArg, true); msg == "" {
+		s.NetNS, s.MountNS = true, true
+	} else if s.MountNSErr = msg; probe(probeArg, false) == "" {
+		s.NetNS = true
+	} else {
 		s.NetNSErr = msg
 		s.UserNS = false
-	} else {
-		s.NetNS = true
 	}
 	detected[launcher] = s
 	return s
 }
 
 // namespaces is how the launcher is cloned: in a network namespace of its
-// own when isolated, inside a user namespace (mapping the host's ids to
-// themselves, so the plugin holds no capability after exec) when the host
-// is not root, which cannot make a network namespace otherwise.
-func namespaces(isolated bool) *syscall.SysProcAttr {
+// own when isolated, in a mount namespace of its own when mount, inside a
+// user namespace (mapping the host's ids to themselves, so the plugin
+// holds no capability after exec) when the host is not root, which cannot
+// make either otherwise.
+func namespaces(isolated, mount bool) *syscall.SysProcAttr {
 	attr := &syscall.SysProcAttr{}
-	if !isolated {
+	if isolated {
+		attr.Cloneflags |= syscall.CLONE_NEWNET
+	}
+	if mount {
+		attr.Cloneflags |= syscall.CLONE_NEWNS
+	}
+	if attr.Cloneflags == 0 {
 		return attr
 	}
-	attr.Cloneflags = syscall.CLONE_NEWNET
 	if uid := os.Geteuid(); uid != 0 {
 		gid := os.Getegid()
 		attr.Cloneflags |= syscall.CLONE_NEWUSER
 		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
 		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
 		attr.GidMappingsEnableSetgroups = false
+		if mount {
+			// The ids map to themselves, so the launcher would lose every
+			// capability at its exec; it keeps CAP_SYS_ADMIN in the new
+			// user namespace, to mount, and drops it before the plugin's.
+			attr.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN}
+		}
 	}
 	return attr
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/go-plugin"
 
 	"github.com/plugkit-go/plugkit/confine"
+	"github.com/plugkit-go/plugkit/internal/lineage"
 )
 
 // command returns the command that starts spec's binary: the binary itself,
@@ -43,6 +44,13 @@ func (m *Manager) command(spec Spec, inherit int) (cmd *exec.Cmd, socketDir stri
 		}
 		socketDir = dir
 	}
+	// The plugin's mount namespace (where the kernel gives one) carries
+	// the mark package lineage refuses, and hides the admin socket of
+	// every host running now, this one's included.
+	markDir, err := lineage.MarkDir()
+	if err != nil {
+		m.log.Warn("sandboxed plugin: no mount namespace", "plugin", spec.Name, "error", err)
+	}
 	cmd, err = confine.Command(confine.Launch{
 		Launcher:  launcher,
 		Policy:    pol,
@@ -51,6 +59,8 @@ func (m *Manager) command(spec Spec, inherit int) (cmd *exec.Cmd, socketDir stri
 		Args:      spec.Args,
 		SocketDir: socketDir,
 		Inherit:   inherit,
+		Cover:     lineage.Sockets(),
+		MarkDir:   markDir,
 	})
 	if err != nil {
 		done()

@@ -38,7 +38,7 @@ func serveMCP(ctx context.Context, e *env, _ []string) error {
 	}
 	log := newLogger(e, d.Host.LogLevel)
 	// Its plugins are known to every host as plugins (package lineage).
-	unregister, err := lineage.Register()
+	unregister, err := lineage.Register("")
 	if err != nil {
 		return fail(exitFailed, "%v", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -65,7 +66,12 @@ func runHost(ctx context.Context, e *env, _ []string) error {
 	if err != nil {
 		return fail(exitFailed, "%v", err)
 	}
-	unregister, err := lineage.Register()
+	socket, err := filepath.Abs(d.Host.AdminSocket)
+	if err != nil {
+		ln.Close()
+		return fail(exitFailed, "%v", err)
+	}
+	unregister, err := lineage.Register(socket)
 	if err != nil {
 		ln.Close()
 		return fail(exitFailed, "%v", err)

@@ -3,19 +3,30 @@
 // CLI refuses such a server, so that no plugin drives or impersonates a
 // host's control plane.
 //
-// Two marks are read from /proc (Linux), neither of which a sandboxed
+// Three marks are read from /proc (Linux), none of which a sandboxed
 // plugin can remove:
 //
 //   - its ancestry: a plugin is a child of its host, and whatever it starts
-//     descends from it. Every host records itself (its pid and start time)
-//     in a registry folder only its user can write (Register), so a host
-//     recognises the plugins of any other host of its user, and of root.
+//     descends from it. Every host records itself (its pid, start time and
+//     admin socket) in a registry folder only its user can write
+//     (Register), so a host recognises the plugins of any other host of its
+//     user, and of root.
+//   - its mount namespace: where the kernel allows one, the sandbox
+//     launcher gives each sandboxed plugin a mount namespace of its own,
+//     holding a read-only tmpfs named confine.MarkSource (mounted on the
+//     registry folder) and with the hosts' admin sockets hidden. Everything
+//     the plugin starts stays in that namespace, or in one copied from it,
+//     with the mark: a descendant that detaches by double fork (re-parented
+//     to init) keeps it, and so does one whose host has exited. A peer in
+//     another mount namespace than the checking process's is refused when
+//     its /proc/PID/mountinfo shows the mark.
 //   - its cgroup: where the host gives each sandboxed plugin a cgroup of its
 //     own (CgroupMark is in its path), the plugin and everything it starts
 //     stay in it, detached or not: a sandbox cannot write to /sys/fs/cgroup.
 //
-// A descendant that detaches (a double fork re-parents it to init) leaves
-// the ancestry; only the cgroup holds it then.
+// A descendant of an unsandboxed plugin, or of a sandboxed one on a kernel
+// that gives it no mount namespace (Support.MountNS), that detaches leaves
+// the ancestry; only a cgroup holds it then.
 package lineage
 
 import (
@@ -76,12 +87,13 @@ var (
 	regCount int
 )
 
-// Register records the calling process as a host until the returned
-// function is called (every Register of a process shares one record).
+// Register records the calling process as a host, with its admin socket
+// (absolute; "" for none), until the returned function is called (every
+// Register of a process shares one record, the first one's socket).
 // The registry folder is made 0755 and refused when another user owns it
 // or its group or others can write to it: whoever could write there could
 // hide a host from the check.
-func Register() (unregister func(), err error) {
+func Register(adminSocket string) (unregister func(), err error) {
 	regMu.Lock()
 	defer regMu.Unlock()
 	dir := registryDir(os.Geteuid())
@@ -97,7 +109,10 @@ func Register() (unregister func(), err error) {
 		if err != nil {
 			return nil, fmt.Errorf("host registry: %w", err)
 		}
-		if err := os.WriteFile(entry, []byte(strconv.FormatUint(self.start, 10)), 0o644); err != nil {
+		// One line for the start time, one for the admin socket
+		// (Sockets), which the sandbox launcher hides from plugins.
+		record := strconv.FormatUint(self.start, 10) + "\n" + adminSocket + "\n"
+		if err := os.WriteFile(entry, []byte(record), 0o644); err != nil {
 			return nil, fmt.Errorf("host registry: %w", err)
 		}
 	}
@@ -142,8 +157,7 @@ func isHost(pid int, start uint64, uids []int) bool {
 		if trusted(dir, uid) != nil {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(dir, strconv.Itoa(pid)))
-		if err == nil && strings.TrimSpace(string(b)) == strconv.FormatUint(start, 10) {
+		if rec, err := readRecord(filepath.Join(dir, strconv.Itoa(pid))); err == nil && rec.start == start {
 			return true
 		}
 	}
@@ -154,7 +168,7 @@ func isHost(pid int, start uint64, uids []int) bool {
 type PluginError struct {
 	PID  int
 	Why  string
-	Host int // the host it descends from; 0 when its cgroup told
+	Host int // the host it descends from; 0 when its cgroup or mounts told
 }
 
 func (e *PluginError) Error() string { return fmt.Sprintf("process %d %s", e.PID, e.Why) }
@@ -171,6 +185,9 @@ func Check(pid int) error {
 		return &PluginError{PID: pid, Why: "runs in a plugin's cgroup"}
 	} else if err != nil {
 		return fmt.Errorf("process %d: %w", pid, err)
+	}
+	if err := checkMount(pid); err != nil {
+		return err
 	}
 	uids := []int{os.Geteuid()}
 	if uids[0] != 0 {
