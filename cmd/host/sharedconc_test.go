@@ -3,15 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/plugkit-go/plugkit/internal/testredis"
@@ -33,41 +30,15 @@ import (
 func TestSharedConcurrencyAcrossReplicas(t *testing.T) {
 	needShippedDeployment(t)
 	srv := testredis.Start(t)
-	testplugin := buildTestPlugin(t, t.TempDir())
-	keysFile := filepath.Join(t.TempDir(), "keys.hcl")
-	out, stderr, code := cli(t, "key", "add", "bot", "-f", keysFile)
-	if code != 0 {
-		t.Fatalf("host key add: exit %d %s", code, stderr)
-	}
-	key := strings.TrimSpace(out)
 	const (
 		limit    = 3
 		leaseTTL = 2 * time.Second
 		napFor   = 4 * time.Second // past the lease's TTL: renewed while it runs
 	)
-	opts := replicaOptions{
-		nap:    napFor,
-		policy: fmt.Sprintf("    per_principal {\n      concurrency = %d\n      store = %q\n      lease_ttl = %q\n    }\n", limit, srv.URL(), leaseTTL),
-		host:   fmt.Sprintf("  mcp_auth {\n    keys = %q\n  }\n", keysFile),
-	}
-	var replicas []*replica
-	for _, name := range []string{"a", "b", "c"} {
-		replicas = append(replicas, startReplica(t, name, testplugin, opts))
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	transport := &http.Transport{}
-	defer transport.CloseIdleConnections()
-	hc := &http.Client{Transport: bearer{key, transport}}
-	var sessions []*mcp.ClientSession
-	for _, r := range replicas {
-		cs, err := connectMCP(ctx, "http://"+r.mcp+"/mcp", hc)
-		if err != nil {
-			t.Fatalf("connect to %s: %v\n%s", r.name, err, r.run.stderr)
-		}
-		defer cs.Close()
-		sessions = append(sessions, cs)
-	}
+	replicas, sessions := sharedReplicas(t, ctx, napFor,
+		fmt.Sprintf("    per_principal {\n      concurrency = %d\n      store = %q\n      lease_ttl = %q\n    }\n", limit, srv.URL(), leaseTTL))
 	rc := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	defer rc.Close()
 	leaseKey := redisrate.SlotPrefix + "agent:bot"

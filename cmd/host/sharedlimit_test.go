@@ -24,37 +24,11 @@ import (
 func TestSharedLimitAcrossReplicas(t *testing.T) {
 	needShippedDeployment(t)
 	srv := testredis.Start(t)
-	testplugin := buildTestPlugin(t, t.TempDir())
-	keysFile := filepath.Join(t.TempDir(), "keys.hcl")
-	out, stderr, code := cli(t, "key", "add", "bot", "-f", keysFile)
-	if code != 0 {
-		t.Fatalf("host key add: exit %d %s", code, stderr)
-	}
-	key := strings.TrimSpace(out)
 	const perMinute = 6
-	opts := replicaOptions{
-		nap:    time.Millisecond,
-		policy: fmt.Sprintf("    per_principal {\n      rate  = %g\n      burst = %d\n      store = %q\n    }\n", perMinute/60.0, perMinute, srv.URL()),
-		host:   fmt.Sprintf("  mcp_auth {\n    keys = %q\n  }\n", keysFile),
-	}
-	var replicas []*replica
-	for _, name := range []string{"a", "b", "c"} {
-		replicas = append(replicas, startReplica(t, name, testplugin, opts))
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	transport := &http.Transport{}
-	defer transport.CloseIdleConnections()
-	hc := &http.Client{Transport: bearer{key, transport}}
-	var sessions []*mcp.ClientSession
-	for _, r := range replicas {
-		cs, err := connectMCP(ctx, "http://"+r.mcp+"/mcp", hc)
-		if err != nil {
-			t.Fatalf("connect to %s: %v\n%s", r.name, err, r.run.stderr)
-		}
-		defer cs.Close()
-		sessions = append(sessions, cs)
-	}
+	replicas, sessions := sharedReplicas(t, ctx, time.Millisecond,
+		fmt.Sprintf("    per_principal {\n      rate  = %g\n      burst = %d\n      store = %q\n    }\n", perMinute/60.0, perMinute, srv.URL()))
 
 	const each = 8
 	var mu sync.Mutex
@@ -116,4 +90,37 @@ func grepLines(s, word string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// sharedReplicas starts three hosts (a, b, c) with policy as their
+// per_principal block, each accepting one API key ("bot"), and opens an MCP
+// session to each as its principal. The sessions end and the
+// connections close when the test does.
+func sharedReplicas(t *testing.T, ctx context.Context, nap time.Duration, policy string) ([]*replica, []*mcp.ClientSession) {
+	t.Helper()
+	testplugin := buildTestPlugin(t, t.TempDir())
+	keysFile := filepath.Join(t.TempDir(), "keys.hcl")
+	out, stderr, code := cli(t, "key", "add", "bot", "-f", keysFile)
+	if code != 0 {
+		t.Fatalf("host key add: exit %d %s", code, stderr)
+	}
+	key := strings.TrimSpace(out)
+	opts := replicaOptions{nap: nap, policy: policy, host: fmt.Sprintf("  mcp_auth {\n    keys = %q\n  }\n", keysFile)}
+	var replicas []*replica
+	for _, name := range []string{"a", "b", "c"} {
+		replicas = append(replicas, startReplica(t, name, testplugin, opts))
+	}
+	transport := &http.Transport{}
+	t.Cleanup(transport.CloseIdleConnections)
+	hc := &http.Client{Transport: bearer{key, transport}}
+	var sessions []*mcp.ClientSession
+	for _, r := range replicas {
+		cs, err := connectMCP(ctx, "http://"+r.mcp+"/mcp", hc)
+		if err != nil {
+			t.Fatalf("connect to %s: %v\n%s", r.name, err, r.run.stderr)
+		}
+		t.Cleanup(func() { cs.Close() })
+		sessions = append(sessions, cs)
+	}
+	return replicas, sessions
 }
