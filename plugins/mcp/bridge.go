@@ -47,6 +47,8 @@ type bridge struct {
 
 	cs    *mcp.ClientSession
 	relay *stderrRelay
+	// listed is what prelist found, until begin registers it.
+	listed map[string]sdk.Tool
 
 	// base is cancelled by close; the sync loop and re-registrations run
 	// under it.
@@ -121,12 +123,26 @@ func (b *bridge) dial(ctx context.Context) error {
 	return nil
 }
 
-// begin watches the dialled session, lists the server's tools and registers
-// them, then follows the server's list changes.
+// prelist lists the server's tools ahead of begin (Prepare): begin then
+// registers them without asking again. A failure leaves begin to list.
+func (b *bridge) prelist(ctx context.Context) {
+	if want, err := b.list(ctx); err == nil {
+		b.listed = want
+	}
+}
+
+// begin watches the dialled session, lists the server's tools (unless
+// prelist did) and registers them, then follows the server's list changes:
+// one that came since prelist is still pending in poke.
 func (b *bridge) begin(ctx context.Context) error {
 	b.wg.Add(1)
 	go b.watch()
-	if err := b.sync(ctx); err != nil {
+	first := b.sync
+	if want := b.listed; want != nil {
+		b.listed = nil
+		first = func(ctx context.Context) error { return b.register(ctx, want) }
+	}
+	if err := first(ctx); err != nil {
 		b.close()
 		return err
 	}
@@ -182,6 +198,12 @@ func (b *bridge) sync(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	return b.register(ctx, want)
+}
+
+// register makes the registered tools want: adds, replaces and disposes
+// what differs, in one batch.
+func (b *bridge) register(ctx context.Context, want map[string]sdk.Tool) error {
 	added, disposed, err := b.apply(ctx, want)
 	if err != nil {
 		return fmt.Errorf("registering the tools of the MCP server %s: %w", b.set.describe(), err)

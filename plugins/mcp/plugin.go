@@ -54,9 +54,9 @@ func newPlugin() sdk.Plugin[Config] {
 		Version:     pluginVersion,
 		Inject:      []string{"tools"},
 		ConfigRules: configRules,
-		// Starting the server and its MCP handshake are most of a start:
-		// done here, they overlap the other plugins' starts, and Apply
-		// only lists and registers.
+		// Starting the server, its MCP handshake and listing its tools are
+		// most of a start: done here, they overlap the other plugins'
+		// starts, and Apply only registers.
 		Prepare: func(ctx context.Context, log hclog.Logger, cfg Config) {
 			set, err := check(cfg)
 			if err != nil {
@@ -67,6 +67,7 @@ func newPlugin() sdk.Plugin[Config] {
 				log.Debug("prepare: server not reached; apply tries again", "error", err)
 				return
 			}
+			b.prelist(ctx)
 			mu.Lock()
 			warm, warmFor = b, cfg
 			mu.Unlock()
