@@ -17,7 +17,7 @@ import (
 // go-containerregistry: no base image (one layer), the entrypoint runs the
 // sample deployment as the manifests' non-root user, the host, every plugin
 // and the sample's files are there, and every binary is static (no
-// interpreter, no shared library).
+// interpreter, no shared library); then it runs it (runImage).
 func TestImage(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "image.tar")
 	if err := build(filepath.Join("..", ".."), out, "plugkit:test"); err != nil {
@@ -94,6 +94,7 @@ func TestImage(t *testing.T) {
 	if h := files["plugkit/run"]; h == nil || h.Uid != 65532 {
 		t.Errorf("plugkit/run is not the user's: %+v", h)
 	}
+	t.Run("runs the sample deployment", func(t *testing.T) { runImage(t, layers[0]) })
 }
 
 // checkStatic fails the test unless the ELF binary asks for no interpreter
