@@ -8,10 +8,22 @@ import (
 	"syscall"
 )
 
+// readers bounds how many lookups read /proc at once. Each holds a
+// descriptor or two while it reads; a flood of new connections, each
+// looked up, would otherwise take descriptors beyond the host's connection
+// cap, which is what bounds them.
+var readers = make(chan struct{}, 4)
+
+func readProc() func() {
+	readers <- struct{}{}
+	return func() { <-readers }
+}
+
 // lookup finds the client's socket in the table of its address family (a
 // v4-mapped address is in tcp6 when the server listens on both families,
 // in tcp when not: both are read).
 func lookup(server, client netip.AddrPort) (Socket, error) {
+	defer readProc()()
 	tables := []string{"/proc/net/tcp6"}
 	if server.Addr().Is4() || server.Addr().Is4In6() {
 		tables = []string{"/proc/net/tcp", "/proc/net/tcp6"}
@@ -47,6 +59,7 @@ func processes(s Socket) ([]int, error) {
 		return nil, ErrNoProcess // a socket no process holds any more
 	}
 	want := "socket:[" + strconv.FormatUint(s.Inode, 10) + "]"
+	defer readProc()()
 	proc, err := os.Open("/proc")
 	if err != nil {
 		return nil, err

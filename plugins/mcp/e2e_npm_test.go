@@ -228,7 +228,7 @@ plugin "everything" {
 		// host has restarted the plugin and the server: the bridge says its
 		// server went away, the host that the plugin is restarting, or, in
 		// the moment between the plugin's exit and the host noticing it,
-		// that the plugin's process exited.
+		// that the plugin's process exited or its call stream was cut.
 		r = call("ev_echo", `{"message":"after"}`)
 		if r.OK {
 			// The restart can beat a slow test; then it already serves.
@@ -343,7 +343,7 @@ plugin "fs" {
 // saysGone reports whether a call's error says that the server or its
 // plugin is gone or coming back.
 func saysGone(msg string) bool {
-	for _, why := range []string{"went away", "restarting", "plugin process exited"} {
+	for _, why := range []string{"went away", "restarting", "plugin process exited", "plugin unreachable"} {
 		if strings.Contains(msg, why) {
 			return true
 		}
