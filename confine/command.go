@@ -44,6 +44,9 @@ type Launch struct {
 	// registry's), since removing it in the host's namespace would
 	// unmount the mark everywhere. Without it, no mount namespace is made.
 	MarkDir string
+	// Cgroup is the process's own cgroup (NewCgroup), which the launcher
+	// joins first; nil for none.
+	Cgroup *Cgroup
 }
 
 // spec is what the launcher is told, as JSON in its first argument.
@@ -66,6 +69,8 @@ type spec struct {
 	MountNS bool     `json:"mount_ns,omitempty"`
 	MarkDir string   `json:"mark_dir,omitempty"`
 	Cover   []string `json:"cover,omitempty"`
+	// Cgroups are the folders of the process's cgroup, joined first.
+	Cgroups []string `json:"cgroups,omitempty"`
 }
 
 // Command returns the command that starts the plugin confined by the
@@ -85,6 +90,9 @@ func Command(l Launch) (*exec.Cmd, error) {
 	s := spec{Policy: l.Policy, Binary: l.Binary, SocketDir: l.SocketDir, UID: -1, GID: -1, Parent: os.Getpid(), Strict: l.Policy.Required, Inherit: l.Inherit}
 	if l.Support.MountNS && l.MarkDir != "" {
 		s.MountNS, s.MarkDir, s.Cover = true, l.MarkDir, l.Cover
+	}
+	if l.Cgroup != nil {
+		s.Cgroups = l.Cgroup.Dirs()
 	}
 	if l.Policy.User != "" && os.Geteuid() == 0 {
 		uid, gid, err := lookupUser(l.Policy.User)

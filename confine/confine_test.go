@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // The test binary is a launcher too: confine's init serves Subcommand.
@@ -17,6 +18,10 @@ import (
 func TestEnforcement(t *testing.T) {
 	full := Support{LandlockABI: 7, NetNS: true, MountNS: true}
 	none := Support{LandlockErr: "off", NetNSErr: "denied"}
+	cgroups := full
+	cgroups.Cgroup, cgroups.CgroupControllers = "v1", []string{ControllerMemory, ControllerPids}
+	memoryOnly := cgroups
+	memoryOnly.CgroupControllers = []string{ControllerMemory}
 	cases := []struct {
 		name string
 		p    Policy
@@ -33,11 +38,27 @@ func TestEnforcement(t *testing.T) {
 		{"no mount namespace", Policy{}, Support{LandlockABI: 7, NetNS: true, MountNSErr: "denied"}, 0, "partial (admin_socket not enforced)"},
 		{"ports need ABI 4", Policy{Network: Network{Mode: NetworkPorts, Ports: []uint16{443}}}, Support{LandlockABI: 3, NetNS: true, MountNS: true}, 0, "partial (network, ipc not enforced)"},
 		{"no Landlock", Policy{}, none, 0, "partial (filesystem, network, admin_socket, ipc not enforced)"},
+		{"memory without cgroups", Policy{Limits: Limits{Memory: 1 << 30}}, full, 1000, "partial (memory not enforced)"},
+		{"cgroups", Policy{Limits: Limits{Memory: 1 << 30, Processes: 8}}, cgroups, 0, "enforced"},
+		{"cgroups without pids", Policy{Limits: Limits{Memory: 1 << 30, Processes: 8}}, memoryOnly, 0, "partial (processes not enforced)"},
 	}
 	for _, c := range cases {
 		if got := c.p.Enforcement(c.s, c.euid).String(); got != c.want {
 			t.Errorf("%s: %s, want %s", c.name, got, c.want)
 		}
+	}
+	l := Policy{Limits: Limits{Memory: 256 << 20, Processes: 64, OpenFiles: 128, CPU: time.Minute}}
+	want := []string{
+		"memory 256MiB: cgroup v1 memory.limit_in_bytes, RLIMIT_DATA",
+		"processes 64: cgroup v1 pids.max, RLIMIT_NPROC (the user's processes)",
+		"open_files 128: RLIMIT_NOFILE",
+		"cpu 1m0s: RLIMIT_CPU",
+	}
+	if got := l.Enforcement(cgroups, 0).Limits; !slices.Equal(got, want) {
+		t.Errorf("limits with cgroups:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if got := l.Enforcement(full, 1000).Limits; got[0] != "memory 256MiB: RLIMIT_DATA (private data only)" || got[1] != "processes 64: RLIMIT_NPROC (the user's processes)" {
+		t.Errorf("limits without cgroups: %q", got)
 	}
 }
 

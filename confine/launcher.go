@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -71,6 +72,11 @@ func launch(args []string) error {
 	if args[1] != s.Binary {
 		return fmt.Errorf("binary %q is not the one the spec names", args[1])
 	}
+	// Into the plugin's cgroup before anything else: whatever the plugin
+	// starts is counted there from its first instruction.
+	if err := joinCgroups(s.Cgroups); err != nil {
+		return err
+	}
 	// The plugin starts with stdin, stdout, stderr and the descriptors it
 	// is given, nothing the host may have inherited from whoever started it.
 	if err := CloseOnExecFrom(3 + s.Inherit); err != nil {
@@ -112,10 +118,25 @@ func launch(args []string) error {
 		return errors.New("the host has exited")
 	}
 	argv := append([]string{s.Binary}, args[2:]...)
-	if err := syscall.Exec(s.Binary, argv, os.Environ()); err != nil {
+	if err := syscall.Exec(s.Binary, argv, goMemLimit(os.Environ(), s.Limits.Memory)); err != nil {
 		return fmt.Errorf("exec %s: %w", s.Binary, err)
 	}
 	return nil
+}
+
+// goMemLimit adds GOMEMLIMIT to a plugin's environment (unless it sets its
+// own) at 90% of its memory limit, so that a Go plugin collects garbage
+// before its cgroup's limit is reached rather than being killed there.
+func goMemLimit(env []string, memory uint64) []string {
+	if memory == 0 {
+		return env
+	}
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "GOMEMLIMIT=") {
+			return env
+		}
+	}
+	return append(env, "GOMEMLIMIT="+strconv.FormatUint(memory/10*9, 10))
 }
 
 func setLimits(l Limits) error {

@@ -65,11 +65,15 @@ func (n Network) String() string {
 
 // Limits are resource limits; zero means the system's.
 type Limits struct {
-	// Memory bounds the process's data (heap and private mappings), bytes.
+	// Memory bounds the memory of the plugin and what it starts, bytes:
+	// by its cgroup where the host can make one (every page charged to
+	// it, shared ones included), and always by RLIMIT_DATA (its private
+	// data).
 	Memory uint64 `json:"memory,omitempty"`
 	// OpenFiles bounds its open file descriptors.
 	OpenFiles uint64 `json:"open_files,omitempty"`
-	// Processes bounds the processes and threads of its user.
+	// Processes bounds the processes and threads of the plugin and what it
+	// starts (its cgroup's pids.max), and of its user (RLIMIT_NPROC).
 	Processes uint64 `json:"processes,omitempty"`
 	// CPU bounds its CPU time; past it the kernel ends the process.
 	CPU time.Duration `json:"cpu,omitempty"`
@@ -84,7 +88,10 @@ const (
 	PartIPC        Part = "ipc"
 	PartLimits     Part = "limits"
 	PartProcesses  Part = "processes"
-	PartUser       Part = "user"
+	// PartMemory is a memory limit that holds for every page: without a
+	// cgroup, RLIMIT_DATA bounds private data only.
+	PartMemory Part = "memory"
+	PartUser   Part = "user"
 	// PartAdmin is the hiding of the hosts' admin sockets (a mount
 	// namespace): without it a plugin can reach them by path, and only
 	// the admin API's refusal of plugins (package lineage) stops it.
@@ -106,6 +113,9 @@ type Enforcement struct {
 	State string `json:"state"`
 	// Gaps says what is not enforced when State is "partial".
 	Gaps []Gap `json:"gaps,omitempty"`
+	// Limits says how each declared limit is enforced, one line each
+	// ("memory 256MiB: cgroup v1 memory.limit_in_bytes, RLIMIT_DATA").
+	Limits []string `json:"limits,omitempty"`
 }
 
 // States of an Enforcement.
@@ -154,17 +164,70 @@ func (p Policy) Enforcement(s Support, euid int) Enforcement {
 	if s.LandlockABI < 6 {
 		gaps = append(gaps, Gap{PartIPC, fmt.Sprintf("signal and abstract-socket scoping need Landlock ABI 6 (the kernel has %d)", s.LandlockABI)})
 	}
-	if p.Limits.Processes > 0 && euid == 0 && p.User == "" {
-		gaps = append(gaps, Gap{PartProcesses, "the kernel does not apply a process limit to root; set user"})
+	if p.Limits.Memory > 0 && !s.cgroupHas(ControllerMemory) {
+		gaps = append(gaps, Gap{PartMemory, "no cgroup for the plugin (" + noCgroup + "): RLIMIT_DATA bounds its private data only, which shared mappings and memfd escape"})
+	}
+	if p.Limits.Processes > 0 && euid == 0 && p.User == "" && !s.cgroupHas(ControllerPids) {
+		gaps = append(gaps, Gap{PartProcesses, "no cgroup for the plugin (" + noCgroup + "), and the kernel does not apply RLIMIT_NPROC to root; set user"})
 	}
 	if p.User != "" && euid != 0 {
 		gaps = append(gaps, Gap{PartUser, "only a host running as root can switch to user " + strconv.Quote(p.User)})
 	}
+	limits := p.Limits.describe(s)
 	if len(gaps) == 0 {
-		return Enforcement{State: StateEnforced}
+		return Enforcement{State: StateEnforced, Limits: limits}
 	}
-	return Enforcement{State: StatePartial, Gaps: gaps}
+	return Enforcement{State: StatePartial, Gaps: gaps, Limits: limits}
 }
+
+// describe says how each limit set in l is enforced on a kernel offering s.
+func (l Limits) describe(s Support) []string {
+	var out []string
+	by := func(what string, ways ...string) {
+		out = append(out, what+": "+strings.Join(ways, ", "))
+	}
+	if l.Memory > 0 {
+		if !s.cgroupHas(ControllerMemory) {
+			by("memory "+Bytes(l.Memory), "RLIMIT_DATA (private data only)")
+		} else if s.Cgroup == "v2" {
+			by("memory "+Bytes(l.Memory), "cgroup v2 memory.max", "RLIMIT_DATA")
+		} else {
+			by("memory "+Bytes(l.Memory), "cgroup v1 memory.limit_in_bytes", "RLIMIT_DATA")
+		}
+	}
+	if l.Processes > 0 {
+		n := "processes " + strconv.FormatUint(l.Processes, 10)
+		if s.cgroupHas(ControllerPids) {
+			by(n, "cgroup "+s.Cgroup+" pids.max", "RLIMIT_NPROC (the user's processes)")
+		} else {
+			by(n, "RLIMIT_NPROC (the user's processes)")
+		}
+	}
+	if l.OpenFiles > 0 {
+		by("open_files "+strconv.FormatUint(l.OpenFiles, 10), "RLIMIT_NOFILE")
+	}
+	if l.CPU > 0 {
+		by("cpu "+l.CPU.String(), "RLIMIT_CPU")
+	}
+	return out
+}
+
+// Bytes writes n as the largest binary unit that divides it ("256MiB").
+func Bytes(n uint64) string {
+	for _, u := range []struct {
+		size uint64
+		name string
+	}{{1 << 40, "TiB"}, {1 << 30, "GiB"}, {1 << 20, "MiB"}, {1 << 10, "KiB"}} {
+		if n >= u.size && n%u.size == 0 {
+			return strconv.FormatUint(n/u.size, 10) + u.name
+		}
+	}
+	return strconv.FormatUint(n, 10) + "B"
+}
+
+// noCgroup is why a gap needs no cgroup error of its own: the support
+// line of `host validate` gives it, once.
+const noCgroup = "the host cannot make cgroups; host validate says why"
 
 func why(err string) string {
 	if err == "" {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -31,7 +32,17 @@ type Support struct {
 	// MountNSErr says why not.
 	MountNS    bool   `json:"mount_namespace"`
 	MountNSErr string `json:"mount_namespace_error,omitempty"`
+	// Cgroup is the cgroup version ("v1", "v2") in which the host gives
+	// each sandboxed plugin process a cgroup of its own, and
+	// CgroupControllers the controllers it can set there (memory, pids);
+	// "" when it cannot, and CgroupErr says why.
+	Cgroup            string   `json:"cgroup,omitempty"`
+	CgroupControllers []string `json:"cgroup_controllers,omitempty"`
+	CgroupErr         string   `json:"cgroup_error,omitempty"`
 }
+
+// cgroupHas reports whether plugins' cgroups have controller c.
+func (s Support) cgroupHas(c string) bool { return slices.Contains(s.CgroupControllers, c) }
 
 func (s Support) landlockWhy() string { return why(s.LandlockErr) }
 
@@ -56,6 +67,11 @@ func (s Support) String() string {
 		b.WriteString("; mount namespaces")
 	} else {
 		b.WriteString("; no mount namespaces" + why(s.MountNSErr))
+	}
+	if s.Cgroup != "" {
+		b.WriteString("; cgroup " + s.Cgroup + " (" + strings.Join(s.CgroupControllers, ", ") + ")")
+	} else {
+		b.WriteString("; no cgroups" + why(s.CgroupErr))
 	}
 	return b.String()
 }
@@ -106,6 +122,7 @@ func Detect(launcher string) Support {
 		s.NetNSErr = msg
 		s.UserNS = false
 	}
+	cgroupSupport(&s)
 	detected[launcher] = s
 	return s
 }

@@ -51,10 +51,29 @@ func (m *Manager) command(spec Spec, inherit int) (cmd *exec.Cmd, socketDir stri
 	if err != nil {
 		m.log.Warn("sandboxed plugin: no mount namespace", "plugin", spec.Name, "error", err)
 	}
+	support := confine.Detect(launcher)
+	// A cgroup of its own, where the host can make one: the memory and
+	// process limits then hold for all it does, and whatever it leaves
+	// running is killed once it has ended.
+	var cg *confine.Cgroup
+	if support.Cgroup != "" {
+		if cg, err = confine.NewCgroup(spec.Name, pol.Limits); err != nil {
+			done()
+			return nil, "", func() {}, err
+		}
+		removeDir := done
+		done = func() {
+			if err := cg.Close(); err != nil {
+				m.log.Warn("sandboxed plugin: cgroup", "plugin", spec.Name, "error", err)
+			}
+			removeDir()
+		}
+	}
 	cmd, err = confine.Command(confine.Launch{
 		Launcher:  launcher,
 		Policy:    pol,
-		Support:   confine.Detect(launcher),
+		Cgroup:    cg,
+		Support:   support,
 		Binary:    spec.Path,
 		Args:      spec.Args,
 		SocketDir: socketDir,

@@ -67,6 +67,7 @@ func status(ctx context.Context, e *env, _ []string) error {
 			}
 		}
 	}
+	printLimits(e.stdout, st.Plugins)
 	for _, p := range st.Plugins {
 		if len(p.Held) > 0 {
 			fmt.Fprintf(e.stdout, "\n%s: tools held absent:\n", p.Name)
@@ -82,6 +83,29 @@ func status(ctx context.Context, e *env, _ []string) error {
 	}
 	printExits(e.stdout, st.Plugins)
 	return nil
+}
+
+// printLimits says what enforces each plugin's limits, once for the
+// plugins that share the same (those of the host's default sandbox).
+func printLimits(w io.Writer, plugins []admin.PluginStatus) {
+	var order []string
+	names := map[string][]string{}
+	for _, p := range plugins {
+		if len(p.Sandbox.Limits) == 0 {
+			continue
+		}
+		key := strings.Join(p.Sandbox.Limits, "\n")
+		if _, ok := names[key]; !ok {
+			order = append(order, key)
+		}
+		names[key] = append(names[key], p.Name)
+	}
+	for _, key := range order {
+		fmt.Fprintf(w, "\nlimits of %s, and what enforces them:\n", strings.Join(names[key], ", "))
+		for _, l := range strings.Split(key, "\n") {
+			fmt.Fprintf(w, "  %s\n", l)
+		}
+	}
 }
 
 // printExits follows the table with how each plugin's last crashed process

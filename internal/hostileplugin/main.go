@@ -1,7 +1,8 @@
 // Command hostileplugin is a tool plugin that, on command, tries what a
 // sandbox must stop: read or write outside its folders, exec a shell, reach
-// the network, fork without limit, allocate past its memory limit, read the
-// host's memory, signal it, read its environment. The sandbox tests run it
+// the network, fork without limit, allocate past its memory limit (private
+// or shared memory), read the host's memory, signal it, read its
+// environment. The sandbox tests run it
 // confined (every attempt must fail while its allowed work succeeds) and
 // unconfined (every attempt must succeed, which shows the plugin works).
 package main
@@ -138,6 +139,10 @@ func try(a Attempt) Outcome {
 			unix.Munmap(m)
 		}
 		return outcome(err, strconv.Itoa(a.Bytes)+" bytes")
+	case "share":
+		// Bytes of memory RLIMIT_DATA does not count: shared anonymous
+		// mappings and memfd, 16 MiB at a time, every page touched.
+		return share(a.Bytes)
 	case "peek":
 		// process_vm_readv takes the same permission as ptrace attach.
 		buf := make([]byte, a.Count)
@@ -214,6 +219,33 @@ func outcome(err error, detail string) Outcome {
 		return Outcome{Detail: err.Error()}
 	}
 	return Outcome{Done: true, Detail: detail}
+}
+
+func share(n int) Outcome {
+	const piece = 16 << 20
+	held := 0
+	for held < n {
+		flags, fd := unix.MAP_SHARED|unix.MAP_ANONYMOUS, -1
+		if (held/piece)%2 == 1 {
+			var err error
+			if fd, err = unix.MemfdCreate("hostile", 0); err == nil {
+				err = unix.Ftruncate(fd, piece)
+			}
+			if err != nil {
+				return outcome(err, "memfd after "+strconv.Itoa(held)+" bytes")
+			}
+			flags = unix.MAP_SHARED
+		}
+		m, err := unix.Mmap(fd, 0, piece, unix.PROT_READ|unix.PROT_WRITE, flags)
+		if err != nil {
+			return outcome(err, "after "+strconv.Itoa(held)+" bytes")
+		}
+		for i := 0; i < len(m); i += 4096 {
+			m[i] = 1
+		}
+		held += piece // kept mapped until the process ends
+	}
+	return Outcome{Done: true, Detail: strconv.Itoa(held) + " bytes shared"}
 }
 
 // forkMany forks n processes that wait to be killed, then kills them all;
