@@ -21,10 +21,13 @@ func TestObserversDrainOutlastsDrainTimeout(t *testing.T) {
 	for _, critical := range []bool{false, true} {
 		t.Run(fmt.Sprintf("critical=%v", critical), func(t *testing.T) {
 			ctx := testCtx(t, time.Minute)
+			// A batch (drainBatch, 64) takes ≈0.2 s of the drain timeout's
+			// 0.8 s: a loaded machine that slows one batch fourfold does
+			// not stall the drain.
 			const (
-				drain    = 400 * time.Millisecond
-				obsSleep = 4 * time.Millisecond
-				n        = 250 // 1s of observer work: 2.5 drain timeouts
+				drain    = 800 * time.Millisecond
+				obsSleep = 3 * time.Millisecond
+				n        = 600 // 1.8 s of observer work: 2.25 drain timeouts
 			)
 			h := newHost(t, conformance.Config{}, remote.Options{DrainTimeout: drain})
 			mustLoad(t, h, conformance.PluginSpec{Name: "P", Tools: []conformance.ToolSpec{echoTool("t")}}, pluginConfig{})
@@ -63,6 +66,16 @@ func TestDurableResultThatCrashesTheObserver(t *testing.T) {
 		Behaviour: conformance.ObserveRecord, CrashOn: "poison", Log: "obs",
 	}}}, pluginConfig{})
 	wantOK(t, call(ctx, h, "t", `{}`), `{}`)
+	// Recorded before the poison is sent: in one batch with it, the result
+	// would be delivered again to the process after the crash (delivery is
+	// at least once), which is not what this test is about.
+	deadline := time.Now().Add(10 * time.Second)
+	for len(readLog(h.dir+"/obs.log")) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the auditor did not record the first result")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	wantOK(t, call(ctx, h, "poison", `{}`), `{}`)
 
 	// The auditor crashes; while it is down every call is DENIED (it is
@@ -72,7 +85,7 @@ func TestDurableResultThatCrashesTheObserver(t *testing.T) {
 	// before the host has seen it exit.
 	var st remote.Status
 	settledPID := 0
-	deadline := time.Now().Add(30 * time.Second)
+	deadline = time.Now().Add(30 * time.Second)
 	for {
 		st, _ = status(h.m, "auditor")
 		if st.State == kernel.Active && st.Problem != "" && st.Queued == 0 && st.PID != 0 {
