@@ -431,6 +431,31 @@ func (cg *Cgroup) limit(root *cgroupRoot, l Limits) error {
 	return nil
 }
 
+// OOMKills is how many processes the kernel has killed in the cgroup for
+// reaching its memory limit; 0 when it cannot tell.
+func (cg *Cgroup) OOMKills() int {
+	if cg == nil || len(cg.dirs) == 0 {
+		return 0
+	}
+	// v1: memory.oom_control in the memory hierarchy, which comes first;
+	// v2: memory.events. Both have a line "oom_kill N".
+	file := "memory.oom_control"
+	if cg.version == "v2" {
+		file = "memory.events"
+	}
+	b, err := os.ReadFile(filepath.Join(cg.dirs[0], file))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "oom_kill "); ok {
+			n, _ := strconv.Atoi(strings.TrimSpace(v))
+			return n
+		}
+	}
+	return 0
+}
+
 // Dirs are the cgroup's folders: the launcher joins each.
 func (cg *Cgroup) Dirs() []string { return slices.Clone(cg.dirs) }
 

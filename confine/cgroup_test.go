@@ -176,6 +176,9 @@ func TestCgroupHoldsSharedMemory(t *testing.T) {
 	if strings.Contains(out, "held 192 MiB") {
 		t.Errorf("the process held more than its 128 MiB:\n%s", out)
 	}
+	if n := cg.OOMKills(); n != 1 {
+		t.Errorf("OOMKills = %d, want 1", n)
+	}
 	if err := cg.Close(); err != nil {
 		t.Errorf("close: %v", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -23,6 +24,7 @@ import (
 	"golang.org/x/time/rate"
 	"google.golang.org/grpc"
 
+	"github.com/plugkit-go/plugkit/confine"
 	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/shared/pb"
 	"github.com/plugkit-go/plugkit/shared/wire"
@@ -72,8 +74,10 @@ type instance struct {
 	stopOnce sync.Once
 	stopping chan struct{} // closed when the host stops it on purpose
 	// cleanup removes what was made for this process (a sandboxed plugin's
-	// own socket folder); it runs once the process has ended.
+	// own socket folder, its cgroup); it runs once the process has ended.
 	cleanup func()
+	// cgroup is a sandboxed process's own cgroup; nil without one.
+	cgroup *confine.Cgroup
 
 	// startTook is how long the process took from spawn to a connected
 	// client (the handshake, AutoMTLS included).
@@ -119,7 +123,7 @@ func (m *Manager) launch(ctx context.Context, spec Spec) (*instance, error) {
 	if withLanes {
 		inherit = 2
 	}
-	cmd, socketDir, cleanup, err := m.command(spec, inherit)
+	cmd, socketDir, cgroup, cleanup, err := m.command(spec, inherit)
 	if err != nil {
 		return nil, fmt.Errorf("plugin %s: %w", spec.Name, err)
 	}
@@ -241,6 +245,7 @@ func (m *Manager) launch(ctx context.Context, spec Spec) (*instance, error) {
 		drainTimeout:    m.opts.DrainTimeout,
 		stopping:        make(chan struct{}),
 		cleanup:         cleanup,
+		cgroup:          cgroup,
 		binary:          binary,
 		binaryOK:        binaryOK,
 	}
@@ -291,7 +296,17 @@ func (in *instance) describe(ctx context.Context, prepare json.RawMessage) (*pb.
 // after its stderr reader has read to the end, so ProcessState is set and the
 // stderr tail is complete.
 func (in *instance) exitReason() string {
-	return describeExit(in.cmd.ProcessState)
+	ps := in.cmd.ProcessState
+	why := describeExit(ps)
+	// A SIGKILL in a cgroup where the kernel killed for memory: read
+	// before stop removes the cgroup.
+	if ps == nil {
+		return why
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signal() == syscall.SIGKILL && in.cgroup.OOMKills() > 0 {
+		why += " (out of memory: the kernel killed it at its sandbox's limit, memory = " + confine.Bytes(in.spec.Sandbox.Limits.Memory) + ")"
+	}
+	return why
 }
 
 func describeExit(ps *os.ProcessState) string {

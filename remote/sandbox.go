@@ -16,17 +16,18 @@ import (
 // command returns the command that starts spec's binary: the binary itself,
 // or, for a sandboxed plugin, the launcher that confines it first (package
 // confine). socketDir is the folder its go-plugin socket goes in; done
-// removes what command made for this process. inherit is how many
-// descriptors the caller adds in cmd.ExtraFiles (the call lanes): the
-// launcher closes every other one but stdin, stdout and stderr.
-func (m *Manager) command(spec Spec, inherit int) (cmd *exec.Cmd, socketDir string, done func(), err error) {
+// removes what command made for this process; cg is its cgroup, nil
+// without one. inherit is how many descriptors the caller adds in
+// cmd.ExtraFiles (the call lanes): the launcher closes every other one but
+// stdin, stdout and stderr.
+func (m *Manager) command(spec Spec, inherit int) (cmd *exec.Cmd, socketDir string, cg *confine.Cgroup, done func(), err error) {
 	done = func() {}
 	if spec.Sandbox == nil {
-		return exec.Command(spec.Path, spec.Args...), m.socketDir, done, nil
+		return exec.Command(spec.Path, spec.Args...), m.socketDir, nil, done, nil
 	}
 	launcher, err := m.launcher()
 	if err != nil {
-		return nil, "", done, err
+		return nil, "", nil, done, err
 	}
 	pol := *spec.Sandbox
 	socketDir = m.socketDir
@@ -35,12 +36,12 @@ func (m *Manager) command(spec Spec, inherit int) (cmd *exec.Cmd, socketDir stri
 		// running as another user gets a private one of its own.
 		dir, err := os.MkdirTemp(m.base, socketDirPrefix+strconv.Itoa(os.Getpid())+"-")
 		if err != nil {
-			return nil, "", done, fmt.Errorf("plugin socket folder: %w", err)
+			return nil, "", nil, done, fmt.Errorf("plugin socket folder: %w", err)
 		}
 		done = func() { os.RemoveAll(dir) }
 		if err := chownUser(dir, pol.User); err != nil {
 			done()
-			return nil, "", func() {}, err
+			return nil, "", nil, func() {}, err
 		}
 		socketDir = dir
 	}
@@ -55,11 +56,10 @@ func (m *Manager) command(spec Spec, inherit int) (cmd *exec.Cmd, socketDir stri
 	// A cgroup of its own, where the host can make one: the memory and
 	// process limits then hold for all it does, and whatever it leaves
 	// running is killed once it has ended.
-	var cg *confine.Cgroup
 	if support.Cgroup != "" {
 		if cg, err = confine.NewCgroup(spec.Name, pol.Limits); err != nil {
 			done()
-			return nil, "", func() {}, err
+			return nil, "", nil, func() {}, err
 		}
 		removeDir := done
 		done = func() {
@@ -83,9 +83,9 @@ func (m *Manager) command(spec Spec, inherit int) (cmd *exec.Cmd, socketDir stri
 	})
 	if err != nil {
 		done()
-		return nil, "", func() {}, err
+		return nil, "", nil, func() {}, err
 	}
-	return cmd, socketDir, done, nil
+	return cmd, socketDir, cg, done, nil
 }
 
 // launcher is the binary that serves confine.Subcommand.

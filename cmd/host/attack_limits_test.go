@@ -81,7 +81,7 @@ func TestAttackSharedMemoryPastLimit(t *testing.T) {
 		st := statusOf(t, config)["caged"]
 		if st.State == "ACTIVE" && st.PID != before.PID {
 			t.Logf("restarted: pid %d → %d, last exit %q", before.PID, st.PID, st.LastExit)
-			if !strings.Contains(st.LastExit, "killed") {
+			if !strings.Contains(st.LastExit, "killed by signal: killed (out of memory: the kernel killed it at its sandbox's limit, memory = 128MiB)") {
 				t.Errorf("last exit %q, want the kill at the limit; its stderr:\n%s", st.LastExit, strings.Join(st.Stderr, "\n"))
 			}
 			break
