@@ -354,6 +354,14 @@ func unwrapPathErr(err error) error {
 // warning, both at the plugin's sandbox block.
 func CheckSandboxes(d *Deployment, support confine.Support, euid int) hcl.Diagnostics {
 	var diags hcl.Diagnostics
+	// Plugins with the same gaps (those of the host's default sandbox, as
+	// a rule) share one warning, at the first one's block.
+	type weaker struct {
+		names []string
+		r     hcl.Range
+	}
+	var order []string
+	warn := map[string]*weaker{}
 	for _, pl := range d.Plugins {
 		pol := pl.Sandbox.Policy()
 		if pol == nil {
@@ -372,16 +380,31 @@ func CheckSandboxes(d *Deployment, support confine.Support, euid int) hcl.Diagno
 		if pl.Sandbox.Range.Filename != "" {
 			r = pl.Sandbox.Range
 		}
+		why := strings.Join(gaps, "; ")
 		if pol.Required {
 			diags = append(diags, errorAt(r, "Sandbox cannot be enforced",
-				"Plugin %q requires its sandbox, but this machine cannot enforce all of it: %s.", pl.Name, strings.Join(gaps, "; ")))
+				"Plugin %q requires its sandbox, but this machine cannot enforce all of it: %s.", pl.Name, why))
 			continue
+		}
+		w, ok := warn[why]
+		if !ok {
+			w = &weaker{r: r}
+			warn[why] = w
+			order = append(order, why)
+		}
+		w.names = append(w.names, strconv.Quote(pl.Name))
+	}
+	for _, why := range order {
+		w := warn[why]
+		who := "Plugin " + w.names[0] + " runs"
+		if len(w.names) > 1 {
+			who = "Plugins " + strings.Join(w.names, ", ") + " run"
 		}
 		diags = append(diags, &hcl.Diagnostic{
 			Severity: hcl.DiagWarning,
 			Summary:  "Sandbox only partly enforced",
-			Detail:   fmt.Sprintf("Plugin %q runs with a weaker sandbox than declared: %s. Add required = true to refuse to start it instead.", pl.Name, strings.Join(gaps, "; ")),
-			Subject:  r.Ptr(),
+			Detail:   fmt.Sprintf("%s with a weaker sandbox than declared: %s. Add required = true to refuse to start it instead.", who, why),
+			Subject:  w.r.Ptr(),
 		})
 	}
 	return diags
