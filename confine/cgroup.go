@@ -456,6 +456,24 @@ func (cg *Cgroup) OOMKills() int {
 	return 0
 }
 
+// MemoryBytes is the memory charged to the cgroup now (its processes'
+// pages, shared memory and page cache included); 0 when it cannot tell.
+func (cg *Cgroup) MemoryBytes() int64 {
+	if cg == nil || len(cg.dirs) == 0 {
+		return 0
+	}
+	file := "memory.usage_in_bytes"
+	if cg.version == "v2" {
+		file = "memory.current"
+	}
+	b, err := os.ReadFile(filepath.Join(cg.dirs[0], file))
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	return n
+}
+
 // Dirs are the cgroup's folders: the launcher joins each.
 func (cg *Cgroup) Dirs() []string { return slices.Clone(cg.dirs) }
 

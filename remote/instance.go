@@ -296,17 +296,23 @@ func (in *instance) describe(ctx context.Context, prepare json.RawMessage) (*pb.
 // after its stderr reader has read to the end, so ProcessState is set and the
 // stderr tail is complete.
 func (in *instance) exitReason() string {
-	ps := in.cmd.ProcessState
-	why := describeExit(ps)
-	// A SIGKILL in a cgroup where the kernel killed for memory: read
-	// before stop removes the cgroup.
-	if ps == nil {
-		return why
-	}
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signal() == syscall.SIGKILL && in.cgroup.OOMKills() > 0 {
+	why := describeExit(in.cmd.ProcessState)
+	if in.oomKilled() {
 		why += " (out of memory: the kernel killed it at its sandbox's limit, memory = " + confine.Bytes(in.spec.Sandbox.Limits.Memory) + ")"
 	}
 	return why
+}
+
+// oomKilled reports whether the exited process was killed for reaching
+// its cgroup's memory limit: a SIGKILL, in a cgroup where the kernel
+// killed for memory. Call it before stop, which removes the cgroup.
+func (in *instance) oomKilled() bool {
+	ps := in.cmd.ProcessState
+	if ps == nil || in.cgroup == nil {
+		return false
+	}
+	ws, ok := ps.Sys().(syscall.WaitStatus)
+	return ok && ws.Signal() == syscall.SIGKILL && in.cgroup.OOMKills() > 0
 }
 
 func describeExit(ps *os.ProcessState) string {

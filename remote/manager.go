@@ -305,6 +305,13 @@ type Status struct {
 	// Protocol is the plugkit protocol version the running process speaks
 	// (wire.ProtocolVersions): one of version 1 is called with RPCs only.
 	Protocol int
+	// OOMKills counts the plugin's processes the kernel killed at its
+	// sandbox's memory limit (its cgroup's) since it was loaded.
+	OOMKills int
+	// CgroupMemory is the memory charged to the running process's cgroup
+	// (what it started, shared memory and page cache included); 0 without
+	// a cgroup.
+	CgroupMemory int64
 }
 
 // Status describes every managed plugin in load order.
@@ -329,8 +336,9 @@ func (m *Manager) Status() []Status {
 			st.StartTook = in.startTook
 			st.Calls = in.calls.transport()
 			st.Protocol = in.gp.NegotiatedVersion()
+			st.CgroupMemory = in.cgroup.MemoryBytes()
 		}
-		st.Restarts = mp.restarts
+		st.Restarts, st.OOMKills = mp.restarts, mp.oomKills
 		st.Registered = mp.registered.Load()
 		st.LastExit, st.Stderr = mp.lastExit, slices.Clone(mp.lastStderr)
 		durable := mp.durable

@@ -36,6 +36,7 @@ type managed struct {
 	absentTools []string
 	crashes     []time.Time
 	restarts    int
+	oomKills    int // processes killed at the sandbox's memory limit
 	// registered counts the tools its processes registered, each
 	// registration once (a changed tool registered again counts again):
 	// how much registry work the plugin caused.
@@ -222,6 +223,9 @@ func (mp *managed) watch(in *instance) {
 	mp.restarts++
 	mp.lastStart = nil
 	mp.lastExit = "process " + strconv.Itoa(in.pid) + " exited unexpectedly: " + in.exitReason()
+	if in.oomKilled() {
+		mp.oomKills++
+	}
 	mp.lastStderr = in.stderr.Lines()
 	cause := errors.New(mp.lastExit)
 	mp.mu.Unlock()

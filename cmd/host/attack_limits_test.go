@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
 	"github.com/plugkit-go/plugkit/confine"
 	"github.com/plugkit-go/plugkit/internal/testenv"
 )
@@ -32,10 +35,11 @@ func needCgroups(t *testing.T) {
 }
 
 // limitedDeployment is hostileDeployment with limits on the sandboxed
-// plugin ("caged"); it runs as root when the test does (no user).
-func limitedDeployment(t *testing.T, dir, limits string) string {
+// plugin ("caged"); it runs as root when the test does (no user). host is
+// added to the host block.
+func limitedDeployment(t *testing.T, dir, host, limits string) string {
 	t.Helper()
-	config := hostileDeployment(t, dir, "", "")
+	config := hostileDeployment(t, dir, host, "")
 	hcl := replaceOnce(t, readFile(t, config), `network = "none"`, "network = \"none\"\n    limits {\n"+limits+"\n    }")
 	writeFileAtomic(t, config, hcl)
 	return config
@@ -50,7 +54,8 @@ func limitedDeployment(t *testing.T, dir, limits string) string {
 func TestAttackSharedMemoryPastLimit(t *testing.T) {
 	needCgroups(t)
 	dir := t.TempDir()
-	config := limitedDeployment(t, dir, `      memory = "128MiB"`)
+	metrics := freePort(t)
+	config := limitedDeployment(t, dir, fmt.Sprintf("  metrics = %q\n", metrics), `      memory = "128MiB"`)
 	h := startHost(t, config, 2)
 	defer stopRunning(t, config, h)
 
@@ -61,6 +66,10 @@ func TestAttackSharedMemoryPastLimit(t *testing.T) {
 	}
 	if out, _, _ := cli(t, "status", "-c", config); !strings.Contains(out, want) {
 		t.Errorf("host status does not say how the memory limit is enforced:\n%s", out)
+	}
+	caged := map[string]string{"plugin": "caged"}
+	if v, ok := metricValue(t, metrics, "plugkit_plugin_cgroup_memory_bytes", caged); !ok || v <= 0 || v > 128<<20 {
+		t.Errorf("plugkit_plugin_cgroup_memory_bytes = %v (found %v), want within (0, 128 MiB]", v, ok)
 	}
 
 	args, _ := json.Marshal(map[string]any{"what": "share", "bytes": 1 << 30})
@@ -94,6 +103,12 @@ func TestAttackSharedMemoryPastLimit(t *testing.T) {
 	if o := hostileCall(t, config, "caged", map[string]any{"what": "share", "bytes": 32 << 20}); !o.Done {
 		t.Errorf("share 32 MiB within the limit: %s", o.Detail)
 	}
+	if v, _ := metricValue(t, metrics, "plugkit_plugin_oom_kills_total", caged); v != 1 {
+		t.Errorf("plugkit_plugin_oom_kills_total = %v, want 1", v)
+	}
+	if v, _ := metricValue(t, metrics, "plugkit_plugin_cgroup_memory_bytes", caged); v < 32<<20 {
+		t.Errorf("plugkit_plugin_cgroup_memory_bytes = %v after sharing 32 MiB, want at least that (resident memory would not count it)", v)
+	}
 	if o := hostileCall(t, config, "free", map[string]any{"what": "read", "path": config}); !o.Done {
 		t.Errorf("the other plugin: %s", o.Detail)
 	}
@@ -107,7 +122,7 @@ func TestAttackSharedMemoryPastLimit(t *testing.T) {
 func TestAttackForkBombInCgroup(t *testing.T) {
 	needCgroups(t)
 	dir := t.TempDir()
-	config := limitedDeployment(t, dir, `      processes = 32`)
+	config := limitedDeployment(t, dir, "", `      processes = 32`)
 	h := startHost(t, config, 2)
 
 	if st := statusOf(t, config)["caged"]; st.Sandbox.State != confine.StateEnforced {
@@ -140,6 +155,18 @@ func TestAttackForkBombInCgroup(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// metricValue scrapes addr and returns the series of family name whose
+// labels include labels.
+func metricValue(t *testing.T, addr, name string, labels map[string]string) (float64, bool) {
+	t.Helper()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(strings.NewReader(scrape(t, addr)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return value(families, name, labels)
 }
 
 // isZombie: pid has ended and waits for its parent (init) to reap it.
