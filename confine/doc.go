@@ -6,10 +6,10 @@
 //
 // The launcher is the host binary itself, run with the hidden subcommand
 // Subcommand (see Main). Command builds the launcher's command line and the
-// namespaces it is cloned into; the launcher then mounts what hides the
-// admin sockets, sets the rlimits, applies Landlock (filesystem, TCP and
-// IPC scopes) with no_new_privs, switches user when asked, and execs the
-// plugin.
+// namespaces it is cloned into; the launcher then joins the process's
+// cgroup, mounts what hides the admin sockets, sets the rlimits, applies
+// Landlock (filesystem, TCP and IPC scopes) with no_new_privs, switches
+// user when asked, and execs the plugin.
 //
 // Mechanisms, all Linux's own:
 //
@@ -30,7 +30,10 @@
 //     read-only tmpfs named MarkSource that marks the namespace for package
 //     lineage, and an empty file from it over each admin socket the host
 //     names (Landlock does not govern connect on pathname sockets).
-//   - limits: rlimits (RLIMIT_DATA, RLIMIT_NOFILE, RLIMIT_NPROC, RLIMIT_CPU).
+//   - limits: a cgroup of the process's own where the host can make one
+//     (NewCgroup: memory and pids, joined by the launcher first, emptied
+//     and removed by Cgroup.Close once the process has ended), and rlimits
+//     (RLIMIT_DATA, RLIMIT_NOFILE, RLIMIT_NPROC, RLIMIT_CPU).
 //   - no_new_privs, and with a root host an optional switch to another user.
 //
 // Detect says what the running kernel supports, and Policy.Enforcement what
