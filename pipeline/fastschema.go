@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"math/big"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -47,7 +48,9 @@ type fastSchema struct {
 	// Counts; -1 when absent.
 	minLength, maxLength, minItems, maxItems int
 
-	properties map[string]*fastSchema
+	// properties, sorted by name: a slice weighs a fifth of a map of
+	// the few properties a tool has, and is as fast to search.
+	properties []fastProperty
 	required   []string
 	// additional checks properties not in properties; nil accepts them.
 	additional *fastSchema
@@ -122,7 +125,10 @@ type fastCompiler struct{ draft int }
 func (c fastCompiler) schema(doc any, root bool) *fastSchema {
 	switch doc := doc.(type) {
 	case bool:
-		return &fastSchema{always: doc, never: !doc}
+		if doc {
+			return &alwaysSchema
+		}
+		return &neverSchema
 	case map[string]any:
 		return c.object(doc, root)
 	}
@@ -155,12 +161,13 @@ func (c fastCompiler) object(obj map[string]any, root bool) *fastSchema {
 		case "properties":
 			m, isMap := v.(map[string]any)
 			ok = isMap
-			s.properties = make(map[string]*fastSchema, len(m))
+			s.properties = make([]fastProperty, 0, len(m))
 			for name, sub := range m {
-				if s.properties[name] = c.schema(sub, false); s.properties[name] == nil {
-					ok = false
-				}
+				p := fastProperty{name, c.schema(sub, false)}
+				ok = ok && p.schema != nil
+				s.properties = append(s.properties, p)
 			}
+			slices.SortFunc(s.properties, func(a, b fastProperty) int { return strings.Compare(a.name, b.name) })
 		case "required":
 			list, isList := v.([]any)
 			ok = isList
@@ -209,7 +216,44 @@ func (c fastCompiler) object(obj map[string]any, root bool) *fastSchema {
 			}
 		}
 	}
+	if p := plainSchema(s); p != nil {
+		return p
+	}
 	return s
+}
+
+// Schemas that many tools share, compiled once: true, false, and a type
+// and nothing else (a property's {"type": "string", "description": …}).
+// Nothing changes a fastSchema once compiled. A registry of thousands of
+// tools keeps one of each rather than one per property, which is most of
+// what its fast schemas weigh (and what each GC cycle scans).
+var (
+	alwaysSchema = fastSchema{always: true, minLength: -1, maxLength: -1, minItems: -1, maxItems: -1}
+	neverSchema  = fastSchema{never: true, minLength: -1, maxLength: -1, minItems: -1, maxItems: -1}
+	plainSchemas [typeObject << 1]fastSchema
+)
+
+func init() {
+	for t := range plainSchemas {
+		plainSchemas[t] = fastSchema{types: jsonTypes(t), minLength: -1, maxLength: -1, minItems: -1, maxItems: -1,
+			needNumber: jsonTypes(t)&(typeInteger|typeNumber) == typeInteger}
+	}
+}
+
+// plainSchema returns the shared schema equal to s when s sets a type
+// (or none) and nothing else; nil otherwise.
+func plainSchema(s *fastSchema) *fastSchema {
+	if s.always || s.never || s.oneOfEach != nil || s.minimum != nil || s.maximum != nil ||
+		s.exclusiveMinimum != nil || s.exclusiveMaximum != nil || s.minLength >= 0 || s.maxLength >= 0 ||
+		s.minItems >= 0 || s.maxItems >= 0 || s.properties != nil || s.required != nil ||
+		s.additional != nil || s.items != nil || int(s.types) >= len(plainSchemas) {
+		return nil
+	}
+	p := &plainSchemas[s.types]
+	if p.needNumber != s.needNumber {
+		return nil // not reached: needNumber follows from the type alone here
+	}
+	return p
 }
 
 // bounds reads an inclusive bound and its exclusive counterpart as
@@ -306,6 +350,29 @@ func count(v any) (int, bool) {
 	return int(r.Num().Int64()), true
 }
 
+type fastProperty struct {
+	name   string
+	schema *fastSchema
+}
+
+// property is the schema of the property name, nil when it has none.
+func (s *fastSchema) property(name string) *fastSchema {
+	ps := s.properties
+	if len(ps) > 8 {
+		i, found := slices.BinarySearchFunc(ps, name, func(p fastProperty, name string) int { return strings.Compare(p.name, name) })
+		if !found {
+			return nil
+		}
+		return ps[i].schema
+	}
+	for i := range ps {
+		if ps[i].name == name {
+			return ps[i].schema
+		}
+	}
+	return nil
+}
+
 // accepts reports whether v, as parseJSON produces it, is valid; false may
 // also mean "not sure", for jsonschema to decide.
 func (s *fastSchema) accepts(v any) bool {
@@ -374,8 +441,8 @@ func (s *fastSchema) accepts(v any) bool {
 			}
 		}
 		for name, e := range v {
-			sub, ok := s.properties[name]
-			if !ok {
+			sub := s.property(name)
+			if sub == nil {
 				sub = s.additional
 			}
 			if sub != nil && !sub.accepts(e) {

@@ -36,6 +36,10 @@ var toolSchemas = []string{
 	`{"$schema":"https://json-schema.org/draft/2019-09/schema","type":"object","properties":{"d":{"type":"string","deprecated":true,"readOnly":true}}}`,
 	`true`,
 	`false`,
+	// More properties than a linear search is used for.
+	`{"type":"object","properties":{"j":{"type":"string"},"a":{"type":"integer"},"i":{"type":"boolean"},"b":{"type":"number","minimum":0},
+	  "h":{"type":"array"},"c":{"type":"string","maxLength":2},"g":{"type":"null"},"d":{"type":"object"},"f":{"enum":[1,"x"]},"e":true},
+	  "required":["a","j"],"additionalProperties":false}`,
 }
 
 // Schemas outside the subset: valid, but jsonschema alone checks them.
@@ -539,7 +543,8 @@ func FuzzFastSchema(f *testing.F) {
 	args := []string{`{}`, `{"a":1,"b":2}`, `{"a":"x"}`, `{"q":"x","limit":100}`, `{"q":"","limit":1.0}`,
 		`{"q":"x","limit":100.5}`, `{"path":"é","content":""}`, `{"mode":"fast","n":9.99,"tags":["abcd"]}`,
 		`{"n":0}`, `{"n":1e999999}`, `{"n":1e1000001}`, `{"list":[1,2.0,3.5]}`, `[1,"a",null]`, `"x"`, `5`, `null`, `true`,
-		`{"v":1,"any":{},"no":1}`, `{"opts":{"x":false,"y":1}}`}
+		`{"v":1,"any":{},"no":1}`, `{"opts":{"x":false,"y":1}}`,
+		`{"a":1,"j":"x","b":0.5,"c":"ab","f":"x","e":[],"g":null}`, `{"a":1,"j":"x","c":"abc"}`, `{"a":1,"j":"x","k":1}`}
 	for _, s := range toolSchemas {
 		for _, a := range args {
 			f.Add(s, a)
