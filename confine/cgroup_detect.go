@@ -266,8 +266,10 @@ func probeWritable(dir string, pid int) error {
 	return nil
 }
 
-// removeStale removes the cgroups of hosts that are gone (a host killed
-// before it could), killing what their plugins left running there.
+// removeStale removes the empty cgroups of hosts that are gone (a host
+// killed before it could). One that still holds a process is left as it
+// is: its host may be alive in another pid namespace, where its pid means
+// nothing here, and killing its plugins would be worse than a leftover.
 func removeStale(dir string) {
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
@@ -280,7 +282,7 @@ func removeStale(dir string) {
 		if err != nil || !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
 			continue
 		}
-		_ = (&Cgroup{dirs: []string{filepath.Join(dir, e.Name())}}).Close()
+		_ = os.Remove(filepath.Join(dir, e.Name())) // fails while a process is in it
 	}
 }
 

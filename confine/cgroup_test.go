@@ -230,8 +230,9 @@ func zombie(pid int) bool {
 	return len(f) > 0 && f[0] == "Z"
 }
 
-// TestStaleCgroupsRemoved: a cgroup of a host that is gone, with a process
-// its plugin left running, is emptied and removed by the next detection.
+// TestStaleCgroupsRemoved: an empty cgroup of a host that is gone is
+// removed by the next detection; one that still holds a process is left,
+// with its process (its host may be alive in another pid namespace).
 func TestStaleCgroupsRemoved(t *testing.T) {
 	needCgroups(t, Detect(launcher(t)))
 	root, err := cgroupProbe()
@@ -242,26 +243,36 @@ func TestStaleCgroupsRemoved(t *testing.T) {
 	if err := gone.Run(); err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(root.dirs[ControllerPids], cgroupPrefix+strconv.Itoa(gone.Process.Pid)+".left.1")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
+	prefix := filepath.Join(root.dirs[ControllerPids], cgroupPrefix+strconv.Itoa(gone.Process.Pid))
+	empty, held := prefix+".empty.1", prefix+".held.1"
+	for _, d := range []string{empty, held} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	left := exec.Command("/bin/sleep", "60")
 	if err := left.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer left.Process.Kill()
-	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(left.Process.Pid)), 0); err != nil {
+	defer func() {
+		left.Process.Kill()
+		left.Wait()
+		os.Remove(held)
+	}()
+	if err := os.WriteFile(filepath.Join(held, "cgroup.procs"), []byte(strconv.Itoa(left.Process.Pid)), 0); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := detectCgroups("/proc/self/mountinfo", "/proc/self/cgroup", os.Getpid()); err != nil {
 		t.Fatal(err)
 	}
-	if err := left.Wait(); err == nil {
-		t.Errorf("the process left in a dead host's cgroup was not killed")
+	if _, err := os.Stat(empty); !errors.Is(err, os.ErrNotExist) {
+		os.Remove(empty)
+		t.Errorf("the dead host's empty cgroup is still there: %v", err)
 	}
-	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
-		os.Remove(dir)
-		t.Errorf("the dead host's cgroup is still there: %v", err)
+	if _, err := os.Stat(held); err != nil {
+		t.Errorf("a cgroup holding a process was removed: %v", err)
+	}
+	if err := left.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Errorf("the process in it was ended: %v", err)
 	}
 }
