@@ -52,7 +52,10 @@ type cgroupRoot struct {
 type Cgroup struct {
 	version string
 	dirs    []string
-	closed  atomic.Bool
+	// memory: the cgroup has the memory controller, so it, not
+	// RLIMIT_DATA, bounds the plugin's memory.
+	memory bool
+	closed atomic.Bool
 }
 
 var cgroupSeq atomic.Uint64
@@ -66,7 +69,8 @@ func NewCgroup(name string, l Limits) (*Cgroup, error) {
 		return nil, err
 	}
 	leaf := cgroupPrefix + strconv.Itoa(os.Getpid()) + "." + cgroupName(name) + "." + strconv.FormatUint(cgroupSeq.Add(1), 10)
-	cg := &Cgroup{version: root.version}
+	_, memory := root.dirs[ControllerMemory]
+	cg := &Cgroup{version: root.version, memory: memory}
 	seen := map[string]bool{}
 	for _, c := range []string{ControllerMemory, ControllerPids} {
 		base, ok := root.dirs[c]
@@ -150,6 +154,23 @@ func (cg *Cgroup) OOMKills() int {
 		}
 	}
 	return 0
+}
+
+// LimitReached reports whether the cgroup's memory reached its limit at
+// least once (the kernel had to reclaim, refuse or kill to stay under it).
+func (cg *Cgroup) LimitReached() bool {
+	text := cg.memoryFile("memory.failcnt", "memory.events")
+	if cg != nil && cg.version == "v2" {
+		for _, line := range strings.Split(text, "\n") {
+			if v, ok := strings.CutPrefix(line, "max "); ok {
+				n, _ := strconv.Atoi(strings.TrimSpace(v))
+				return n > 0
+			}
+		}
+		return false
+	}
+	n, _ := strconv.Atoi(strings.TrimSpace(text))
+	return n > 0
 }
 
 // MemoryBytes is the memory charged to the cgroup now (its processes'

@@ -71,6 +71,8 @@ type spec struct {
 	Cover   []string `json:"cover,omitempty"`
 	// Cgroups are the folders of the process's cgroup, joined first.
 	Cgroups []string `json:"cgroups,omitempty"`
+	// CgroupMemory: the cgroup bounds memory, and RLIMIT_DATA is not set.
+	CgroupMemory bool `json:"cgroup_memory,omitempty"`
 }
 
 // Command returns the command that starts the plugin confined by the
@@ -92,7 +94,7 @@ func Command(l Launch) (*exec.Cmd, error) {
 		s.MountNS, s.MarkDir, s.Cover = true, l.MarkDir, l.Cover
 	}
 	if l.Cgroup != nil {
-		s.Cgroups = l.Cgroup.Dirs()
+		s.Cgroups, s.CgroupMemory = l.Cgroup.Dirs(), l.Cgroup.memory
 	}
 	if l.Policy.User != "" && os.Geteuid() == 0 {
 		uid, gid, err := lookupUser(l.Policy.User)

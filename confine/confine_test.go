@@ -49,7 +49,7 @@ func TestEnforcement(t *testing.T) {
 	}
 	l := Policy{Limits: Limits{Memory: 256 << 20, Processes: 64, OpenFiles: 128, CPU: time.Minute}}
 	want := []string{
-		"memory 256MiB: cgroup v1 memory.limit_in_bytes, RLIMIT_DATA",
+		"memory 256MiB: cgroup v1 memory.limit_in_bytes",
 		"processes 64: cgroup v1 pids.max, RLIMIT_NPROC (the user's processes)",
 		"open_files 128: RLIMIT_NOFILE",
 		"cpu 1m0s: RLIMIT_CPU",

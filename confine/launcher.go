@@ -91,7 +91,7 @@ func launch(args []string) error {
 			return err
 		}
 	}
-	if err := setLimits(s.Limits); err != nil {
+	if err := setLimits(s.Limits, s.CgroupMemory); err != nil {
 		return err
 	}
 	if err := restrict(s); err != nil {
@@ -139,7 +139,12 @@ func goMemLimit(env []string, memory uint64) []string {
 	return append(env, "GOMEMLIMIT="+strconv.FormatUint(memory/10*9, 10))
 }
 
-func setLimits(l Limits) error {
+// setLimits sets the rlimits of l. RLIMIT_DATA is left out when the cgroup
+// bounds memory: it counts address space, not pages, and every thread's
+// stack reserves 8 MiB of it (glibc's default, from RLIMIT_STACK), so a
+// plugin of many threads (a Go plugin built with cgo under load) failed to
+// start a thread and aborted far below its limit.
+func setLimits(l Limits, cgroupMemory bool) error {
 	set := func(what string, res int, v uint64) error {
 		if v == 0 {
 			return nil
@@ -149,12 +154,16 @@ func setLimits(l Limits) error {
 		}
 		return nil
 	}
+	data := l.Memory
+	if cgroupMemory {
+		data = 0
+	}
 	cpu := uint64(0)
 	if l.CPU > 0 {
 		cpu = uint64(math.Ceil(l.CPU.Seconds()))
 	}
 	return errors.Join(
-		set("memory", unix.RLIMIT_DATA, l.Memory),
+		set("memory", unix.RLIMIT_DATA, data),
 		set("open_files", unix.RLIMIT_NOFILE, l.OpenFiles),
 		set("processes", unix.RLIMIT_NPROC, l.Processes),
 		set("cpu", unix.RLIMIT_CPU, cpu),

@@ -67,8 +67,8 @@ func (n Network) String() string {
 type Limits struct {
 	// Memory bounds the memory of the plugin and what it starts, bytes:
 	// by its cgroup where the host can make one (every page charged to
-	// it, shared ones included), and always by RLIMIT_DATA (its private
-	// data).
+	// it, shared ones included), else by RLIMIT_DATA (its private data
+	// and address space reserved for it, thread stacks included).
 	Memory uint64 `json:"memory,omitempty"`
 	// OpenFiles bounds its open file descriptors.
 	OpenFiles uint64 `json:"open_files,omitempty"`
@@ -114,7 +114,7 @@ type Enforcement struct {
 	// Gaps says what is not enforced when State is "partial".
 	Gaps []Gap `json:"gaps,omitempty"`
 	// Limits says how each declared limit is enforced, one line each
-	// ("memory 256MiB: cgroup v1 memory.limit_in_bytes, RLIMIT_DATA").
+	// ("memory 256MiB: cgroup v1 memory.limit_in_bytes").
 	Limits []string `json:"limits,omitempty"`
 }
 
@@ -190,9 +190,9 @@ func (l Limits) describe(s Support) []string {
 		if !s.cgroupHas(ControllerMemory) {
 			by("memory "+Bytes(l.Memory), "RLIMIT_DATA (private data only)")
 		} else if s.Cgroup == "v2" {
-			by("memory "+Bytes(l.Memory), "cgroup v2 memory.max", "RLIMIT_DATA")
+			by("memory "+Bytes(l.Memory), "cgroup v2 memory.max")
 		} else {
-			by("memory "+Bytes(l.Memory), "cgroup v1 memory.limit_in_bytes", "RLIMIT_DATA")
+			by("memory "+Bytes(l.Memory), "cgroup v1 memory.limit_in_bytes")
 		}
 	}
 	if l.Processes > 0 {

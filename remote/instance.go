@@ -296,9 +296,15 @@ func (in *instance) describe(ctx context.Context, prepare json.RawMessage) (*pb.
 // after its stderr reader has read to the end, so ProcessState is set and the
 // stderr tail is complete.
 func (in *instance) exitReason() string {
-	why := describeExit(in.cmd.ProcessState)
-	if in.oomKilled() {
+	ps := in.cmd.ProcessState
+	why := describeExit(ps)
+	switch {
+	case in.oomKilled():
 		why += " (out of memory: the kernel killed it at its sandbox's limit, memory = " + confine.Bytes(in.spec.Sandbox.Limits.Memory) + ")"
+	case ps != nil && !ps.Success() && in.cgroup.LimitReached():
+		// It may have died of a refusal at the limit (a thread it could
+		// not start) rather than by the kernel's hand.
+		why += " (it had reached its sandbox's memory limit, memory = " + confine.Bytes(in.spec.Sandbox.Limits.Memory) + ")"
 	}
 	return why
 }

@@ -85,12 +85,17 @@ func TestAttackSharedMemoryPastLimit(t *testing.T) {
 	}
 
 	// The host restarts it, in a new cgroup, and it works.
+	killed := false
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		st := statusOf(t, config)["caged"]
 		if st.State == "ACTIVE" && st.PID != before.PID {
 			t.Logf("restarted: pid %d → %d, last exit %q", before.PID, st.PID, st.LastExit)
-			if !strings.Contains(st.LastExit, "killed by signal: killed (out of memory: the kernel killed it at its sandbox's limit, memory = 128MiB)") {
+			// The kernel's OOM kill, as a rule; a refusal at the limit that
+			// the plugin died of (a thread it could not start) is the limit
+			// holding too.
+			killed = strings.Contains(st.LastExit, "killed by signal: killed (out of memory: the kernel killed it at its sandbox's limit, memory = 128MiB)")
+			if !killed && !strings.Contains(st.LastExit, "(it had reached its sandbox's memory limit, memory = 128MiB)") {
 				t.Errorf("last exit %q, want the kill at the limit; its stderr:\n%s", st.LastExit, strings.Join(st.Stderr, "\n"))
 			}
 			break
@@ -103,8 +108,12 @@ func TestAttackSharedMemoryPastLimit(t *testing.T) {
 	if o := hostileCall(t, config, "caged", map[string]any{"what": "share", "bytes": 32 << 20}); !o.Done {
 		t.Errorf("share 32 MiB within the limit: %s", o.Detail)
 	}
-	if v, _ := metricValue(t, metrics, "plugkit_plugin_oom_kills_total", caged); v != 1 {
-		t.Errorf("plugkit_plugin_oom_kills_total = %v, want 1", v)
+	wantKills := 0.0
+	if killed {
+		wantKills = 1
+	}
+	if v, _ := metricValue(t, metrics, "plugkit_plugin_oom_kills_total", caged); v != wantKills {
+		t.Errorf("plugkit_plugin_oom_kills_total = %v, want %v", v, wantKills)
 	}
 	if v, _ := metricValue(t, metrics, "plugkit_plugin_cgroup_memory_bytes", caged); v < 32<<20 {
 		t.Errorf("plugkit_plugin_cgroup_memory_bytes = %v after sharing 32 MiB, want at least that (resident memory would not count it)", v)
