@@ -320,8 +320,10 @@ func TestWorkersReusedAndBounded(t *testing.T) {
 	}
 	close(release)
 	wg.Wait()
+	// A worker that finds the idle ones full counts itself in, then out
+	// again before it exits: 17 for a moment is that, not a 17th waiter.
 	deadline := time.Now().Add(10 * time.Second)
-	for w.idle.Load() < maxIdleWorkers && time.Now().Before(deadline) {
+	for w.idle.Load() != maxIdleWorkers && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
 	if n := w.idle.Load(); n != maxIdleWorkers {
