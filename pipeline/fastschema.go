@@ -241,19 +241,15 @@ func init() {
 }
 
 // plainSchema returns the shared schema equal to s when s sets a type
-// (or none) and nothing else; nil otherwise.
+// (or none) and nothing else; nil otherwise. (object never sets always or
+// never, and needNumber then follows from the type alone.)
 func plainSchema(s *fastSchema) *fastSchema {
-	if s.always || s.never || s.oneOfEach != nil || s.minimum != nil || s.maximum != nil ||
-		s.exclusiveMinimum != nil || s.exclusiveMaximum != nil || s.minLength >= 0 || s.maxLength >= 0 ||
-		s.minItems >= 0 || s.maxItems >= 0 || s.properties != nil || s.required != nil ||
-		s.additional != nil || s.items != nil || int(s.types) >= len(plainSchemas) {
+	if s.oneOfEach != nil || s.minimum != nil || s.maximum != nil || s.exclusiveMinimum != nil ||
+		s.exclusiveMaximum != nil || s.minLength >= 0 || s.maxLength >= 0 || s.minItems >= 0 ||
+		s.maxItems >= 0 || s.properties != nil || s.required != nil || s.additional != nil || s.items != nil {
 		return nil
 	}
-	p := &plainSchemas[s.types]
-	if p.needNumber != s.needNumber {
-		return nil // not reached: needNumber follows from the type alone here
-	}
-	return p
+	return &plainSchemas[s.types]
 }
 
 // bounds reads an inclusive bound and its exclusive counterpart as
