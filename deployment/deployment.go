@@ -35,6 +35,9 @@ type Host struct {
 	// MaxResultBytes is every plugin's max_result_bytes unless its own
 	// block says otherwise.
 	MaxResultBytes int
+	// MaxArgumentBytes bounds a call's arguments (stage 0, every front
+	// end) unless the block of the tool's plugin says otherwise.
+	MaxArgumentBytes int
 	// LogLevel is one of trace, debug, info, warn, error.
 	LogLevel        string
 	ApprovalTimeout time.Duration
@@ -169,7 +172,10 @@ type Plugin struct {
 	// call TOOL_ERROR) and what its result observers receive of any result
 	// (larger arrives as its size, digest and head).
 	MaxResultBytes int
-	Restart        remote.RestartPolicy
+	// MaxArgumentBytes bounds the arguments of a call to one of its tools;
+	// 0 leaves it the host block's.
+	MaxArgumentBytes int
+	Restart          remote.RestartPolicy
 	// EnabledTools is the allow-list: nil allows every tool.
 	EnabledTools []string
 	// DisabledTools is the deny-list.
@@ -221,7 +227,8 @@ func (p Plugin) Spec() remote.Spec {
 		Critical: p.Critical,
 		Restart:  p.Restart,
 
-		MaxResultBytes: p.MaxResultBytes,
+		MaxResultBytes:   p.MaxResultBytes,
+		MaxArgumentBytes: p.MaxArgumentBytes,
 
 		EnabledTools:  slices.Clone(p.EnabledTools),
 		DisabledTools: slices.Clone(p.DisabledTools),

@@ -27,6 +27,7 @@
 //	  auto_mtls         = true              # default true
 //	  max_message_bytes = 67108864          # default 64 MiB
 //	  max_result_bytes  = 16777216          # default 16 MiB: every plugin's, unless its block says
+//	  max_argument_bytes = 4194304          # default 4 MiB: a call's arguments, checked first in stage 0
 //	  log_level         = "info"            # trace|debug|info|warn|error (default info)
 //	  approval_timeout  = "60s"             # default 60s
 //	  listener_timeout  = "30s"             # default 30s
@@ -80,6 +81,7 @@
 //	  watch    = false                      # reload when the binary changes
 //	  max_result_bytes = 16777216           # a larger result of its tools ends the call TOOL_ERROR;
 //	                                        # its observers get a larger one as size, sha256 and head
+//	  max_argument_bytes = 4194304          # its tools' arguments (default: the host block's)
 //	  restart {                             # defaults 5, 1m, 100ms, 10s
 //	    attempts    = 5
 //	    window      = "1m"

@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/hcl/v2/gohcl"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
+	"github.com/plugkit-go/plugkit/pipeline"
 	"github.com/plugkit-go/plugkit/remote"
 	"github.com/plugkit-go/plugkit/shared/wire"
 )
@@ -106,6 +107,7 @@ func (p *parser) host(hs *hostSyntax) Host {
 		AutoMTLS:           true,
 		MaxMessageBytes:    wire.DefaultMaxMessageBytes,
 		MaxResultBytes:     remote.DefaultMaxResultBytes,
+		MaxArgumentBytes:   pipeline.DefaultMaxArgumentBytes,
 		LogLevel:           defaultLogLevel,
 		ApprovalTimeout:    defaultApprovalTimeout,
 		ListenerTimeout:    defaultListenerTimeout,
@@ -147,6 +149,7 @@ func (p *parser) host(hs *hostSyntax) Host {
 		}
 	}
 	h.MaxResultBytes = p.count(body, "max_result_bytes", hs.MaxResultBytes, 1, h.MaxResultBytes)
+	h.MaxArgumentBytes = p.count(body, "max_argument_bytes", hs.MaxArgBytes, 1, h.MaxArgumentBytes)
 	p.maxResult = h.MaxResultBytes
 	if hs.LogLevel != nil {
 		if !slices.Contains(logLevels, *hs.LogLevel) {

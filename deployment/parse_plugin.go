@@ -50,11 +50,13 @@ func (p *parser) plugin(ps *pluginSyntax) Plugin {
 		Watch:          ps.Watch,
 		Restart:        defaultRestart,
 		MaxResultBytes: p.count(ps.Body, "max_result_bytes", ps.MaxResult, 1, p.maxResult),
-		Config:         json.RawMessage("{}"),
-		Range:          ps.DefRange,
-		ConfigRange:    ps.DefRange,
-		configOK:       true,
-		src:            &pluginSource{body: sb, config: map[string]hcl.Range{"": ps.DefRange}},
+		// 0 when not written: the host block's, which the pipeline holds.
+		MaxArgumentBytes: p.count(ps.Body, "max_argument_bytes", ps.MaxArgs, 1, 0),
+		Config:           json.RawMessage("{}"),
+		Range:            ps.DefRange,
+		ConfigRange:      ps.DefRange,
+		configOK:         true,
+		src:              &pluginSource{body: sb, config: map[string]hcl.Range{"": ps.DefRange}},
 	}
 	if !pluginName.MatchString(ps.Name) {
 		p.errorf(ps.NameRange, "Invalid plugin name", "Plugin name %q must start with a letter or digit and hold only letters, digits, '_', '.' and '-'.", ps.Name)

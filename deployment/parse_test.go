@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/plugkit-go/plugkit/pipeline"
 	"github.com/plugkit-go/plugkit/remote"
 	"github.com/plugkit-go/plugkit/shared/wire"
 
@@ -115,6 +116,7 @@ plugin "store" {
 		AutoMTLS:           false,
 		MaxMessageBytes:    1 << 20,
 		MaxResultBytes:     remote.DefaultMaxResultBytes,
+		MaxArgumentBytes:   pipeline.DefaultMaxArgumentBytes,
 		LogLevel:           "debug",
 		ApprovalTimeout:    2 * time.Minute,
 		ListenerTimeout:    1500 * time.Millisecond,
@@ -217,6 +219,7 @@ func TestParseDefaults(t *testing.T) {
 				AutoMTLS:           true,
 				MaxMessageBytes:    wire.DefaultMaxMessageBytes,
 				MaxResultBytes:     remote.DefaultMaxResultBytes,
+				MaxArgumentBytes:   pipeline.DefaultMaxArgumentBytes,
 				LogLevel:           "info",
 				ApprovalTimeout:    60 * time.Second,
 				ListenerTimeout:    30 * time.Second,
@@ -414,5 +417,46 @@ plugin "a" {
 	}
 	if d.Host.MCPMaxConnsPerPeer != 5 {
 		t.Errorf("MCPMaxConnsPerPeer = %d, want 5", d.Host.MCPMaxConnsPerPeer)
+	}
+}
+
+// TestParseMaxArgumentBytes: the host block's bound, a plugin's own, and
+// a plugin that says nothing keeping the host's (0 in its Spec).
+func TestParseMaxArgumentBytes(t *testing.T) {
+	path := writeDeployment(t, `
+host {
+  max_argument_bytes = 1048576
+}
+
+plugin "a" {
+  path               = "bin/ok"
+  max_argument_bytes = 33554432
+}
+
+plugin "b" {
+  path = "bin/ok"
+}
+`)
+	d, diags := Parse(path)
+	if diags.HasErrors() {
+		t.Fatalf("Parse:\n%s", Format(diags))
+	}
+	if d.Host.MaxArgumentBytes != 1<<20 {
+		t.Errorf("host MaxArgumentBytes = %d, want %d", d.Host.MaxArgumentBytes, 1<<20)
+	}
+	got := map[string]int{}
+	for _, p := range d.Plugins {
+		got[p.Name] = p.Spec().MaxArgumentBytes
+	}
+	if got["a"] != 32<<20 || got["b"] != 0 {
+		t.Errorf("plugins' MaxArgumentBytes = %v, want a: %d, b: 0 (the host's)", got, 32<<20)
+	}
+	bad := writeDeployment(t, `
+host {
+  max_argument_bytes = 0
+}
+`)
+	if _, diags := Parse(bad); !diags.HasErrors() || !strings.Contains(Format(diags), "max_argument_bytes must be at least 1") {
+		t.Errorf("max_argument_bytes = 0: %s, want it refused", Format(diags))
 	}
 }

@@ -37,6 +37,7 @@ type hostSyntax struct {
 	AutoMTLS        *bool          `hcl:"auto_mtls,optional"`
 	MaxMessageBytes *int           `hcl:"max_message_bytes,optional"`
 	MaxResultBytes  *int           `hcl:"max_result_bytes,optional"`
+	MaxArgBytes     *int           `hcl:"max_argument_bytes,optional"`
 	LogLevel        *string        `hcl:"log_level,optional"`
 	ApprovalTimeout *string        `hcl:"approval_timeout,optional"`
 	ListenerTimeout *string        `hcl:"listener_timeout,optional"`
@@ -146,6 +147,7 @@ type pluginSyntax struct {
 	Critical  bool           `hcl:"critical,optional"`
 	Watch     bool           `hcl:"watch,optional"`
 	MaxResult *int           `hcl:"max_result_bytes,optional"`
+	MaxArgs   *int           `hcl:"max_argument_bytes,optional"`
 	Restart   *restartSyntax `hcl:"restart,block"`
 	Tools     *toolsSyntax   `hcl:"tools,block"`
 	Config    *configSyntax  `hcl:"config,block"`

@@ -15,6 +15,22 @@ import (
 	"golang.org/x/text/message"
 )
 
+// argumentLimit is the bound on the arguments of a call to reg (nil: a
+// tool that does not exist).
+func (t *Tools) argumentLimit(reg *registered) int {
+	if reg != nil && reg.maxArgs > 0 {
+		return reg.maxArgs
+	}
+	return t.opts.MaxArgumentBytes
+}
+
+// oversized is the refusal of arguments of n bytes over limit, checked
+// before they are parsed or shown to anyone.
+func oversized(n, limit int, tool string) *Error {
+	return &Error{Code: CodeInvalidArguments, Message: fmt.Sprintf(
+		"the arguments (%d bytes) are larger than max_argument_bytes (%d bytes) of tool %s", n, limit, tool)}
+}
+
 // checkArguments is stage 0's argument check: it parses the arguments,
 // validates them against the tool's schema and returns their canonical form
 // (object keys sorted, no insignificant space, numbers as written).
@@ -23,6 +39,10 @@ func checkArguments(t *registered, raw []byte) (string, *Error) {
 		raw = []byte("{}")
 	}
 	v, text, err := parseJSONText(raw)
+	var dup *DuplicateKeyError
+	if errors.As(err, &dup) {
+		return "", &Error{Code: CodeInvalidArguments, Message: dup.Error()}
+	}
 	if err != nil {
 		return "", &Error{Code: CodeInvalidArguments, Message: "arguments are not valid JSON: " + err.Error()}
 	}

@@ -138,6 +138,10 @@ func (t *Tools) Explain(ctx context.Context, name string, args json.RawMessage, 
 	}
 	x.Owner = reg.info.Owner
 	e.tool = &reg.info
+	if limit := t.argumentLimit(reg); len(args) > limit {
+		x.Outcome, x.Reason, x.DecidedBy = BadArgs, oversized(len(args), limit, name).Message, "host"
+		return x
+	}
 	canon, bad := checkArguments(reg, args)
 	if bad != nil {
 		x.Outcome, x.Reason, x.DecidedBy = BadArgs, bad.Message, "host"

@@ -34,6 +34,29 @@ func parseJSONText(raw []byte) (any, string, error) {
 	return v, p.s, nil
 }
 
+// DuplicateKeyError is an object that names one key twice, at any depth.
+type DuplicateKeyError struct {
+	Key string
+	// Offset is where the second one starts in the input.
+	Offset int
+}
+
+func (e *DuplicateKeyError) Error() string {
+	k := validUTF8(e.Key)
+	if len(k) > maxKeyShown {
+		// Cut on a rune boundary: the message stays valid UTF-8.
+		n := maxKeyShown
+		for n > 0 && !utf8.RuneStart(k[n]) {
+			n--
+		}
+		k = k[:n] + "…"
+	}
+	return fmt.Sprintf("duplicate key %s at offset %d", appendString(nil, k), e.Offset)
+}
+
+// maxKeyShown bounds the key a DuplicateKeyError quotes.
+const maxKeyShown = 64
+
 // maxDepth bounds nesting so that hostile arguments cannot exhaust the stack.
 const maxDepth = 512
 
@@ -100,6 +123,7 @@ func (p *jsonParser) object(depth int) (any, error) {
 		if p.i >= len(p.s) || p.s[p.i] != '"' {
 			return nil, p.errorf("expected a string key")
 		}
+		keyAt := p.i
 		k, err := p.str()
 		if err != nil {
 			return nil, err
@@ -110,6 +134,13 @@ func (p *jsonParser) object(depth int) (any, error) {
 		}
 		p.i++
 		p.space()
+		// A key given twice is refused, not resolved: a policy reading
+		// the first value and a tool reading the last would each see an
+		// argument the other did not. Keys compare unescaped, so "\u0070"
+		// and "p" are the same key.
+		if _, dup := m[k]; dup {
+			return nil, &DuplicateKeyError{Key: k, Offset: keyAt}
+		}
 		v, err := p.value(depth)
 		if err != nil {
 			return nil, err

@@ -45,8 +45,16 @@ func (t *Tools) run(ctx context.Context, s *snapshot, e *Execution, args json.Ra
 		return denied(h.reason, h.who)
 	}
 
-	// Stage 0: lookup and argument check.
+	// Stage 0: lookup and argument check. Arguments over their bound are
+	// refused before anything reads them, observers included: a critical
+	// listener with a memory limit must not be the one to find out.
 	reg, ok := s.tools[e.name]
+	if limit := t.argumentLimit(reg); len(args) > limit {
+		if ok {
+			e.tool = &reg.info
+		}
+		return Result{Error: oversized(len(args), limit, e.name)}
+	}
 	if !ok {
 		// Observers see what was asked for, so that a record of the call
 		// (an audit digest) is of its arguments, not of nothing.

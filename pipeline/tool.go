@@ -30,6 +30,9 @@ type Tool struct {
 	Idempotent bool
 	// Timeout, when set, is enforced by the timeout policy.
 	Timeout time.Duration
+	// MaxArgumentBytes bounds the arguments of a call to the tool (its
+	// plugin's max_argument_bytes); 0 is Options.MaxArgumentBytes.
+	MaxArgumentBytes int
 	// Notes, Held and Definition: see ToolInfo.
 	Notes      []string
 	Held       string
@@ -110,6 +113,8 @@ type registered struct {
 	// jsonschema (see fastschema.go); nil otherwise.
 	fast *fastSchema
 	body ToolFunc
+	// maxArgs is Tool.MaxArgumentBytes.
+	maxArgs int
 }
 
 // fullSchema returns the jsonschema form of the tool's schema.
@@ -162,7 +167,10 @@ func compile(t Tool, owner string) (*registered, error) {
 	info := t.Info(owner)
 	info.Parameters = append(json.RawMessage(nil), params...)
 	info.rev = revisions.Add(1)
-	return &registered{info: info, schema: schema, fast: fast, body: t.Execute}, nil
+	if t.MaxArgumentBytes < 0 {
+		return nil, fmt.Errorf("register tool %q: max argument bytes %d is negative", t.Name, t.MaxArgumentBytes)
+	}
+	return &registered{info: info, schema: schema, fast: fast, body: t.Execute, maxArgs: t.MaxArgumentBytes}, nil
 }
 
 // compileSchema compiles a tool's schema with jsonschema.

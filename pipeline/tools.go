@@ -64,7 +64,16 @@ type Options struct {
 	// reaches; what a stage calls (a plugin's RPC) is that stage's child.
 	// Nil: no spans, and nothing spent on them.
 	Tracer trace.Tracer
+	// MaxArgumentBytes bounds a call's arguments, checked first in stage
+	// 0 so that no listener (a critical plugin with a memory limit) is
+	// handed more; a tool registered with a bound of its own uses that.
+	// Zero means DefaultMaxArgumentBytes.
+	MaxArgumentBytes int
 }
+
+// DefaultMaxArgumentBytes is Options.MaxArgumentBytes when it is 0: the
+// MCP SDK's request body limit, which bounded MCP calls before.
+const DefaultMaxArgumentBytes = 4 << 20
 
 // DefaultStageSample is Options.StageSample when it is 0.
 const DefaultStageSample = 8
@@ -107,6 +116,9 @@ func New(k *kernel.Kernel, opts Options) *Tools {
 	}
 	if opts.StageSample == 0 {
 		opts.StageSample = DefaultStageSample
+	}
+	if opts.MaxArgumentBytes <= 0 {
+		opts.MaxArgumentBytes = DefaultMaxArgumentBytes
 	}
 	log := opts.Logger
 	if log == nil {
@@ -260,6 +272,9 @@ type snapshot struct {
 	post     []entry[PostExecuteFunc]
 	result   []entry[ResultFunc]
 	approver *entry[ApproverFunc]
+	// maxArgs is the largest argument bound of any tool (at least the
+	// default): what a front end may read of a call's body.
+	maxArgs int
 }
 
 // entry is one listener, its owner and the tools it cares about.
@@ -324,7 +339,7 @@ func (t *Tools) compile() {
 	if prev != nil {
 		known = prev.versions
 		*s = snapshot{
-			tools: prev.tools, absent: prev.absent, holds: prev.holds,
+			tools: prev.tools, absent: prev.absent, holds: prev.holds, maxArgs: prev.maxArgs,
 			pre: prev.pre, guards: prev.guards, exec: prev.exec, post: prev.post, result: prev.result,
 			approver: prev.approver,
 		}
@@ -334,9 +349,11 @@ func (t *Tools) compile() {
 	s.gen, s.versions = gen, versions
 	if list, ok := all[PointTools]; ok {
 		s.tools = make(map[string]*registered, len(list))
+		s.maxArgs = t.opts.MaxArgumentBytes
 		for _, c := range list {
 			if r, ok := c.Value.(*registered); ok {
 				s.tools[r.info.Name] = r
+				s.maxArgs = max(s.maxArgs, r.maxArgs)
 			}
 		}
 	}
@@ -386,6 +403,16 @@ func recollect[F any](chain *[]entry[F], all map[string][]kernel.Contribution, p
 	if _, ok := all[point]; ok {
 		*chain = collect[F](all, point)
 	}
+}
+
+// MaxArgumentBytes is the largest argument bound of any tool registered
+// now (at least Options.MaxArgumentBytes): a front end reads no more of a
+// call's request than that and its envelope.
+func (t *Tools) MaxArgumentBytes() int {
+	if n := t.current().maxArgs; n > 0 {
+		return n
+	}
+	return t.opts.MaxArgumentBytes
 }
 
 // current returns the snapshot, compiled first if the points changed.

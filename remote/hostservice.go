@@ -93,6 +93,7 @@ func (h *hostService) RegisterTool(ctx context.Context, req *pb.RegisterToolRequ
 // plugin's prefix when the descriptor asks for it.
 func (h *hostService) toolOf(d *pb.ToolDescriptor) pipeline.Tool {
 	t := fromDescriptor(d)
+	t.MaxArgumentBytes = h.inst.spec.MaxArgumentBytes
 	if d.GetOwnerPrefix() {
 		t.Name = h.scope.Name() + "_" + t.Name
 	}

@@ -50,6 +50,9 @@ type Spec struct {
 	// values its result observers receive (larger arrives as size, digest
 	// and head). 0 is DefaultMaxResultBytes.
 	MaxResultBytes int
+	// MaxArgumentBytes bounds the arguments of a call to one of the
+	// plugin's tools (pipeline.Tool.MaxArgumentBytes); 0 is the host's.
+	MaxArgumentBytes int
 	// Upstream, when set, has the host obtain a token for the plugin's
 	// upstream for each call of its tools (Options.Tokens): a call without
 	// one is DENIED naming the upstream and why, and the token goes to
