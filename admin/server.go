@@ -74,10 +74,18 @@ func NewServer(c Controls, log hclog.Logger) *Server {
 		lim.MaxBodyBytes = wire.DefaultMaxMessageBytes
 	}
 	limit := lim.MaxBodyBytes
+	// A call's body is its arguments and a little around them: bounded by
+	// max_argument_bytes before it is read, so that a 50 MB argument costs
+	// the host no 50 MB buffer before stage 0 refuses it anyway.
+	lim.BodyLimit = s.argumentBody
 	lim.Refuse = func(w http.ResponseWriter, r *http.Request, code int, msg string) {
 		what := strings.TrimPrefix(r.URL.Path, "/v1/")
 		if code == http.StatusRequestEntityTooLarge {
-			msg += fmt.Sprintf(" (the host's max_message_bytes is %d)", limit)
+			if n := s.argumentBody(r); n > 0 && n < limit {
+				msg += fmt.Sprintf(" (the largest max_argument_bytes of the tools is %d, plus %d for the request around the arguments)", n-callEnvelope, callEnvelope)
+			} else {
+				msg += fmt.Sprintf(" (the host's max_message_bytes is %d)", limit)
+			}
 		}
 		writeJSON(w, code, Message{Error: what + ": refused: " + msg})
 	}
@@ -85,6 +93,24 @@ func NewServer(c Controls, log hclog.Logger) *Server {
 	s.srv = lim.Server(mux)
 	s.srv.ConnContext = s.peers.connContext
 	return s
+}
+
+// callEnvelope is what a call's or an explanation's request may hold
+// besides its arguments (the tool's name, the principal asked about).
+const callEnvelope = 64 << 10
+
+// argumentBody bounds the body of a request carrying a call's arguments:
+// the largest max_argument_bytes of any tool registered now, and the
+// envelope; 0 (no bound of its own) for other requests.
+func (s *Server) argumentBody(r *http.Request) int64 {
+	if s.c.Host == nil {
+		return 0
+	}
+	switch r.URL.Path {
+	case "/v1/call", "/v1/explain":
+		return int64(s.c.Host.Pipeline().MaxArgumentBytes()) + callEnvelope
+	}
+	return 0
 }
 
 // Listen makes the owner-only Unix socket at path: its folder is created

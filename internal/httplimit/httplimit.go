@@ -39,6 +39,11 @@ type Limits struct {
 	IdleTimeout time.Duration
 	// MaxBodyBytes is the largest request body accepted. Default 4 MiB.
 	MaxBodyBytes int64
+	// BodyLimit, when set, may bound a request's body below MaxBodyBytes
+	// (a request whose size the server can tell from its path, such as
+	// a call's arguments); 0 or more than MaxBodyBytes leaves
+	// MaxBodyBytes. It is asked before the body is read.
+	BodyLimit func(r *http.Request) int64
 	// MaxConnsPerPeer is how many of the MaxConns connections one peer
 	// (PeerKey) may hold at once; 0: no bound per peer. A peer at its
 	// bound has its idle-longest connection closed for a new one; when
@@ -247,20 +252,26 @@ func (l Limits) Body(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		if r.ContentLength > l.MaxBodyBytes {
+		limit := l.MaxBodyBytes
+		if l.BodyLimit != nil {
+			if n := l.BodyLimit(r); n > 0 && n < limit {
+				limit = n
+			}
+		}
+		if r.ContentLength > limit {
 			closeAfter(w)
-			l.Refuse(w, r, http.StatusRequestEntityTooLarge, tooLarge(r.ContentLength, l.MaxBodyBytes))
+			l.Refuse(w, r, http.StatusRequestEntityTooLarge, tooLarge(r.ContentLength, limit))
 			return
 		}
 		rc := http.NewResponseController(w)
 		// Without a deadline on the connection (a test's recorder), the
 		// size limit still holds.
 		_ = rc.SetReadDeadline(time.Now().Add(l.BodyTimeout))
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, l.MaxBodyBytes))
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 		var tooBig *http.MaxBytesError
 		switch {
 		case errors.As(err, &tooBig):
-			l.Refuse(w, r, http.StatusRequestEntityTooLarge, tooLarge(-1, l.MaxBodyBytes))
+			l.Refuse(w, r, http.StatusRequestEntityTooLarge, tooLarge(-1, limit))
 			return
 		case errors.Is(err, os.ErrDeadlineExceeded):
 			closeAfter(w)

@@ -316,3 +316,39 @@ func TestLoopbackHost(t *testing.T) {
 		}
 	}
 }
+
+// TestBodyLimit: a request's own bound, below MaxBodyBytes, refuses a
+// larger body before the handler runs; other requests keep MaxBodyBytes.
+func TestBodyLimit(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	lim := httplimit.Limits{MaxBodyBytes: 4096, BodyLimit: func(r *http.Request) int64 {
+		if r.URL.Path == "/small" {
+			return 100
+		}
+		return 0
+	}}
+	addr, _, handled := serve(t, lim)
+	client := &http.Client{Transport: &http.Transport{}}
+	defer client.CloseIdleConnections()
+	body := strings.Repeat("x", 1000)
+	for _, tc := range []struct {
+		path string
+		code int
+	}{{"/small", http.StatusRequestEntityTooLarge}, {"/", http.StatusOK}} {
+		resp, err := client.Post("http://"+addr+tc.path, "text/plain", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.code {
+			t.Errorf("%s with 1000 bytes: %d %q, want %d", tc.path, resp.StatusCode, b, tc.code)
+		}
+		if tc.code != http.StatusOK && !strings.Contains(string(b), "larger than the limit of 100 bytes") {
+			t.Errorf("%s: %q does not name the request's own limit", tc.path, b)
+		}
+	}
+	if n := handled.Load(); n != 1 {
+		t.Errorf("the handler ran %d times, want once (for the body under its limit)", n)
+	}
+}

@@ -24,6 +24,9 @@ type controlArgs struct {
 	//     the host;
 	//   - "execute": run the tool Tool with Args through the host's pipeline,
 	//     as this plugin, under this call's context;
+	//   - "execute_blob": run the tool Tool through the host's pipeline
+	//     with one argument, Name, a string of N bytes made here (arguments
+	//     larger than the control tool's own could carry);
 	//   - "blob": return a string of N bytes;
 	//   - "deadline": return the milliseconds left before this call's
 	//     deadline, or -1 when it has none;
@@ -75,6 +78,12 @@ func (b *builder) control(name string, p *sdk.Context, h *handles) sdk.Tool {
 				return p.CallService(ctx, a.Service, a.Method, a.Args)
 			case "execute":
 				r, err := p.ExecuteTool(ctx, a.Tool, a.Args)
+				if err != nil {
+					return nil, err
+				}
+				return r, nil
+			case "execute_blob":
+				r, err := p.ExecuteTool(ctx, a.Tool, map[string]string{a.Name: strings.Repeat("x", a.N)})
 				if err != nil {
 					return nil, err
 				}
