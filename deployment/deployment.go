@@ -66,7 +66,11 @@ type Host struct {
 	// address, or a user on loopback) holds at once, of the server's 256;
 	// one more is refused with 429 unless one of the peer's is idle.
 	MCPMaxConnsPerPeer int
-	Policy             Policy
+	// MCPAllowedOrigins are the browser origins (scheme://host[:port],
+	// normalised) whose requests MCP serves, besides loopback origins on a
+	// loopback listener; a request with another Origin header gets 403.
+	MCPAllowedOrigins []string
+	Policy            Policy
 	// Sandbox is the default sandbox of every plugin; nil without one.
 	Sandbox *Sandbox
 	// Tracing is where to send OpenTelemetry traces; nil: no tracing.

@@ -37,6 +37,7 @@
 //	  mcp               = "127.0.0.1:8765"  # optional; a loopback host:port, or any with mcp_tls and mcp_auth
 //	  mcp_max_sessions  = 64                # MCP HTTP sessions kept at once (default 64)
 //	  mcp_max_conns_per_peer = 64           # MCP HTTP connections of one address, or loopback user (default 64)
+//	  mcp_allowed_origins = ["https://app.example"] # browser origins MCP serves; loopback ones on loopback (default none)
 //	  mcp_idle_timeout  = "5m"              # an MCP session with no request this long ends (default 5m)
 //	  metrics           = "127.0.0.1:9464"  # optional: serve Prometheus metrics at /metrics, /healthz and /readyz (loopback only)
 //	  metrics_public    = false             # true allows any metrics address (a cluster's probes and scrapers)

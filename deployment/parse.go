@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/hcl/v2/gohcl"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
+	"github.com/plugkit-go/plugkit/internal/httplimit"
 	"github.com/plugkit-go/plugkit/pipeline"
 	"github.com/plugkit-go/plugkit/remote"
 	"github.com/plugkit-go/plugkit/shared/wire"
@@ -192,6 +193,15 @@ func (p *parser) host(hs *hostSyntax) Host {
 	h.MCPMaxSessions = p.count(body, "mcp_max_sessions", hs.MCPMaxSessions, 1, h.MCPMaxSessions)
 	h.MCPMaxConnsPerPeer = p.count(body, "mcp_max_conns_per_peer", hs.MCPMaxPeerConns, 1, h.MCPMaxConnsPerPeer)
 	h.MCPIdleTimeout = p.duration(body, "mcp_idle_timeout", hs.MCPIdleTimeout, h.MCPIdleTimeout)
+	for _, o := range hs.MCPOrigins {
+		norm, ok := httplimit.NormalizeOrigin(o)
+		if !ok {
+			p.errorf(valueRange(body, "mcp_allowed_origins", def), "Invalid origin",
+				"mcp_allowed_origins: %q is not an origin: write scheme://host[:port], http or https, with no path.", o)
+			continue
+		}
+		h.MCPAllowedOrigins = append(h.MCPAllowedOrigins, norm)
+	}
 	if ps := hs.Policy; ps != nil {
 		p.names(ps.Body, ps, "the policy block")
 		if ps.Timeout != nil {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -458,5 +459,29 @@ host {
 `)
 	if _, diags := Parse(bad); !diags.HasErrors() || !strings.Contains(Format(diags), "max_argument_bytes must be at least 1") {
 		t.Errorf("max_argument_bytes = 0: %s, want it refused", Format(diags))
+	}
+}
+
+// TestParseMCPAllowedOrigins: origins are kept normalised; one that is not
+// an http(s) origin is refused, named.
+func TestParseMCPAllowedOrigins(t *testing.T) {
+	d, diags := Parse(writeDeployment(t, `
+host {
+  mcp_allowed_origins = ["https://App.Example", "http://localhost:3000/"]
+}
+`))
+	if diags.HasErrors() {
+		t.Fatalf("Parse:\n%s", Format(diags))
+	}
+	if want := []string{"https://app.example", "http://localhost:3000"}; !slices.Equal(d.Host.MCPAllowedOrigins, want) {
+		t.Errorf("MCPAllowedOrigins = %q, want %q", d.Host.MCPAllowedOrigins, want)
+	}
+	_, diags = Parse(writeDeployment(t, `
+host {
+  mcp_allowed_origins = ["https://app.example/path"]
+}
+`))
+	if !diags.HasErrors() || !strings.Contains(Format(diags), `"https://app.example/path" is not an origin`) {
+		t.Errorf("an origin with a path: %s, want it refused", Format(diags))
 	}
 }

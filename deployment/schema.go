@@ -50,6 +50,7 @@ type hostSyntax struct {
 	MCPMaxSessions  *int           `hcl:"mcp_max_sessions,optional"`
 	MCPMaxPeerConns *int           `hcl:"mcp_max_conns_per_peer,optional"`
 	MCPIdleTimeout  *string        `hcl:"mcp_idle_timeout,optional"`
+	MCPOrigins      []string       `hcl:"mcp_allowed_origins,optional"`
 	Receipts        *bool          `hcl:"receipts,optional"`
 	Policy          *policySyntax  `hcl:"policy,block"`
 	Sandbox         *sandboxSyntax `hcl:"sandbox,block"`

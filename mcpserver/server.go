@@ -83,6 +83,10 @@ type Options struct {
 	// ConnContext, when set, is the HTTP server's ConnContext
 	// (authn.Local.ConnContext remembers each connection's peer).
 	ConnContext func(ctx context.Context, c net.Conn) context.Context
+	// AllowedOrigins are the browser origins (scheme://host[:port], see
+	// httplimit.NormalizeOrigin) served besides loopback ones on a loopback
+	// listener: a request with any other Origin header is refused 403.
+	AllowedOrigins []string
 }
 
 // Server serves one host's tools over MCP.
@@ -244,13 +248,16 @@ func (s *Server) Handler() http.Handler {
 		SessionTimeout:      s.opts.SessionIdle,
 		MaxRequestBodyBytes: s.opts.Limits.MaxBodyBytes,
 	})
-	mux.Handle(Path, s.refuseWhileDraining(newSessionCap(s.opts.MaxSessions, s.opts.MaxSessionsPerPrincipal, s.mcp).wrap(sdk)))
+	mux.Handle(Path, s.refuseWhileDraining(newSessionCap(s.opts.MaxSessions, s.opts.MaxSessionsPerPrincipal, s.mcp).wrap(exactIDs(s.opts.Limits.MaxBodyBytes, sdk))))
+	var h http.Handler = mux
 	if s.opts.Authenticate != nil {
 		// Around the whole mux: it may serve paths of its own (an OAuth
 		// resource's metadata).
-		return s.opts.Authenticate(mux)
+		h = s.opts.Authenticate(mux)
 	}
-	return mux
+	// Outermost: a foreign page's request is refused before anything,
+	// a credential check included, looks at it.
+	return checkOrigin(s.opts.AllowedOrigins, h)
 }
 
 // Sessions is how many MCP sessions are being served (stdio and HTTP).

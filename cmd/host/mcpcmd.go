@@ -95,6 +95,7 @@ func startMCP(d *deployment.Deployment, h *host.Host, log hclog.Logger) (*mcpFro
 	opts := mcpserver.Options{
 		Version: Version, Logger: log.Named("mcp"),
 		MaxSessions: d.Host.MCPMaxSessions, SessionIdle: d.Host.MCPIdleTimeout,
+		AllowedOrigins: d.Host.MCPAllowedOrigins,
 		Limits: httplimit.Limits{MaxBodyBytes: int64(d.Host.MaxMessageBytes),
 			MaxConnsPerPeer: d.Host.MCPMaxConnsPerPeer, OnPeerRefused: h.Metrics.PeerRefused},
 	}

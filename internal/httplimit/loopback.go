@@ -3,6 +3,8 @@ package httplimit
 import (
 	"net"
 	"net/http"
+	"net/url"
+	"strings"
 )
 
 // LoopbackHost refuses, with 403, a request whose Host header does not
@@ -21,4 +23,16 @@ func LoopbackHost(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// NormalizeOrigin returns origin as scheme://host[:port], lower case, or
+// false when it is not an http or https origin (no path, query, user or
+// fragment): the form mcp_allowed_origins is compared in.
+func NormalizeOrigin(origin string) (string, bool) {
+	u, err := url.Parse(origin)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
+		u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
+		return "", false
+	}
+	return strings.ToLower(u.Scheme + "://" + strings.TrimSuffix(u.Host, ".")), true
 }
