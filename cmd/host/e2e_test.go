@@ -36,6 +36,7 @@ func TestMain(m *testing.M) {
 	// A test runs the test binary as an MCP client as another user.
 	runAsMCPClient()
 	runAsSlowLoris()
+	runAsFlood()
 	// Hosts that tests run in this process launch sandboxed plugins
 	// through the test binary.
 	confine.RunIfLauncher()

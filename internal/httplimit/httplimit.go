@@ -121,7 +121,7 @@ func (l Limits) Server(h http.Handler) *http.Server {
 func (l Limits) Listener(srv *http.Server, ln net.Listener) net.Listener {
 	l = l.withDefaults()
 	c := &capped{Listener: ln, max: l.MaxConns, idle: map[*cappedConn]time.Time{},
-		perPeer: l.MaxConnsPerPeer, peerKey: l.PeerKey, onPeerRefused: l.OnPeerRefused, peers: map[string]int{}}
+		perPeer: l.MaxConnsPerPeer, peerKey: l.PeerKey, onPeerRefused: l.OnPeerRefused, peers: map[string]int{}, waiting: map[string]int{}}
 	c.cond = sync.NewCond(&c.mu)
 	srv.ConnState = c.state
 	return c
@@ -136,12 +136,17 @@ type capped struct {
 	peerKey       func(net.Conn) string
 	onPeerRefused func(string)
 
-	mu     sync.Mutex
-	peers  map[string]int // open connections of each peer admitted
-	cond   *sync.Cond     // signalled when a connection closes or turns idle
-	open   int
-	idle   map[*cappedConn]time.Time // since when
-	closed bool
+	mu    sync.Mutex
+	peers map[string]int // open connections of each peer admitted
+	// waiting counts each peer's connections waiting to be admitted.
+	waiting map[string]int
+	// lingering counts refused connections, out of the cap, whose
+	// client is given a moment to read its 429 (peer.go).
+	lingering int
+	cond    *sync.Cond // signalled when a connection closes or turns idle
+	open    int
+	idle    map[*cappedConn]time.Time // since when
+	closed  bool
 }
 
 func (c *capped) Accept() (net.Conn, error) {
@@ -230,6 +235,12 @@ func (cc *cappedConn) NetConn() net.Conn { return cc.Conn }
 // server still thinks about.
 func (cc *cappedConn) Close() error {
 	err := cc.Conn.Close()
+	cc.release()
+	return err
+}
+
+// release gives up the connection's place, once.
+func (cc *cappedConn) release() {
 	cc.once.Do(func() {
 		cc.l.mu.Lock()
 		cc.l.open--
@@ -239,7 +250,6 @@ func (cc *cappedConn) Close() error {
 		cc.l.cond.Broadcast()
 		cc.l.mu.Unlock()
 	})
-	return err
 }
 
 // Body reads a request's whole body before next runs, within BodyTimeout

@@ -48,6 +48,10 @@ func (cc *cappedConn) Read(b []byte) (int, error) {
 // ahead of the server marking the old one idle.
 const admitWait = 250 * time.Millisecond
 
+// admitWaiters is how many connections of one peer over its bound wait
+// admitWait at once; the others are refused without waiting.
+const admitWaiters = 4
+
 // admitPeer counts the connection for its peer, closing the peer's
 // idle-longest connection when it is at its bound, or refuses it when
 // none of the peer's turns idle within admitWait.
@@ -65,10 +69,28 @@ func (cc *cappedConn) admitPeer() {
 	})
 	defer wake.Stop()
 	c.mu.Lock()
+	waiting := false
+	defer func() {
+		if waiting {
+			c.mu.Lock()
+			if c.waiting[key]--; c.waiting[key] <= 0 {
+				delete(c.waiting, key)
+			}
+			c.mu.Unlock()
+		}
+	}()
 	for c.peers[key] >= c.perPeer && !cc.gone {
 		oldest := c.oldestIdleOfLocked(key)
 		if oldest == nil {
-			if time.Now().Before(deadline) {
+			// A few of the peer's connections wait for one of its own to
+			// turn idle; more are refused at once, so that a flood of one
+			// peer holds no more of the server's connections than its
+			// bound and these few, and is turned away as fast as it comes.
+			if !waiting && c.waiting[key] < admitWaiters {
+				waiting = true
+				c.waiting[key]++
+			}
+			if waiting && time.Now().Before(deadline) {
 				c.cond.Wait()
 				continue
 			}
@@ -126,9 +148,31 @@ func (cc *cappedConn) refuse(key string, held int) {
 	_ = cc.Conn.SetDeadline(time.Now().Add(time.Second))
 	fmt.Fprintf(cc.Conn, "HTTP/1.1 429 Too Many Requests\r\nContent-Type: text/plain; charset=utf-8\r\n"+
 		"Connection: close\r\nRetry-After: 1\r\nContent-Length: %d\r\n\r\n%s", len(msg), msg)
-	if cw, ok := cc.Conn.(interface{ CloseWrite() error }); ok && cw.CloseWrite() == nil {
+	// The moment is spent out of the cap, so that refusing a flood does
+	// not hold places the server's other clients wait for; at most
+	// maxLingering refused connections have it at once (the rest are
+	// closed at once, and their client may see a reset rather than the
+	// 429), which bounds the descriptors they hold.
+	c := cc.l
+	c.mu.Lock()
+	linger := c.lingering < maxLingering
+	if linger {
+		c.lingering++
+	}
+	c.mu.Unlock()
+	if cw, ok := cc.Conn.(interface{ CloseWrite() error }); ok && linger && cw.CloseWrite() == nil {
+		cc.release()
 		_ = cc.Conn.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
 		_, _ = io.Copy(io.Discard, io.LimitReader(cc.Conn, 64<<10))
 	}
 	cc.Close()
+	if linger {
+		c.mu.Lock()
+		c.lingering--
+		c.mu.Unlock()
+	}
 }
+
+// maxLingering bounds the refused connections given a moment, out of the
+// connection cap, for their client to read why.
+const maxLingering = 64

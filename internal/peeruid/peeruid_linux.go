@@ -19,35 +19,9 @@ func readProc() func() {
 	return func() { <-readers }
 }
 
-// lookup finds the client's socket in the table of its address family (a
-// v4-mapped address is in tcp6 when the server listens on both families,
-// in tcp when not: both are read).
+// lookup finds the client's socket in the tables (shared_linux.go).
 func lookup(server, client netip.AddrPort) (Socket, error) {
-	defer readProc()()
-	tables := []string{"/proc/net/tcp6"}
-	if server.Addr().Is4() || server.Addr().Is4In6() {
-		tables = []string{"/proc/net/tcp", "/proc/net/tcp6"}
-	}
-	for _, table := range tables {
-		c, s := client, server
-		if table == "/proc/net/tcp" {
-			c = netip.AddrPortFrom(c.Addr().Unmap(), c.Port())
-			s = netip.AddrPortFrom(s.Addr().Unmap(), s.Port())
-		}
-		f, err := os.Open(table)
-		if err != nil {
-			return Socket{}, fmt.Errorf("reading the socket table: %w", err)
-		}
-		sock, found, err := FindSocket(f, c, s)
-		f.Close()
-		if err != nil {
-			return Socket{}, fmt.Errorf("%s: %w", table, err)
-		}
-		if found {
-			return sock, nil
-		}
-	}
-	return Socket{}, ErrNotFound
+	return shared.find(server, client)
 }
 
 // processes scans /proc for the processes of s.UID holding the socket. A
