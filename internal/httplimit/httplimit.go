@@ -143,10 +143,10 @@ type capped struct {
 	// lingering counts refused connections, out of the cap, whose
 	// client is given a moment to read its 429 (peer.go).
 	lingering int
-	cond    *sync.Cond // signalled when a connection closes or turns idle
-	open    int
-	idle    map[*cappedConn]time.Time // since when
-	closed  bool
+	cond      *sync.Cond // signalled when a connection closes or turns idle
+	open      int
+	idle      map[*cappedConn]time.Time // since when
+	closed    bool
 }
 
 func (c *capped) Accept() (net.Conn, error) {
