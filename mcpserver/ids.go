@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/rand"
 	"encoding/json"
@@ -9,7 +10,9 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
+	"sync"
 )
 
 // exactIDs makes JSON-RPC ids round-trip exactly over streamable HTTP. The
@@ -175,3 +178,59 @@ func (w *idWriter) Write(p []byte) (int, error) {
 
 // Unwrap lets http.ResponseController reach Flush and the deadlines.
 func (w *idWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// stdioIDs does for newline-delimited JSON-RPC (stdio) what exactIDs does
+// for HTTP: each line read has its ids replaced, and the placeholder of a
+// written answer is put back, once (the answer is the one message that
+// carries its request's id).
+type stdioIDs struct {
+	r   *bufio.Reader
+	buf []byte // what is left of the line being read
+
+	mu    sync.Mutex
+	swaps []idSwap
+}
+
+func (s *stdioIDs) Read(p []byte) (int, error) {
+	if len(s.buf) == 0 {
+		line, err := s.r.ReadBytes('\n')
+		if len(line) == 0 {
+			return 0, err
+		}
+		if out, swaps, rerr := replaceIDs(line); rerr == nil && len(swaps) > 0 {
+			s.mu.Lock()
+			s.swaps = append(s.swaps, swaps...)
+			s.mu.Unlock()
+			line = out
+		}
+		s.buf = line
+	}
+	n := copy(p, s.buf)
+	s.buf = s.buf[n:]
+	return n, nil
+}
+
+// writer returns w with the placeholders of s put back.
+func (s *stdioIDs) writer(w io.Writer) io.Writer { return stdioIDWriter{s, w} }
+
+type stdioIDWriter struct {
+	s *stdioIDs
+	w io.Writer
+}
+
+func (x stdioIDWriter) Write(p []byte) (int, error) {
+	q := p
+	x.s.mu.Lock()
+	x.s.swaps = slices.DeleteFunc(x.s.swaps, func(sw idSwap) bool {
+		if !bytes.Contains(q, sw.placeholder) {
+			return false
+		}
+		q = bytes.ReplaceAll(q, sw.placeholder, sw.literal)
+		return true
+	})
+	x.s.mu.Unlock()
+	if _, err := x.w.Write(q); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}

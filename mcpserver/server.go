@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -217,7 +218,8 @@ func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 // ServeStdio serves one session over r and w (newline-delimited JSON-RPC),
 // as Run does.
 func (s *Server) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) error {
-	return s.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(r), Writer: nopWriteCloser{w}})
+	ids := &stdioIDs{r: bufio.NewReader(r)}
+	return s.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(ids), Writer: nopWriteCloser{ids.writer(w)}})
 }
 
 type nopWriteCloser struct{ io.Writer }

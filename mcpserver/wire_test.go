@@ -1,6 +1,7 @@
 package mcpserver_test
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"io"
@@ -113,5 +114,47 @@ func TestExactIDs(t *testing.T) {
 		if !bytes.Equal(got.ID, []byte(id)) {
 			t.Errorf("ping with id %s: the answer's id is %s", id, got.ID)
 		}
+	}
+}
+
+// TestExactIDsStdio: over stdio too, an id the SDK would change comes
+// back as written.
+func TestExactIDsStdio(t *testing.T) {
+	leakCheck(t)
+	f := newFixture(t, time.Minute)
+	ctx := testCtx(t)
+	in, toServer := io.Pipe()
+	fromServer, out := io.Pipe()
+	served := make(chan error, 1)
+	go func() { served <- f.srv.ServeStdio(ctx, in, out); out.Close() }()
+	lines := bufio.NewReader(fromServer)
+	send := func(msg string) string {
+		t.Helper()
+		if _, err := io.WriteString(toServer, msg+"\n"); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(msg, `"id"`) {
+			return ""
+		}
+		line, err := lines.ReadString('\n')
+		if err != nil {
+			t.Fatalf("reading the answer to %s: %v", msg, err)
+		}
+		return line
+	}
+	send(initBody)
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	for _, id := range []string{"1e30", "1.5", "12"} {
+		line := send(`{"jsonrpc":"2.0","id":` + id + `,"method":"ping"}`)
+		var got struct {
+			ID json.RawMessage `json:"id"`
+		}
+		if err := json.Unmarshal([]byte(line), &got); err != nil || string(got.ID) != id {
+			t.Errorf("ping with id %s over stdio: answer %q", id, line)
+		}
+	}
+	toServer.Close()
+	if err := <-served; err != nil {
+		t.Errorf("ServeStdio: %v", err)
 	}
 }
