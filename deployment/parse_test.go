@@ -142,7 +142,7 @@ plugin "store" {
 		Critical:       true,
 		Watch:          true,
 		MaxResultBytes: remote.DefaultMaxResultBytes,
-		Restart:        remote.RestartPolicy{Attempts: 2, Window: 30 * time.Second, Backoff: 100 * time.Millisecond, MaxBackoff: 10 * time.Second},
+		Restart:        Restart{Attempts: 2, Window: 30 * time.Second, Backoff: 100 * time.Millisecond, MaxBackoff: 10 * time.Second},
 		EnabledTools:   []string{"search"},
 		DisabledTools:  []string{"reindex"},
 		Config:         json.RawMessage(`{"root":"corpus","rule":[{"name":"deny","tool":"delete_*"}]}`),
@@ -169,28 +169,6 @@ plugin "store" {
 		}
 		if st := d.Plugins[1]; st.ConfigRange != st.Range {
 			t.Errorf("without config block ConfigRange = %s, want the plugin block %s", st.ConfigRange, st.Range)
-		}
-	})
-
-	t.Run("spec", func(t *testing.T) {
-		got := d.Plugins[0].Spec()
-		want := remote.Spec{
-			Name: "index", Path: wantPlugins[0].Path, Dir: conf, SHA256: wantPlugins[0].SHA256,
-			Config: wantPlugins[0].Config, Inject: []string{"tools", "store"}, Critical: true,
-			Restart:      wantPlugins[0].Restart,
-			EnabledTools: []string{"search"}, DisabledTools: []string{"reindex"},
-			MaxResultBytes: remote.DefaultMaxResultBytes,
-		}
-		if !reflect.DeepEqual(got, want) {
-			t.Errorf("Spec() =\n%+v\nwant\n%+v", got, want)
-		}
-	})
-
-	t.Run("options", func(t *testing.T) {
-		got := d.Host.Options()
-		want := remote.Options{DisableMTLS: true, MaxMessageBytes: 1 << 20, ListenerTimeout: 1500 * time.Millisecond, StartTimeout: 30 * time.Second, DrainTimeout: 5 * time.Second}
-		if !reflect.DeepEqual(got, want) {
-			t.Errorf("Options() = %+v, want %+v", got, want)
 		}
 	})
 }

@@ -54,7 +54,7 @@ func (h *Host) reloadFile(ctx context.Context) (string, hcl.Diagnostics) {
 		switch {
 		case !ok:
 			added = append(added, p.Name)
-		case reflect.DeepEqual(prev.Spec(), p.Spec()):
+		case reflect.DeepEqual(pluginSpec(prev), pluginSpec(p)):
 		case onlyPinChanged(prev, p) && h.mgr.Pin(p.Name, p.SHA256):
 			// `host lock` pinned the binary that runs: not a new version.
 			pinned = append(pinned, p.Name)
@@ -75,13 +75,13 @@ func (h *Host) reloadFile(ctx context.Context) (string, hcl.Diagnostics) {
 			continue
 		}
 		if slices.Contains(changed, p.Name) {
-			if err := h.mgr.Replace(ctx, p.Spec()); err != nil {
+			if err := h.mgr.Replace(ctx, pluginSpec(p)); err != nil {
 				problems = append(problems, err.Error())
 				kept[p.Name] = true
 			}
 			continue
 		}
-		if err := h.mgr.Load(ctx, p.Spec()); err != nil {
+		if err := h.mgr.Load(ctx, pluginSpec(p)); err != nil {
 			problems = append(problems, err.Error())
 		}
 	}
@@ -140,7 +140,7 @@ func (h *Host) reloadFile(ctx context.Context) (string, hcl.Diagnostics) {
 // onlyPinChanged reports whether a plugin's block changed in its sha256
 // alone.
 func onlyPinChanged(prev, next deployment.Plugin) bool {
-	a, b := prev.Spec(), next.Spec()
+	a, b := pluginSpec(prev), pluginSpec(next)
 	a.SHA256, b.SHA256 = "", ""
 	return prev.SHA256 != next.SHA256 && reflect.DeepEqual(a, b)
 }
@@ -200,13 +200,13 @@ func (h *Host) reloadPlugin(ctx context.Context, name string) (string, hcl.Diagn
 		return name + " kept the running version", append(diags, &hcl.Diagnostic{
 			Severity: hcl.DiagError, Summary: "Reload failed", Detail: err.Error()})
 	}
-	if reflect.DeepEqual(prev.Spec(), p.Spec()) {
+	if reflect.DeepEqual(pluginSpec(*prev), pluginSpec(*p)) {
 		if err := h.mgr.Reload(ctx, name); err != nil {
 			return failed(err)
 		}
 		summary = fmt.Sprintf("reloaded %s (its block in %s is unchanged)", name, cur.File)
 	} else {
-		if err := h.mgr.Replace(ctx, p.Spec()); err != nil {
+		if err := h.mgr.Replace(ctx, pluginSpec(*p)); err != nil {
 			return failed(err)
 		}
 		h.mu.Lock()
@@ -249,7 +249,7 @@ func otherChanges(cur, next *deployment.Deployment, name string) []string {
 		if p.Name == name {
 			continue
 		}
-		if prev, ok := old[p.Name]; !ok || !reflect.DeepEqual(prev.Spec(), p.Spec()) {
+		if prev, ok := old[p.Name]; !ok || !reflect.DeepEqual(pluginSpec(prev), pluginSpec(p)) {
 			out = append(out, p.Name)
 		}
 		delete(old, p.Name)
