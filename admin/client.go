@@ -11,8 +11,6 @@ import (
 	"net"
 	"net/http"
 	"syscall"
-
-	"github.com/plugkit-go/plugkit/host"
 )
 
 // Client talks to a running host's admin socket.
@@ -145,7 +143,7 @@ func (c *Client) Tools(ctx context.Context) ([]Tool, error) {
 
 // Call runs one call. When ask is not nil the host may put questions to it
 // while the call waits; without it, a call that needs an approval is denied.
-func (c *Client) Call(ctx context.Context, tool string, args json.RawMessage, ask func(host.Question) bool) (Result, error) {
+func (c *Client) Call(ctx context.Context, tool string, args json.RawMessage, ask func(Question) bool) (Result, error) {
 	resp, err := c.do(ctx, http.MethodPost, "/v1/call", CallRequest{Tool: tool, Arguments: args, Interactive: ask != nil})
 	if err != nil {
 		return Result{}, err

@@ -197,7 +197,7 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 		ps := PluginStatus{
 			Name: p.Name, State: p.State.String(), PID: p.PID, Started: p.Started,
 			Restarts: p.Restarts, Critical: p.Critical, Tools: p.Tools, Held: p.Held, LastError: p.LastError,
-			LastExit: p.LastExit, Stderr: p.Stderr, Sandbox: p.Sandbox, Problem: p.Problem,
+			LastExit: p.LastExit, Stderr: p.Stderr, Sandbox: sandboxOf(p.Sandbox), Problem: p.Problem,
 			Calls: p.Calls, Protocol: p.Protocol, Registered: p.Registered,
 		}
 		if ps.Tools == nil {
@@ -264,7 +264,8 @@ func (s *Server) call(w http.ResponseWriter, r *http.Request) {
 				delete(s.waiting, q.ID)
 				s.mu.Unlock()
 			}()
-			send(CallEvent{Question: &q, AnswerKey: wt.key})
+			aq := questionOf(q)
+			send(CallEvent{Question: &aq, AnswerKey: wt.key})
 			select {
 			case ok := <-wt.answer:
 				return ok, nil

@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/plugkit-go/plugkit/confine"
-	"github.com/plugkit-go/plugkit/host"
 	"github.com/plugkit-go/plugkit/pipeline"
 )
 
@@ -28,7 +26,7 @@ type PluginStatus struct {
 	Stderr   []string `json:"stderr,omitempty"`
 	// Sandbox says whether the plugin's process is confined: "enforced",
 	// "partial" (gaps says what is not) or "off".
-	Sandbox confine.Enforcement `json:"sandbox"`
+	Sandbox Sandbox `json:"sandbox"`
 	// Problem is what the running process reports keeps it from doing its
 	// job (an audit log that cannot be written).
 	Problem string `json:"problem,omitempty"`
@@ -123,7 +121,7 @@ type Receipt struct {
 
 // CallEvent is one line of a call's response stream.
 type CallEvent struct {
-	Question *host.Question `json:"question,omitempty"`
+	Question *Question `json:"question,omitempty"`
 	// AnswerKey comes with a question: the answer must carry it back.
 	// Only the client that made the call sees it.
 	AnswerKey string  `json:"answer_key,omitempty"`

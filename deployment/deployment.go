@@ -4,15 +4,11 @@ import (
 	"github.com/plugkit-go/plugkit/authn"
 
 	"encoding/json"
-	"slices"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
-	"github.com/plugkit-go/plugkit/kernel"
-	"github.com/plugkit-go/plugkit/pipeline"
-	"github.com/plugkit-go/plugkit/remote"
 	"github.com/plugkit-go/plugkit/tokenexchange"
 )
 
@@ -179,7 +175,7 @@ type Plugin struct {
 	// MaxArgumentBytes bounds the arguments of a call to one of its tools;
 	// 0 leaves it the host block's.
 	MaxArgumentBytes int
-	Restart          remote.RestartPolicy
+	Restart          Restart
 	// EnabledTools is the allow-list: nil allows every tool.
 	EnabledTools []string
 	// DisabledTools is the deny-list.
@@ -219,43 +215,20 @@ type pluginSource struct {
 	config map[string]hcl.Range
 }
 
-// Spec is the plugin as the remote manager runs it.
-func (p Plugin) Spec() remote.Spec {
-	return remote.Spec{
-		Name:     p.Name,
-		Path:     p.Path,
-		Dir:      p.Dir,
-		SHA256:   p.SHA256,
-		Config:   slices.Clone(p.pluginConfig()),
-		Inject:   slices.Clone(p.Inject),
-		Critical: p.Critical,
-		Restart:  p.Restart,
-
-		MaxResultBytes:   p.MaxResultBytes,
-		MaxArgumentBytes: p.MaxArgumentBytes,
-
-		EnabledTools:  slices.Clone(p.EnabledTools),
-		DisabledTools: slices.Clone(p.DisabledTools),
-		Sandbox:       p.Sandbox.Policy(),
-		Upstream:      p.Upstream,
-	}
+// Restart bounds how a crashed plugin is restarted: at most Attempts
+// restarts in Window, waiting Backoff doubling up to MaxBackoff between
+// them. The host turns it into the plugin manager's policy.
+type Restart struct {
+	Attempts   int
+	Window     time.Duration
+	Backoff    time.Duration
+	MaxBackoff time.Duration
 }
 
-// Options are the host settings the remote manager takes (the caller adds
-// SocketDir and Logger).
-func (h Host) Options() remote.Options {
-	return remote.Options{
-		DisableMTLS:     !h.AutoMTLS,
-		MaxMessageBytes: h.MaxMessageBytes,
-		ListenerTimeout: h.ListenerTimeout,
-		StartTimeout:    h.StartTimeout,
-		DrainTimeout:    h.DrainTimeout,
-		Receipts:        h.Receipts,
-	}
-}
-
-// Built-in services: provided by the host itself, never by a plugin.
-var builtinServices = []string{pipeline.ServiceName, kernel.ServicePoints, kernel.ServiceLogger}
+// Built-in services: provided by the host itself, never by a plugin (the
+// pipeline's tools, the kernel's points and logger; a test checks the
+// names).
+var builtinServices = []string{"tools", "points", "logger"}
 
 // Log levels a host accepts.
 var logLevels = []string{"trace", "debug", "info", "warn", "error"}
@@ -277,11 +250,18 @@ const (
 	defaultRetryAttempts      = 3
 	defaultRetryBackoff       = 50 * time.Millisecond
 	defaultRetryMaxBackoff    = time.Second
+	// The plugin manager's and the wire's defaults, written here so that
+	// reading a file links nothing of the runtime (a test checks them).
+	defaultMaxResultBytes  = 16 << 20
+	defaultMaxMessageBytes = 64 << 20
+	// defaultMaxArgumentBytes is the pipeline's default bound on a call's arguments.
+	defaultMaxArgumentBytes = 4 << 20
 )
 
-// defaultRestart matches the remote manager's own defaults, written out so
-// that a parsed Deployment shows what will apply.
-var defaultRestart = remote.RestartPolicy{
+// defaultRestart matches the plugin manager's own defaults, written out so
+// that a parsed Deployment shows what will apply (the host's tests check
+// that they agree, as for the sizes below).
+var defaultRestart = Restart{
 	Attempts:   5,
 	Window:     time.Minute,
 	Backoff:    100 * time.Millisecond,

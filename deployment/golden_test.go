@@ -140,7 +140,7 @@ func goldenOutput(ctx context.Context, file string, answers fakeDescribe) string
 	b.WriteString("ok; start order:\n")
 	for _, p := range d.Plugins {
 		fmt.Fprintf(&b, "%s inject=%q config=%s\n", p.Name, p.Inject, p.Config)
-		if pol := p.Spec().Sandbox; pol != nil {
+		if pol := p.Sandbox.Policy(); pol != nil {
 			// Paths as the file wrote them: relative to its folder.
 			dir, _ := filepath.Abs(".")
 			rel := func(list []string) []string {

@@ -1,6 +1,9 @@
 package deployment
 
 import (
+	"fmt"
+	"math"
+
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/plugkit-go/plugkit/internal/hclbound"
@@ -24,4 +27,13 @@ var fileLimits = hclbound.Limits{What: "deployment file", MaxBytes: MaxFileBytes
 // limits; a file it returns may be given to the HCL parser.
 func readChecked(path string) ([]byte, hcl.Diagnostics) {
 	return fileLimits.ReadFile(path)
+}
+
+// validateMaxMessageBytes reports whether n can be a gRPC message limit, as
+// the wire's check does (a test keeps the two alike).
+func validateMaxMessageBytes(n int) error {
+	if n <= 0 || n > math.MaxInt32 {
+		return fmt.Errorf("max message size %d is outside 1..%d bytes", n, math.MaxInt32)
+	}
+	return nil
 }

@@ -14,9 +14,6 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
 	"github.com/plugkit-go/plugkit/internal/httplimit"
-	"github.com/plugkit-go/plugkit/pipeline"
-	"github.com/plugkit-go/plugkit/remote"
-	"github.com/plugkit-go/plugkit/shared/wire"
 )
 
 // Parse reads the deployment file at path and checks what can be checked
@@ -106,9 +103,9 @@ func (p *parser) resolve(written string) (abs, shown string) {
 func (p *parser) host(hs *hostSyntax) Host {
 	h := Host{
 		AutoMTLS:           true,
-		MaxMessageBytes:    wire.DefaultMaxMessageBytes,
-		MaxResultBytes:     remote.DefaultMaxResultBytes,
-		MaxArgumentBytes:   pipeline.DefaultMaxArgumentBytes,
+		MaxMessageBytes:    defaultMaxMessageBytes,
+		MaxResultBytes:     defaultMaxResultBytes,
+		MaxArgumentBytes:   defaultMaxArgumentBytes,
 		LogLevel:           defaultLogLevel,
 		ApprovalTimeout:    defaultApprovalTimeout,
 		ListenerTimeout:    defaultListenerTimeout,
@@ -143,7 +140,7 @@ func (p *parser) host(hs *hostSyntax) Host {
 		h.Receipts = *hs.Receipts
 	}
 	if hs.MaxMessageBytes != nil && p.decoded(body, "max_message_bytes") {
-		if err := wire.ValidateMaxMessageBytes(*hs.MaxMessageBytes); err != nil {
+		if err := validateMaxMessageBytes(*hs.MaxMessageBytes); err != nil {
 			p.errorf(valueRange(body, "max_message_bytes", def), "Invalid max_message_bytes", "%s.", upperFirst(err.Error()))
 		} else {
 			h.MaxMessageBytes = *hs.MaxMessageBytes

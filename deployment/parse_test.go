@@ -145,7 +145,7 @@ plugin "store" {
 		Critical:       true,
 		Watch:          true,
 		MaxResultBytes: remote.DefaultMaxResultBytes,
-		Restart:        remote.RestartPolicy{Attempts: 2, Window: 30 * time.Second, Backoff: 100 * time.Millisecond, MaxBackoff: 10 * time.Second},
+		Restart:        Restart{Attempts: 2, Window: 30 * time.Second, Backoff: 100 * time.Millisecond, MaxBackoff: 10 * time.Second},
 		EnabledTools:   []string{"search"},
 		DisabledTools:  []string{"reindex"},
 		Config:         json.RawMessage(`{"root":"corpus","rule":[{"name":"deny","tool":"delete_*"}]}`),
@@ -172,28 +172,6 @@ plugin "store" {
 		}
 		if st := d.Plugins[1]; st.ConfigRange != st.Range {
 			t.Errorf("without config block ConfigRange = %s, want the plugin block %s", st.ConfigRange, st.Range)
-		}
-	})
-
-	t.Run("spec", func(t *testing.T) {
-		got := d.Plugins[0].Spec()
-		want := remote.Spec{
-			Name: "index", Path: wantPlugins[0].Path, Dir: conf, SHA256: wantPlugins[0].SHA256,
-			Config: wantPlugins[0].Config, Inject: []string{"tools", "store"}, Critical: true,
-			Restart:      wantPlugins[0].Restart,
-			EnabledTools: []string{"search"}, DisabledTools: []string{"reindex"},
-			MaxResultBytes: remote.DefaultMaxResultBytes,
-		}
-		if !reflect.DeepEqual(got, want) {
-			t.Errorf("Spec() =\n%+v\nwant\n%+v", got, want)
-		}
-	})
-
-	t.Run("options", func(t *testing.T) {
-		got := d.Host.Options()
-		want := remote.Options{DisableMTLS: true, MaxMessageBytes: 1 << 20, ListenerTimeout: 1500 * time.Millisecond, StartTimeout: 30 * time.Second, DrainTimeout: 5 * time.Second}
-		if !reflect.DeepEqual(got, want) {
-			t.Errorf("Options() = %+v, want %+v", got, want)
 		}
 	})
 }
@@ -447,7 +425,7 @@ plugin "b" {
 	}
 	got := map[string]int{}
 	for _, p := range d.Plugins {
-		got[p.Name] = p.Spec().MaxArgumentBytes
+		got[p.Name] = p.MaxArgumentBytes
 	}
 	if got["a"] != 32<<20 || got["b"] != 0 {
 		t.Errorf("plugins' MaxArgumentBytes = %v, want a: %d, b: 0 (the host's)", got, 32<<20)

@@ -108,9 +108,9 @@ func (p *parser) checkUpstreams(d *Deployment) {
 	}
 }
 
-// pluginConfig is the config the plugin receives: without the client
+// PluginConfig is the config the plugin receives: without the client
 // secret of its auth block, which only the host uses.
-func (pl Plugin) pluginConfig() json.RawMessage {
+func (pl Plugin) PluginConfig() json.RawMessage {
 	if pl.Upstream == nil {
 		return pl.Config
 	}

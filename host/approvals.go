@@ -78,11 +78,11 @@ func (a *Approvals) Plugin() kernel.Plugin {
 		Name:   ApproverPlugin,
 		Inject: []string{pipeline.ServiceName},
 		Apply: func(ctx context.Context, s *kernel.Scope) error {
-			svc, err := s.Service(pipeline.ServiceName)
+			reg, err := pipeline.RegistrarOf(s)
 			if err != nil {
 				return err
 			}
-			_, err = svc.(*pipeline.Registrar).SetApprover(a.approve)
+			_, err = reg.SetApprover(a.approve)
 			return err
 		},
 	}

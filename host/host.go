@@ -121,7 +121,7 @@ func probe(ctx context.Context, d *deployment.Deployment, log hclog.Logger, chec
 	k := kernel.New(log)
 	tools := pipeline.New(k, pipeline.Options{})
 	defer tools.Close()
-	opts := d.Host.Options()
+	opts := managerOptions(d.Host)
 	opts.Logger = log
 	mgr, err := remote.NewManager(k, tools, opts)
 	if err != nil {
@@ -131,7 +131,7 @@ func probe(ctx context.Context, d *deployment.Deployment, log hclog.Logger, chec
 	var mu sync.Mutex
 	probes := map[string]func() (*pb.DescribeResponse, error){}
 	check(func(ctx context.Context, p deployment.Plugin) (deployment.Declaration, error) {
-		spec := p.Spec()
+		spec := pluginSpec(p)
 		ask := func() (*pb.DescribeResponse, error) { return mgr.Probe(ctx, spec) }
 		// Plugins that run one binary the same way (a hundred bridged
 		// servers behind one bridge binary) declare the same: ask once.
@@ -201,7 +201,7 @@ func New(d *deployment.Deployment, log hclog.Logger) (*Host, error) {
 		return h.Status()
 	}, func() int64 { return h.tools.InFlight() })
 	popts := pipeline.Options{ApprovalTimeout: d.Host.ApprovalTimeout, MaxArgumentBytes: d.Host.MaxArgumentBytes, Logger: log.Named("tools"), OnApproval: h.Metrics.Approval, OnCall: h.Metrics.Call}
-	opts := d.Host.Options()
+	opts := managerOptions(d.Host)
 	opts.Logger = log
 	opts.OnRPC = h.Metrics.RPC
 	opts.Tokens = tokenexchange.New(nil)
@@ -271,7 +271,7 @@ func (h *Host) Start(ctx context.Context) {
 	plugins := h.Deployment.Plugins
 	specs := make([]remote.Spec, len(plugins))
 	for i, p := range plugins {
-		specs[i] = p.Spec()
+		specs[i] = pluginSpec(p)
 	}
 	for i, err := range h.mgr.LoadAll(ctx, specs) {
 		if err != nil {

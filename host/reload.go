@@ -34,93 +34,71 @@ func (h *Host) reloadFile(ctx context.Context) (string, hcl.Diagnostics) {
 	if diags.HasErrors() {
 		return "", diags
 	}
-	oldSpecs := map[string]deployment.Plugin{}
-	for _, p := range old.Plugins {
-		oldSpecs[p.Name] = p
-	}
-	newNames := map[string]bool{}
-	for _, p := range next.Plugins {
-		newNames[p.Name] = true
-	}
-	var removed, changed, added []string
-	for i := len(old.Plugins) - 1; i >= 0; i-- {
-		if name := old.Plugins[i].Name; !newNames[name] {
-			removed = append(removed, name)
-		}
-	}
-	var pinned []string
-	for _, p := range next.Plugins {
-		prev, ok := oldSpecs[p.Name]
-		switch {
-		case !ok:
-			added = append(added, p.Name)
-		case reflect.DeepEqual(prev.Spec(), p.Spec()):
-		case onlyPinChanged(prev, p) && h.mgr.Pin(p.Name, p.SHA256):
-			// `host lock` pinned the binary that runs: not a new version.
-			pinned = append(pinned, p.Name)
-		default:
-			changed = append(changed, p.Name)
-		}
-	}
+	return h.applyReload(ctx, old, next, planReload(old, next), diags)
+}
 
-	var problems []string
-	kept := map[string]bool{} // changed plugins whose old version stays
-	for _, name := range removed {
+// applyReload carries out plan, from the running deployment old to next:
+// it stops, replaces and starts plugins, makes next the deployment and
+// says what it did. diags are the new file's (warnings).
+func (h *Host) applyReload(ctx context.Context, old, next *deployment.Deployment, plan reloadPlan, diags hcl.Diagnostics) (string, hcl.Diagnostics) {
+	var problems, added, pinned, reloaded, failed []string
+	for _, name := range plan.Removed {
 		if err := h.mgr.Unload(ctx, name); err != nil {
 			problems = append(problems, err.Error())
 		}
 	}
-	for _, p := range next.Plugins {
-		if !slices.Contains(changed, p.Name) && !slices.Contains(added, p.Name) {
+	kept := map[string]deployment.Plugin{} // changed plugins whose old version stays
+	for _, s := range plan.Steps {
+		p := s.Plugin
+		switch s.Action {
+		case keep:
 			continue
-		}
-		if slices.Contains(changed, p.Name) {
-			if err := h.mgr.Replace(ctx, p.Spec()); err != nil {
+		case add:
+			added = append(added, p.Name)
+			if err := h.mgr.Load(ctx, pluginSpec(p)); err != nil {
 				problems = append(problems, err.Error())
-				kept[p.Name] = true
 			}
 			continue
+		case repin:
+			if h.mgr.Pin(p.Name, p.SHA256) {
+				// `host lock` pinned the binary that runs: not a new version.
+				pinned = append(pinned, p.Name)
+				continue
+			}
 		}
-		if err := h.mgr.Load(ctx, p.Spec()); err != nil {
+		if err := h.mgr.Replace(ctx, pluginSpec(p)); err != nil {
 			problems = append(problems, err.Error())
+			kept[p.Name] = *findPlugin(old, p.Name) // a replaced plugin ran before
+			failed = append(failed, p.Name)
+		} else {
+			reloaded = append(reloaded, p.Name)
 		}
 	}
 	// A plugin whose new block failed runs its old one: the deployment
 	// says so, so that the next reload tries the new block again.
 	for i, p := range next.Plugins {
-		if kept[p.Name] {
-			next.Plugins[i] = oldSpecs[p.Name]
+		if o, ok := kept[p.Name]; ok {
+			next.Plugins[i] = o
 		}
 	}
 	h.mu.Lock()
 	h.Deployment = next
 	h.mu.Unlock()
-	if !slices.Equal(watched(old), watched(next)) {
+	if plan.WatchChanged {
 		// The binaries to watch changed: watch the new set.
 		h.endWatch()
 		h.startWatch(ctx)
 	}
 
-	oh, nh := old.Host, next.Host
-	// The default sandbox is in each plugin's spec: a change reloads them.
-	oh.Sandbox, nh.Sandbox = nil, nil
-	if !reflect.DeepEqual(oh, nh) {
+	if plan.HostChanged {
 		diags = append(diags, &hcl.Diagnostic{
 			Severity: hcl.DiagWarning,
 			Summary:  "Host settings changed",
 			Detail:   "Changes to the host block take effect when the host is started again.",
 		})
 	}
-	var reloaded, failed []string
-	for _, name := range changed {
-		if kept[name] {
-			failed = append(failed, name)
-		} else {
-			reloaded = append(reloaded, name)
-		}
-	}
 	summary := fmt.Sprintf("reloaded %s: %s added, %s removed, %s reloaded, %d unchanged",
-		old.File, list(added), list(removed), list(reloaded), len(next.Plugins)-len(added)-len(changed))
+		old.File, list(added), list(plan.Removed), list(reloaded), len(next.Plugins)-len(added)-len(reloaded)-len(failed))
 	if len(pinned) > 0 {
 		summary += fmt.Sprintf("; %s pinned to the binary that runs (no restart)", list(pinned))
 	}
@@ -140,7 +118,7 @@ func (h *Host) reloadFile(ctx context.Context) (string, hcl.Diagnostics) {
 // onlyPinChanged reports whether a plugin's block changed in its sha256
 // alone.
 func onlyPinChanged(prev, next deployment.Plugin) bool {
-	a, b := prev.Spec(), next.Spec()
+	a, b := pluginSpec(prev), pluginSpec(next)
 	a.SHA256, b.SHA256 = "", ""
 	return prev.SHA256 != next.SHA256 && reflect.DeepEqual(a, b)
 }
@@ -200,13 +178,13 @@ func (h *Host) reloadPlugin(ctx context.Context, name string) (string, hcl.Diagn
 		return name + " kept the running version", append(diags, &hcl.Diagnostic{
 			Severity: hcl.DiagError, Summary: "Reload failed", Detail: err.Error()})
 	}
-	if reflect.DeepEqual(prev.Spec(), p.Spec()) {
+	if reflect.DeepEqual(pluginSpec(*prev), pluginSpec(*p)) {
 		if err := h.mgr.Reload(ctx, name); err != nil {
 			return failed(err)
 		}
 		summary = fmt.Sprintf("reloaded %s (its block in %s is unchanged)", name, cur.File)
 	} else {
-		if err := h.mgr.Replace(ctx, p.Spec()); err != nil {
+		if err := h.mgr.Replace(ctx, pluginSpec(*p)); err != nil {
 			return failed(err)
 		}
 		h.mu.Lock()
@@ -221,7 +199,7 @@ func (h *Host) reloadPlugin(ctx context.Context, name string) (string, hcl.Diagn
 		h.mu.Unlock()
 		summary = fmt.Sprintf("reloaded %s with its new block from %s", name, cur.File)
 	}
-	if others := otherChanges(cur, next, name); len(others) > 0 {
+	if others := planReload(cur, next).changedBesides(name); len(others) > 0 {
 		summary += fmt.Sprintf("; not applied: changes to %s (`host reload` applies the whole file)", list(others))
 	}
 	return summary, diags
@@ -235,30 +213,4 @@ func findPlugin(d *deployment.Deployment, name string) *deployment.Plugin {
 		}
 	}
 	return nil
-}
-
-// otherChanges lists the plugins, other than name, that the file adds,
-// removes or changes compared with the running deployment.
-func otherChanges(cur, next *deployment.Deployment, name string) []string {
-	var out []string
-	old := map[string]deployment.Plugin{}
-	for _, p := range cur.Plugins {
-		old[p.Name] = p
-	}
-	for _, p := range next.Plugins {
-		if p.Name == name {
-			continue
-		}
-		if prev, ok := old[p.Name]; !ok || !reflect.DeepEqual(prev.Spec(), p.Spec()) {
-			out = append(out, p.Name)
-		}
-		delete(old, p.Name)
-	}
-	for n := range old {
-		if n != name {
-			out = append(out, n)
-		}
-	}
-	slices.Sort(out)
-	return out
 }

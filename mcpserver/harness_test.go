@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net"
 	"os"
 	"slices"
@@ -89,18 +88,6 @@ func newFixtureWith(t testing.TB, approvalTimeout time.Duration, opts mcpserver.
 	return f
 }
 
-func registrar(s *kernel.Scope) (*pipeline.Registrar, error) {
-	svc, err := s.Service(pipeline.ServiceName)
-	if err != nil {
-		return nil, err
-	}
-	reg, ok := svc.(*pipeline.Registrar)
-	if !ok {
-		return nil, fmt.Errorf("service tools is a %T", svc)
-	}
-	return reg, nil
-}
-
 // demo is the plugin with the tools.
 type demo struct {
 	// started receives once each time the wait tool starts; cancelled once
@@ -172,7 +159,7 @@ func (d *demo) plugin() kernel.Plugin {
 		Name:   "demo",
 		Inject: []string{pipeline.ServiceName},
 		Apply: func(ctx context.Context, s *kernel.Scope) error {
-			reg, err := registrar(s)
+			reg, err := pipeline.RegistrarOf(s)
 			if err != nil {
 				return err
 			}
@@ -192,7 +179,7 @@ func policyPlugin() kernel.Plugin {
 		Name:   "policy",
 		Inject: []string{pipeline.ServiceName},
 		Apply: func(ctx context.Context, s *kernel.Scope) error {
-			reg, err := registrar(s)
+			reg, err := pipeline.RegistrarOf(s)
 			if err != nil {
 				return err
 			}
@@ -226,7 +213,7 @@ func (a *audit) plugin() kernel.Plugin {
 		Name:   "audit",
 		Inject: []string{pipeline.ServiceName},
 		Apply: func(ctx context.Context, s *kernel.Scope) error {
-			reg, err := registrar(s)
+			reg, err := pipeline.RegistrarOf(s)
 			if err != nil {
 				return err
 			}

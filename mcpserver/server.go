@@ -178,13 +178,12 @@ func New(h *host.Host, opts Options) *Server {
 	s.mcp.AddReceivingMiddleware(s.refuseHeld)
 	s.sync()
 	s.unfollow = []func(){
-		h.Kernel().Points().Watch(pipeline.PointTools, s.poke),
-		h.Kernel().Events().Listen(kernel.EventStateChanged, "mcp", func(_ context.Context, payload any, _ kernel.Next) (any, error) {
+		h.OnToolsChanged(s.poke),
+		h.OnStateChange("mcp", func(sc kernel.StateChange) {
 			// ACTIVE → ACTIVE is a reload: its tools are new too.
-			if sc, ok := payload.(kernel.StateChange); ok && (sc.From != sc.To || sc.To == kernel.Active) {
+			if sc.From != sc.To || sc.To == kernel.Active {
 				s.touch(sc.Plugin)
 			}
-			return nil, nil
 		}),
 	}
 	s.wg.Add(1)

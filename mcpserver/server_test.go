@@ -355,7 +355,7 @@ func TestListChanged(t *testing.T) {
 		})
 		t.Run("a tool MCP cannot describe is left out", func(t *testing.T) {
 			odd := kernel.Plugin{Name: "odd", Inject: []string{pipeline.ServiceName}, Apply: func(ctx context.Context, s *kernel.Scope) error {
-				reg, err := registrar(s)
+				reg, err := pipeline.RegistrarOf(s)
 				if err != nil {
 					return err
 				}

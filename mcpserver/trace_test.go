@@ -21,11 +21,11 @@ func TestClientTraceContext(t *testing.T) {
 		f := newFixture(t, 5*time.Second)
 		seen := make(chan trace.SpanContext, 2)
 		spy := kernel.Plugin{Name: "spy", Inject: []string{pipeline.ServiceName}, Apply: func(ctx context.Context, s *kernel.Scope) error {
-			svc, err := s.Service(pipeline.ServiceName)
+			reg, err := pipeline.RegistrarOf(s)
 			if err != nil {
 				return err
 			}
-			_, err = svc.(*pipeline.Registrar).Guard(func(ctx context.Context, e *pipeline.Execution) (string, error) {
+			_, err = reg.Guard(func(ctx context.Context, e *pipeline.Execution) (string, error) {
 				seen <- trace.SpanContextFromContext(ctx)
 				return "", nil
 			}, "echo")

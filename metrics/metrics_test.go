@@ -28,11 +28,11 @@ func host(t testing.TB, m *metrics.Metrics, sample uint64) *pipeline.Tools {
 	tools := pipeline.New(k, opts)
 	t.Cleanup(func() { k.Close(); tools.Close() })
 	add := kernel.Plugin{Name: "P", Inject: []string{pipeline.ServiceName}, Apply: func(ctx context.Context, s *kernel.Scope) error {
-		svc, err := s.Service(pipeline.ServiceName)
+		reg, err := pipeline.RegistrarOf(s)
 		if err != nil {
 			return err
 		}
-		_, err = svc.(*pipeline.Registrar).Register(pipeline.Tool{Name: "add", Description: "Adds.",
+		_, err = reg.Register(pipeline.Tool{Name: "add", Description: "Adds.",
 			Execute: func(context.Context, *pipeline.Execution) (any, error) { return 5.0, nil }})
 		return err
 	}}

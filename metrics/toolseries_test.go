@@ -31,12 +31,12 @@ func TestToolSeriesBounded(t *testing.T) {
 	defer cancel()
 	const n = metrics.MaxToolSeries + 50
 	many := kernel.Plugin{Name: "bridge", Inject: []string{pipeline.ServiceName}, Apply: func(ctx context.Context, s *kernel.Scope) error {
-		svc, err := s.Service(pipeline.ServiceName)
+		reg, err := pipeline.RegistrarOf(s)
 		if err != nil {
 			return err
 		}
 		for i := range n {
-			if _, err := svc.(*pipeline.Registrar).Register(pipeline.Tool{Name: fmt.Sprintf("t%d", i), Description: "x",
+			if _, err := reg.Register(pipeline.Tool{Name: fmt.Sprintf("t%d", i), Description: "x",
 				Execute: func(context.Context, *pipeline.Execution) (any, error) { return 1.0, nil }}); err != nil {
 				return err
 			}

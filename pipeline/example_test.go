@@ -26,11 +26,11 @@ func Example() {
 		Name:   "files",
 		Inject: []string{"tools"},
 		Apply: func(ctx context.Context, s *kernel.Scope) error {
-			svc, err := s.Service("tools")
+			reg, err := pipeline.RegistrarOf(s)
 			if err != nil {
 				return err
 			}
-			_, err = svc.(*pipeline.Registrar).Register(pipeline.Tool{
+			_, err = reg.Register(pipeline.Tool{
 				Name:        "delete",
 				Description: "Delete a file.",
 				Parameters:  json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`),
@@ -50,11 +50,11 @@ func Example() {
 		Name:   "safety",
 		Inject: []string{"tools"},
 		Apply: func(ctx context.Context, s *kernel.Scope) error {
-			svc, err := s.Service("tools")
+			reg, err := pipeline.RegistrarOf(s)
 			if err != nil {
 				return err
 			}
-			_, err = svc.(*pipeline.Registrar).Guard(func(ctx context.Context, e *pipeline.Execution) (string, error) {
+			_, err = reg.Guard(func(ctx context.Context, e *pipeline.Execution) (string, error) {
 				var args struct{ Path string }
 				if e.Decode(&args) == nil && args.Path == "/" {
 					return "refusing to delete the root filesystem", nil

@@ -101,12 +101,14 @@ func NoteRule(ctx context.Context, rule string) {
 
 // Explain runs stages 0, 1 and 2 of a call as caller, for the principal ctx
 // carries, with the dry-run mark set, and reports what every listener said
-// and the outcome the call would get. Nothing executes: no approver is
-// asked, stages 3 to 5 are not run (no observer, so no audit, sees it), and
-// a listener whose plugin does not understand dry runs is not called
-// (ErrNotAsked). Unlike Execute, every guard is asked, not only up to the
-// first denial, so that each one's verdict is shown; the denial reported is
-// still the first in registration order.
+// and the outcome the call would get. It runs the stage functions a call
+// runs (lookup, decide, guard), with a recorder noting each listener's
+// answer. Nothing executes: no approver is asked, stages 3 to 5 are not run
+// (no observer, so no audit, sees it), and a listener whose plugin does not
+// understand dry runs is not called (ErrNotAsked). Unlike Execute, every
+// guard is asked, not only up to the first denial, so that each one's
+// verdict is shown; the denial reported is still the first in registration
+// order.
 func (t *Tools) Explain(ctx context.Context, name string, args json.RawMessage, caller string) (x Explanation) {
 	s := t.acquire()
 	defer s.inflight.Add(-1)
@@ -120,53 +122,28 @@ func (t *Tools) Explain(ctx context.Context, name string, args json.RawMessage, 
 		}
 	}()
 
-	// Stage 0, as Execute has it.
-	if len(s.holds) > 0 {
-		h := s.holds[0]
-		x.Outcome, x.Reason, x.DecidedBy = WouldDeny, h.reason, h.who
-		return x
+	// Stage 0.
+	if reg, ok := s.tools[name]; ok && len(s.holds) == 0 {
+		x.Owner = reg.info.Owner
 	}
-	reg, ok := s.tools[name]
-	if !ok {
-		x.DecidedBy = "host"
-		if why, ok := s.absent[name]; ok {
-			x.Outcome, x.Reason = string(CodeToolError), why
-			return x
+	if reg, r := t.lookup(s, e, args); reg == nil {
+		x.Outcome, x.Reason, x.DecidedBy = string(r.Error.Code), r.Error.Message, r.DecidedBy
+		if x.DecidedBy == "" {
+			x.DecidedBy = "host"
 		}
-		x.Outcome, x.Reason = NoSuchTool, "no tool named "+name
 		return x
 	}
-	x.Owner = reg.info.Owner
-	e.tool = &reg.info
-	if limit := t.argumentLimit(reg); len(args) > limit {
-		x.Outcome, x.Reason, x.DecidedBy = BadArgs, oversized(len(args), limit, name).Message, "host"
-		return x
-	}
-	canon, bad := checkArguments(reg, args)
-	if bad != nil {
-		x.Outcome, x.Reason, x.DecidedBy = BadArgs, bad.Message, "host"
-		return x
-	}
-	e.args = canon
 
 	// Stage 1: the chain, each listener's answer recorded.
-	pre := make([]Step, len(s.pre))
-	for i := range s.pre {
-		pre[i] = Step{Stage: 1, Plugin: s.pre[i].owner, Verdict: StepNotReached}
-	}
-	d := t.explainDecide(ctx, s, e, 0, pre)
-	decider := -1
-	for i := range pre {
-		switch pre[i].Verdict {
-		case StepAllow, StepDeny, StepAsk, StepFailed:
-			decider = i
-		}
-		if decider >= 0 {
-			pre[i].Decided = true
+	rec := newRecorder(s)
+	d := t.decide(ctx, s, e, 0, rec)
+	for i := range rec.pre {
+		if v := rec.pre[i].Verdict; v == StepAllow || v == StepDeny || v == StepAsk || v == StepFailed {
+			rec.pre[i].Decided = true
 			break
 		}
 	}
-	x.Steps = append(x.Steps, pre...)
+	x.Steps = append(x.Steps, rec.pre...)
 	if err := ctx.Err(); err != nil {
 		x.Outcome, x.Reason = string(CodeAborted), "explain cancelled: "+err.Error()
 		return x
@@ -180,36 +157,11 @@ func (t *Tools) Explain(ctx context.Context, name string, args json.RawMessage, 
 	}
 
 	// Stage 2: every guard, one after the other.
-	reason, who, rule := "", "", ""
-	for i := range s.guards {
-		g := &s.guards[i]
-		st := Step{Stage: 2, Plugin: g.owner}
-		if !g.wants(name) {
-			st.Verdict = StepNoInterest
-			x.Steps = append(x.Steps, st)
-			continue
-		}
-		n := &ruleNote{}
-		r, err := callGuard(context.WithValue(ctx, ruleNoteKey{}, n), g.fn, e)
-		n.mu.Lock()
-		st.Rule = n.rule
-		n.mu.Unlock()
-		switch {
-		case errors.Is(err, ErrNotAsked):
-			st.Verdict = StepNotAsked
-		case err != nil:
-			st.Verdict, st.Reason = StepFailed, "guard of "+g.owner+" failed: "+errText(err)
-		case r != "":
-			st.Verdict, st.Reason = StepDeny, r
-		default:
-			st.Verdict = StepPass
-		}
-		if who == "" && (st.Verdict == StepDeny || st.Verdict == StepFailed) {
-			reason, who, rule = st.Reason, g.owner, st.Rule
-			st.Decided = d.Verdict == VerdictAllow
-		}
-		x.Steps = append(x.Steps, st)
+	reason, who := guard(ctx, s, e, rec)
+	if who != "" && d.Verdict == VerdictAllow {
+		rec.guards[rec.decider].Decided = true
 	}
+	x.Steps = append(x.Steps, rec.guards...)
 	if err := ctx.Err(); err != nil {
 		x.Outcome, x.Reason = string(CodeAborted), "explain cancelled: "+err.Error()
 		return x
@@ -218,63 +170,114 @@ func (t *Tools) Explain(ctx context.Context, name string, args json.RawMessage, 
 		x.Outcome, x.Reason, x.DecidedBy, x.Rule = WouldAsk, d.Reason, d.DecidedBy, d.Rule
 		x.IfApproved = WouldRun
 		if who != "" {
-			x.IfApproved, x.IfApprovedBy, x.IfApprovedRule, x.IfApprovedReason = WouldDeny, who, rule, reason
+			x.IfApproved, x.IfApprovedBy, x.IfApprovedRule, x.IfApprovedReason = WouldDeny, who, rec.rule, reason
 		}
 		return x
 	}
 	if who != "" {
-		x.Outcome, x.Reason, x.DecidedBy, x.Rule = WouldDeny, reason, who, rule
+		x.Outcome, x.Reason, x.DecidedBy, x.Rule = WouldDeny, reason, who, rec.rule
 		return x
 	}
 	x.Outcome = WouldRun
 	return x
 }
 
-// explainDecide is decide with every listener's answer recorded in steps
-// (indexed as s.pre). A listener that handed back what next returned
-// passed; one whose plugin cannot answer a dry run is not asked, and the
-// chain goes on past it.
-func (t *Tools) explainDecide(ctx context.Context, s *snapshot, e *Execution, i int, steps []Step) Decision {
-	for i < len(s.pre) && !s.pre[i].wants(e.name) {
-		steps[i].Verdict = StepNoInterest
-		i++
+// recorder is what Explain keeps of a dry run while the stage functions run
+// it (decide, guard): each listener's step. A call's recorder is nil, and
+// the stage functions then note nothing.
+type recorder struct {
+	// pre is one step per stage-1 listener, indexed as snapshot.pre;
+	// called and inner say whether its next was called and what that
+	// returned (a listener that hands it back passed).
+	pre    []Step
+	called []bool
+	inner  []Decision
+	// guards are the stage-2 steps; decider indexes the first that denied
+	// (or failed), and rule is that guard's rule.
+	guards  []Step
+	decider int
+	rule    string
+}
+
+func newRecorder(s *snapshot) *recorder {
+	r := &recorder{pre: make([]Step, len(s.pre)), called: make([]bool, len(s.pre)), inner: make([]Decision, len(s.pre))}
+	for i := range s.pre {
+		r.pre[i] = Step{Stage: 1, Plugin: s.pre[i].owner, Verdict: StepNotReached}
 	}
-	if i == len(s.pre) {
-		return Allow()
+	return r
+}
+
+// nextCalled notes that listener i's next returned d.
+func (r *recorder) nextCalled(i int, d Decision) { r.called[i], r.inner[i] = true, d }
+
+// notAsked notes that listener i cannot answer a dry run; the chain goes on
+// past it (or has, if it called next first).
+func (r *recorder) notAsked(ctx context.Context, i int, next DecideNext) Decision {
+	r.pre[i].Verdict = StepNotAsked
+	if !r.called[i] {
+		return next(ctx)
 	}
-	l := &s.pre[i]
-	var inner Decision
-	called := false
-	next := func(ctx context.Context) Decision {
-		called = true
-		inner = t.explainDecide(ctx, s, e, i+1, steps)
-		return inner
+	return r.inner[i]
+}
+
+// failed notes that listener i failed, denying with d. It does nothing on a
+// call (nil recorder).
+func (r *recorder) failed(i int, d Decision) {
+	if r != nil {
+		r.pre[i].Verdict, r.pre[i].Reason = StepFailed, d.Reason
 	}
-	d, err := callPre(ctx, l.fn, e, next)
-	st := &steps[i]
-	switch {
-	case errors.Is(err, ErrNotAsked):
-		st.Verdict = StepNotAsked
-		if !called {
-			return next(ctx)
-		}
-		return inner
-	case err != nil:
-		st.Verdict, st.Reason = StepFailed, "pre-execute listener of "+l.owner+" failed: "+errText(err)
-		return Decision{Verdict: VerdictDeny, Reason: st.Reason, DecidedBy: l.owner}
-	case d.Verdict < VerdictAllow || d.Verdict > VerdictAsk:
-		st.Verdict, st.Reason = StepFailed, fmt.Sprintf("pre-execute listener of %s returned an unknown decision (%d)", l.owner, d.Verdict)
-		return Decision{Verdict: VerdictDeny, Reason: st.Reason, DecidedBy: l.owner}
-	case called && d.Verdict == inner.Verdict && d.Reason == inner.Reason:
+}
+
+// answered notes listener i's answer d: a pass when it is what its next
+// returned, else its own verdict.
+func (r *recorder) answered(i int, d Decision) {
+	st := &r.pre[i]
+	if r.called[i] && d.Verdict == r.inner[i].Verdict && d.Reason == r.inner[i].Reason {
 		st.Verdict = StepPass
-		return inner
+		return
 	}
 	st.Verdict, st.Reason, st.Rule = verdictStep(d.Verdict), d.Reason, d.Rule
 	if st.Verdict == StepAllow {
 		st.Reason = ""
 	}
-	d.DecidedBy = l.owner
-	return d
+}
+
+// guard is stage 2 of a dry run: every guard that wants the call is asked,
+// one after the other, each verdict noted with the rule it named
+// (NoteRule); the answer is the first denial, as a call's.
+func (r *recorder) guard(ctx context.Context, s *snapshot, e *Execution) (reason, who string) {
+	r.guards = make([]Step, 0, len(s.guards))
+	for i := range s.guards {
+		g := &s.guards[i]
+		st := Step{Stage: 2, Plugin: g.owner}
+		if !g.wants(e.name) {
+			st.Verdict = StepNoInterest
+			r.guards = append(r.guards, st)
+			continue
+		}
+		n := &ruleNote{}
+		said, err := callGuard(context.WithValue(ctx, ruleNoteKey{}, n), g.fn, e)
+		n.mu.Lock()
+		st.Rule = n.rule
+		n.mu.Unlock()
+		denial, by := guardVerdictOf(g, said, err)
+		switch {
+		case errors.Is(err, ErrNotAsked):
+			st.Verdict = StepNotAsked
+			by = ""
+		case err != nil:
+			st.Verdict, st.Reason = StepFailed, denial
+		case by != "":
+			st.Verdict, st.Reason = StepDeny, denial
+		default:
+			st.Verdict = StepPass
+		}
+		if who == "" && by != "" {
+			reason, who, r.rule, r.decider = denial, by, st.Rule, len(r.guards)
+		}
+		r.guards = append(r.guards, st)
+	}
+	return reason, who
 }
 
 func verdictStep(v Verdict) string {

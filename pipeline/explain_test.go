@@ -153,3 +153,64 @@ func TestExplainHeld(t *testing.T) {
 		t.Errorf("got %+v", x)
 	}
 }
+
+// TestExplainAgreesWithExecute: Explain runs the call's own stage functions,
+// so for every way stages 0 to 2 can end, it reports the outcome, and who
+// decided, that the call then gets. (A held tool was once explained as
+// ALLOWED while its call failed as UNKNOWN_TOOL.)
+func TestExplainAgreesWithExecute(t *testing.T) {
+	k, tools := newTools(t, pipeline.Options{})
+	load(t, k,
+		fakePlugin{name: "files", tools: []pipeline.Tool{
+			tool("read", okBody(1)),
+			tool("secret", okBody(2)),
+			{Name: "held", Description: "Held.", Held: "its server does not list it", Execute: okBody(3)},
+			{Name: "typed", Description: "Typed.", Parameters: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`), Execute: okBody(4)},
+			tool("panicky", okBody(5)),
+		}}.plugin(),
+		fakePlugin{name: "policy", pre: func(ctx context.Context, e *pipeline.Execution, next pipeline.DecideNext) (pipeline.Decision, error) {
+			switch e.Name() {
+			case "secret":
+				return pipeline.Deny("no secrets"), nil
+			case "panicky":
+				panic("listener bug")
+			}
+			return next(ctx), nil
+		}}.plugin(),
+		fakePlugin{name: "sizes", guard: func(ctx context.Context, e *pipeline.Execution) (string, error) {
+			if strings.Contains(e.ArgumentsJSON(), "big") {
+				return "too big", nil
+			}
+			return "", nil
+		}}.plugin(),
+	)
+	ctx := testCtx(t)
+	for _, tc := range []struct{ tool, args, want string }{
+		{"read", `{}`, pipeline.WouldRun},
+		{"read", `{"size":"big"}`, pipeline.WouldDeny},
+		{"secret", `{}`, pipeline.WouldDeny},
+		{"panicky", `{}`, pipeline.WouldDeny},
+		{"held", `{}`, pipeline.NoSuchTool},
+		{"nope", `{}`, pipeline.NoSuchTool},
+		{"typed", `{"n":"x"}`, pipeline.BadArgs},
+	} {
+		x := tools.Explain(ctx, tc.tool, json.RawMessage(tc.args), "cli")
+		r := tools.Execute(ctx, tc.tool, json.RawMessage(tc.args), "cli")
+		got, by := pipeline.WouldRun, ""
+		if r.Error != nil {
+			got, by = string(r.Error.Code), r.DecidedBy
+			if by == "" {
+				by = "host"
+			}
+		}
+		if x.Outcome != tc.want || got != tc.want {
+			t.Errorf("%s %s: explained %s, called %s; want %s", tc.tool, tc.args, x.Outcome, got, tc.want)
+		}
+		if x.Outcome == got && x.DecidedBy != by {
+			t.Errorf("%s %s: explained as decided by %q, the call by %q", tc.tool, tc.args, x.DecidedBy, by)
+		}
+		if r.Error != nil && x.Reason != r.Error.Message {
+			t.Errorf("%s %s: explained reason %q, the call's %q", tc.tool, tc.args, x.Reason, r.Error.Message)
+		}
+	}
+}

@@ -35,11 +35,10 @@ func (f fakePlugin) plugin() kernel.Plugin {
 		Name:   f.name,
 		Inject: []string{pipeline.ServiceName},
 		Apply: func(ctx context.Context, s *kernel.Scope) error {
-			svc, err := s.Service(pipeline.ServiceName)
+			reg, err := pipeline.RegistrarOf(s)
 			if err != nil {
 				return err
 			}
-			reg := svc.(*pipeline.Registrar)
 			var errs []error
 			add := func(_ *kernel.Effect, err error) { errs = append(errs, err) }
 			for _, tool := range f.tools {

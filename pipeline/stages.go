@@ -40,45 +40,14 @@ func (t *Tools) run(ctx context.Context, s *snapshot, e *Execution, args json.Ra
 	}()
 	base := ctx
 	ctx = c.enter(base, StageLookup, start)
-	if len(s.holds) > 0 {
-		h := s.holds[0]
-		return denied(h.reason, h.who)
+	reg, fail := t.lookup(s, e, args)
+	if reg == nil {
+		return fail
 	}
-
-	// Stage 0: lookup and argument check. Arguments over their bound are
-	// refused before anything reads them, observers included: a critical
-	// listener with a memory limit must not be the one to find out.
-	reg, ok := s.tools[e.name]
-	if limit := t.argumentLimit(reg); len(args) > limit {
-		if ok {
-			e.tool = &reg.info
-		}
-		return Result{Error: oversized(len(args), limit, e.name)}
-	}
-	if !ok {
-		// Observers see what was asked for, so that a record of the call
-		// (an audit digest) is of its arguments, not of nothing.
-		e.args = validJSON(args)
-		if why, ok := s.absent[e.name]; ok {
-			return Fail(CodeToolError, why)
-		}
-		return Fail(CodeUnknownTool, "no tool named "+e.name)
-	}
-	if reg.info.Held != "" {
-		e.args = validJSON(args)
-		return Fail(CodeUnknownTool, "tool "+e.name+" is held absent: "+reg.info.Held)
-	}
-	e.tool = &reg.info
-	canon, bad := checkArguments(reg, args)
-	if bad != nil {
-		e.args = validJSON(args)
-		return Result{Error: bad}
-	}
-	e.args = canon
 
 	// Stage 1: pre-execute.
 	ctx = c.enter(base, StagePreExecute, time.Time{})
-	switch d := t.decide(ctx, s, e, 0); d.Verdict {
+	switch d := t.decide(ctx, s, e, 0, nil); d.Verdict {
 	case VerdictAllow:
 	case VerdictAsk:
 		if r, ok := t.ask(ctx, s, e, d); !ok {
@@ -93,7 +62,7 @@ func (t *Tools) run(ctx context.Context, s *snapshot, e *Execution, args json.Ra
 
 	// Stage 2: guards.
 	ctx = c.enter(base, StageGuards, time.Time{})
-	if reason, who := guard(ctx, s, e); who != "" {
+	if reason, who := guard(ctx, s, e, nil); who != "" {
 		if err := ctx.Err(); err != nil {
 			return aborted("before it ran", err, reason)
 		}
@@ -112,6 +81,47 @@ func (t *Tools) run(ctx context.Context, s *snapshot, e *Execution, args json.Ra
 	return review(c.enter(base, StagePostExecute, time.Time{}), s, e, r)
 }
 
+// lookup is stage 0: a hold, the tool's lookup and its argument check. It
+// returns the tool, or nil and the call's outcome. Execute and Explain
+// both run it.
+func (t *Tools) lookup(s *snapshot, e *Execution, args json.RawMessage) (*registered, Result) {
+	if len(s.holds) > 0 {
+		h := s.holds[0]
+		return nil, denied(h.reason, h.who)
+	}
+	reg, ok := s.tools[e.name]
+	// Arguments over their bound are refused before anything reads them,
+	// observers included: a critical listener with a memory limit must not
+	// be the one to find out.
+	if limit := t.argumentLimit(reg); len(args) > limit {
+		if ok {
+			e.tool = &reg.info
+		}
+		return nil, Result{Error: oversized(len(args), limit, e.name)}
+	}
+	if !ok {
+		// Observers see what was asked for, so that a record of the call
+		// (an audit digest) is of its arguments, not of nothing.
+		e.args = validJSON(args)
+		if why, ok := s.absent[e.name]; ok {
+			return nil, Fail(CodeToolError, why)
+		}
+		return nil, Fail(CodeUnknownTool, "no tool named "+e.name)
+	}
+	if reg.info.Held != "" {
+		e.args = validJSON(args)
+		return nil, Fail(CodeUnknownTool, "tool "+e.name+" is held absent: "+reg.info.Held)
+	}
+	e.tool = &reg.info
+	canon, bad := checkArguments(reg, args)
+	if bad != nil {
+		e.args = validJSON(args)
+		return nil, Result{Error: bad}
+	}
+	e.args = canon
+	return reg, Result{}
+}
+
 // aborted is the outcome of a call whose caller gave up while stage when
 // is running. A listener's or wrapper's failure then is most likely the
 // cancellation reaching it (a remote RPC fails with the call's context), so
@@ -121,24 +131,46 @@ func aborted(when string, err error, last string) Result {
 	return Fail(CodeAborted, "call cancelled "+when+": "+err.Error()+" (last outcome: "+last+")")
 }
 
-// decide runs the stage-1 chain from listener i; the default is Allow.
-func (t *Tools) decide(ctx context.Context, s *snapshot, e *Execution, i int) Decision {
+// decide runs the stage-1 chain from listener i; the default is Allow. rec
+// is nil on a call; Explain's recorder notes each listener's answer, and
+// then a listener that cannot answer a dry run (ErrNotAsked) is passed
+// over, the chain going on past it.
+func (t *Tools) decide(ctx context.Context, s *snapshot, e *Execution, i int, rec *recorder) Decision {
 	for i < len(s.pre) && !s.pre[i].wants(e.name) {
+		if rec != nil {
+			rec.pre[i].Verdict = StepNoInterest
+		}
 		i++
 	}
 	if i == len(s.pre) {
 		return Allow()
 	}
 	l := &s.pre[i]
-	d, err := callPre(ctx, l.fn, e, func(ctx context.Context) Decision { return t.decide(ctx, s, e, i+1) })
+	next := func(ctx context.Context) Decision {
+		d := t.decide(ctx, s, e, i+1, rec)
+		if rec != nil {
+			rec.nextCalled(i, d)
+		}
+		return d
+	}
+	d, err := callPre(ctx, l.fn, e, next)
 	switch {
+	case err != nil && e.dryRun && errors.Is(err, ErrNotAsked):
+		return rec.notAsked(ctx, i, next)
 	case err != nil:
-		return Decision{Verdict: VerdictDeny, Reason: "pre-execute listener of " + l.owner + " failed: " + errText(err), DecidedBy: l.owner}
+		d = Decision{Verdict: VerdictDeny, Reason: "pre-execute listener of " + l.owner + " failed: " + errText(err), DecidedBy: l.owner}
+		rec.failed(i, d)
+		return d
 	case d.Verdict < VerdictAllow || d.Verdict > VerdictAsk:
-		return Decision{Verdict: VerdictDeny, Reason: fmt.Sprintf("pre-execute listener of %s returned an unknown decision (%d)", l.owner, d.Verdict), DecidedBy: l.owner}
+		d = Decision{Verdict: VerdictDeny, Reason: fmt.Sprintf("pre-execute listener of %s returned an unknown decision (%d)", l.owner, d.Verdict), DecidedBy: l.owner}
+		rec.failed(i, d)
+		return d
 	}
 	if d.DecidedBy == "" {
 		d.DecidedBy = l.owner
+	}
+	if rec != nil {
+		rec.answered(i, d)
 	}
 	return d
 }
@@ -195,153 +227,6 @@ func (t *Tools) ask(ctx context.Context, s *snapshot, e *Execution, d Decision) 
 func callApprover(ctx context.Context, fn ApproverFunc, e *Execution, reason string) (ok bool, err error) {
 	defer recoverInto(&err)
 	return fn(ctx, e, reason)
-}
-
-// guard runs the guards in registration order and reports the first denial.
-// When two or more concurrent guards want the call, they run at once (see
-// guardConcurrently).
-func guard(ctx context.Context, s *snapshot, e *Execution) (reason, who string) {
-	concurrent := 0
-	for i := range s.guards {
-		if g := &s.guards[i]; g.concurrent && g.wants(e.name) {
-			concurrent++
-		}
-	}
-	if concurrent >= 2 {
-		return guardConcurrently(ctx, s, e, concurrent)
-	}
-	for i := range s.guards {
-		g := &s.guards[i]
-		if !g.wants(e.name) {
-			continue
-		}
-		if reason, who := runGuard(ctx, g, e); who != "" {
-			return reason, who
-		}
-	}
-	return "", ""
-}
-
-// runGuard runs one guard; who is set when it denies (its failure too).
-func runGuard(ctx context.Context, g *entry[GuardFunc], e *Execution) (reason, who string) {
-	reason, err := callGuard(ctx, g.fn, e)
-	return guardVerdictOf(g, reason, err)
-}
-
-// guardVerdict is what one concurrent guard said: on done, or from wait
-// for a started guard.
-type guardVerdict struct {
-	reason, who string
-	done        chan struct{}
-	wait        func() (string, error)
-}
-
-// guardConcurrently starts every concurrent guard that wants the call but
-// the first of those that are not started guards, then walks all the
-// guards in registration order: an in-order guard, and that first one,
-// run on this goroutine (while the others run), the other concurrent ones
-// are waited for. A started guard (Registrar.StartedGuard) is started
-// here, without a goroutine, and its wait called in its turn. The first
-// denial in that order is the answer, as it would have been one by one;
-// the guards after it are cancelled and waited for, so that none outlives
-// the call. (The first runs here because this goroutine would only wait
-// for it: a goroutine of its own cost a start and a wake-up per call.)
-func guardConcurrently(ctx context.Context, s *snapshot, e *Execution, n int) (reason, who string) {
-	gctx, cancel := context.WithCancel(ctx)
-	verdicts := make([]guardVerdict, 0, n)
-	first := -1
-	for i := range s.guards {
-		g := &s.guards[i]
-		if !g.concurrent || !g.wants(e.name) {
-			continue
-		}
-		switch {
-		case g.start != nil:
-			verdicts = append(verdicts, guardVerdict{wait: startGuard(gctx, g, e)})
-		case first < 0:
-			first = i
-		default:
-			verdicts = append(verdicts, guardVerdict{done: make(chan struct{})})
-			v := &verdicts[len(verdicts)-1]
-			go func() {
-				defer close(v.done)
-				v.reason, v.who = runGuard(gctx, g, e)
-			}()
-		}
-	}
-	next := 0
-	defer func() {
-		cancel()
-		for i := range verdicts {
-			switch v := &verdicts[i]; {
-			case v.done != nil:
-				<-v.done
-			case i >= next: // started, never waited for
-				_, _ = v.wait()
-			}
-		}
-	}()
-	for i := range s.guards {
-		g := &s.guards[i]
-		if !g.wants(e.name) {
-			continue
-		}
-		if g.concurrent && i != first {
-			v := &verdicts[next]
-			next++
-			if v.wait != nil {
-				reason, err := waitGuard(v.wait)
-				v.reason, v.who = guardVerdictOf(g, reason, err)
-			} else {
-				<-v.done
-			}
-			if v.who != "" {
-				return v.reason, v.who
-			}
-			continue
-		}
-		gc := ctx
-		if i == first {
-			gc = gctx
-		}
-		if reason, who := runGuard(gc, g, e); who != "" {
-			return reason, who
-		}
-	}
-	return "", ""
-}
-
-// startGuard starts a started guard; a panic in it fails the guard.
-func startGuard(ctx context.Context, g *entry[GuardFunc], e *Execution) (wait func() (string, error)) {
-	defer func() {
-		if r := recover(); r != nil {
-			err := fmt.Errorf("panic: %v", r)
-			wait = func() (string, error) { return "", err }
-		}
-	}()
-	return g.start(ctx, e)
-}
-
-// waitGuard waits for a started guard's verdict; a panic fails the guard.
-func waitGuard(wait func() (string, error)) (reason string, err error) {
-	defer recoverInto(&err)
-	return wait()
-}
-
-// guardVerdictOf is runGuard's answer for what a guard said.
-func guardVerdictOf(g *entry[GuardFunc], reason string, err error) (string, string) {
-	if err != nil {
-		return "guard of " + g.owner + " failed: " + errText(err), g.owner
-	}
-	if reason != "" {
-		return reason, g.owner
-	}
-	return "", ""
-}
-
-func callGuard(ctx context.Context, fn GuardFunc, e *Execution) (reason string, err error) {
-	defer recoverInto(&err)
-	return fn(ctx, e)
 }
 
 // executeChain runs the stage-3 chain from wrapper i; the default calls the

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/plugkit-go/plugkit/pipeline"
 	"github.com/plugkit-go/plugkit/shared/pb"
@@ -15,24 +14,28 @@ import (
 // Values cross as JSON: a json.RawMessage goes as it is, anything else is
 // marshalled.
 
+// toDescriptor and fromDescriptor convert through the wire's converters,
+// the one place that knows the message: a timeout is rounded up to whole
+// milliseconds there, so that 500µs does not become 0 ("none").
 func toDescriptor(t *pipeline.ToolInfo) *pb.ToolDescriptor {
 	if t == nil {
 		return nil
 	}
-	return &pb.ToolDescriptor{
-		Name: t.Name, Description: t.Description, ParametersJson: t.Parameters,
+	return wire.ToolDescriptorToProto(wire.ToolDescriptor{
+		Name: t.Name, Description: t.Description, Parameters: t.Parameters,
 		Destructive: t.Destructive, ReadOnly: t.ReadOnly, Idempotent: t.Idempotent,
-		TimeoutMs: t.Timeout.Milliseconds(), Owner: t.Owner,
+		Timeout: t.Timeout, Owner: t.Owner,
 		Notes: t.Notes, Held: t.Held, Definition: t.Definition,
-	}
+	})
 }
 
 func fromDescriptor(d *pb.ToolDescriptor) pipeline.Tool {
+	w := wire.ToolDescriptorFromProto(d)
 	return pipeline.Tool{
-		Name: d.GetName(), Description: d.GetDescription(), Parameters: d.GetParametersJson(),
-		Destructive: d.GetDestructive(), ReadOnly: d.GetReadOnly(), Idempotent: d.GetIdempotent(),
-		Timeout: time.Duration(d.GetTimeoutMs()) * time.Millisecond,
-		Notes:   d.GetNotes(), Held: d.GetHeld(), Definition: d.GetDefinition(),
+		Name: w.Name, Description: w.Description, Parameters: w.Parameters,
+		Destructive: w.Destructive, ReadOnly: w.ReadOnly, Idempotent: w.Idempotent,
+		Timeout: w.Timeout,
+		Notes:   w.Notes, Held: w.Held, Definition: w.Definition,
 	}
 }
 

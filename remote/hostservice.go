@@ -51,11 +51,11 @@ func newHostService(inst *instance, scope *kernel.Scope) *hostService {
 }
 
 func (h *hostService) registrar() (*pipeline.Registrar, error) {
-	svc, err := h.scope.Service(pipeline.ServiceName)
+	reg, err := pipeline.RegistrarOf(h.scope)
 	if err != nil {
 		return nil, status.Error(codes.FailedPrecondition, err.Error())
 	}
-	return svc.(*pipeline.Registrar), nil
+	return reg, nil
 }
 
 // record keeps an effect under a new registration id for Dispose.

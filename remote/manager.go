@@ -81,7 +81,7 @@ func NewManager(k *kernel.Kernel, tools *pipeline.Tools, opts Options) (*Manager
 	if opts.Receipts {
 		m.receipts = newReceipts()
 	}
-	m.unlisten = k.Events().Listen(kernel.EventStateChanged, "plugin manager", m.onState)
+	m.unlisten = k.Events().OnStateChange("plugin manager", m.onState)
 	return m, nil
 }
 

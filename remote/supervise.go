@@ -350,16 +350,12 @@ func (mp *managed) releaseHold() {
 }
 
 // onState follows the scopes of critical plugins: held unless ACTIVE.
-func (m *Manager) onState(ctx context.Context, payload any, _ kernel.Next) (any, error) {
-	sc, ok := payload.(kernel.StateChange)
-	if !ok {
-		return nil, nil
-	}
+func (m *Manager) onState(sc kernel.StateChange) {
 	m.mu.Lock()
 	mp := m.plugins[sc.Plugin]
 	m.mu.Unlock()
 	if mp == nil {
-		return nil, nil
+		return
 	}
 	switch sc.To {
 	case kernel.Active:
@@ -373,12 +369,11 @@ func (m *Manager) onState(ctx context.Context, payload any, _ kernel.Next) (any,
 	critical := mp.spec.Critical
 	mp.mu.Unlock()
 	if !critical {
-		return nil, nil
+		return
 	}
 	if sc.To == kernel.Active {
 		mp.releaseHold()
 	} else {
 		mp.holdCalls(strings.ToLower(sc.To.String()))
 	}
-	return nil, nil
 }

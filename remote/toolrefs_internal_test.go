@@ -62,11 +62,11 @@ func newTestTools(t *testing.T) *pipeline.Tools {
 		t.Fatal(err)
 	}
 	_, err := k.Load(kernel.Plugin{Name: "p", Inject: []string{"tools"}, Apply: func(ctx context.Context, s *kernel.Scope) error {
-		svc, err := s.Service("tools")
+		reg, err := pipeline.RegistrarOf(s)
 		if err != nil {
 			return err
 		}
-		_, err = svc.(*pipeline.Registrar).Register(pipeline.Tool{Name: "t", Description: "d", Execute: func(context.Context, *pipeline.Execution) (any, error) { return nil, nil }})
+		_, err = reg.Register(pipeline.Tool{Name: "t", Description: "d", Execute: func(context.Context, *pipeline.Execution) (any, error) { return nil, nil }})
 		return err
 	}})
 	if err != nil {

@@ -16,7 +16,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/plugkit-go/plugkit/admin"
-	"github.com/plugkit-go/plugkit/host"
 	"github.com/plugkit-go/plugkit/shared/secrets"
 )
 
@@ -224,9 +223,9 @@ func call(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	var ask func(host.Question) bool
+	var ask func(admin.Question) bool
 	if isTerminal(e.stdin) {
-		ask = func(q host.Question) bool { return prompt(e, q) }
+		ask = func(q admin.Question) bool { return prompt(e, q) }
 	}
 	r, err := c.Call(ctx, tool, json.RawMessage(raw), ask)
 	if err != nil {
@@ -265,7 +264,7 @@ var promptScanner = secrets.New(nil)
 // call's arguments are shown with any credential in them replaced by a
 // marker naming its kind: a terminal's scrollback and recordings outlive
 // the decision.
-func prompt(e *env, q host.Question) bool {
+func prompt(e *env, q admin.Question) bool {
 	args := q.Arguments
 	if red, hits, err := promptScanner.RedactJSON([]byte(args)); err == nil && len(hits) > 0 {
 		args = string(red)

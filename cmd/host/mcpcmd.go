@@ -224,10 +224,8 @@ func (c *certificate) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 // logStates logs every plugin's state changes (and reloads) until the
 // returned function is called.
 func logStates(h *host.Host, log hclog.Logger) (unlisten func()) {
-	return h.Kernel().Events().Listen(kernel.EventStateChanged, "cli", func(ctx context.Context, payload any, _ kernel.Next) (any, error) {
-		sc, ok := payload.(kernel.StateChange)
+	return h.OnStateChange("cli", func(sc kernel.StateChange) {
 		switch {
-		case !ok:
 		case sc.From == kernel.Active && sc.To == kernel.Active:
 			log.Info("plugin reloaded", "plugin", sc.Plugin)
 		case sc.From == sc.To:
@@ -236,6 +234,5 @@ func logStates(h *host.Host, log hclog.Logger) (unlisten func()) {
 		default:
 			log.Info("plugin state", "plugin", sc.Plugin, "state", sc.To.String())
 		}
-		return nil, nil
 	})
 }

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/plugkit-go/plugkit/host"
+	"github.com/plugkit-go/plugkit/admin"
 	"github.com/plugkit-go/plugkit/shared/secrets/fake"
 )
 
@@ -13,7 +13,7 @@ import (
 // arguments without the credentials in them, and only "y" or "yes" allows.
 func TestPromptRedactsCredentials(t *testing.T) {
 	token := fake.New(7).GitHubToken("ghp_")
-	q := host.Question{Tool: "deploy", Arguments: `{"repo":"web","token":"` + token + `"}`, Question: "Deploy?", For: "local:ann"}
+	q := admin.Question{Tool: "deploy", Arguments: `{"repo":"web","token":"` + token + `"}`, Question: "Deploy?", For: "local:ann"}
 	for answer, want := range map[string]bool{"y\n": true, "yes\n": true, "\n": false, "no\n": false, "": false} {
 		var stderr bytes.Buffer
 		e := &env{stdin: strings.NewReader(answer), stderr: &stderr}

@@ -87,7 +87,7 @@ func buildPlugin(p PluginSpec, logs *Logs, died <-chan struct{}) (kernel.Plugin,
 		Name:   p.Name,
 		Inject: []string{pipeline.ServiceName},
 		Apply: func(ctx context.Context, s *kernel.Scope) error {
-			reg, err := registrar(s)
+			reg, err := pipeline.RegistrarOf(s)
 			if err != nil {
 				return err
 			}

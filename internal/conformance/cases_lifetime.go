@@ -65,7 +65,7 @@ func case42(t *testing.T, h Harness) {
 		Name:   "search",
 		Inject: []string{pipeline.ServiceName, "index"},
 		Apply: func(ctx context.Context, s *kernel.Scope) error {
-			reg, err := registrar(s)
+			reg, err := pipeline.RegistrarOf(s)
 			if err != nil {
 				return err
 			}
@@ -224,7 +224,7 @@ func case45(t *testing.T, h Harness) {
 			Name:   "P",
 			Inject: []string{pipeline.ServiceName},
 			Apply: func(ctx context.Context, s *kernel.Scope) error {
-				reg, err := registrar(s)
+				reg, err := pipeline.RegistrarOf(s)
 				if err != nil {
 					return err
 				}
@@ -258,7 +258,7 @@ func case45(t *testing.T, h Harness) {
 			Name:   "P",
 			Inject: []string{pipeline.ServiceName},
 			Apply: func(ctx context.Context, s *kernel.Scope) (err error) {
-				if reg, err = registrar(s); err != nil {
+				if reg, err = pipeline.RegistrarOf(s); err != nil {
 					return err
 				}
 				if custom, err = s.Track("custom", func() error { runs++; return nil }); err != nil {

@@ -3,7 +3,6 @@ package conformance
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -71,7 +70,7 @@ func AuditObserver(a *Audit) kernel.Plugin {
 		Name:   AuditPlugin,
 		Inject: []string{pipeline.ServiceName},
 		Apply: func(ctx context.Context, s *kernel.Scope) error {
-			reg, err := registrar(s)
+			reg, err := pipeline.RegistrarOf(s)
 			if err != nil {
 				return err
 			}
@@ -82,18 +81,6 @@ func AuditObserver(a *Audit) kernel.Plugin {
 			return err
 		},
 	}
-}
-
-func registrar(s *kernel.Scope) (*pipeline.Registrar, error) {
-	svc, err := s.Service(pipeline.ServiceName)
-	if err != nil {
-		return nil, err
-	}
-	reg, ok := svc.(*pipeline.Registrar)
-	if !ok {
-		return nil, fmt.Errorf("service %q is a %T, not a *pipeline.Registrar", pipeline.ServiceName, svc)
-	}
-	return reg, nil
 }
 
 type inHostHost struct {

@@ -20,11 +20,11 @@ func wrapper(name string, fn pipeline.ExecuteFunc) kernel.Plugin {
 		Name:   name,
 		Inject: []string{pipeline.ServiceName},
 		Apply: func(ctx context.Context, s *kernel.Scope) error {
-			svc, err := s.Service(pipeline.ServiceName)
+			reg, err := pipeline.RegistrarOf(s)
 			if err != nil {
 				return err
 			}
-			_, err = svc.(*pipeline.Registrar).OnExecute(fn)
+			_, err = reg.OnExecute(fn)
 			return err
 		},
 	}

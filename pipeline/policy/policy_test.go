@@ -47,11 +47,10 @@ type toolPlugin struct {
 
 func (p toolPlugin) plugin() kernel.Plugin {
 	return kernel.Plugin{Name: p.name, Inject: []string{pipeline.ServiceName}, Apply: func(ctx context.Context, s *kernel.Scope) error {
-		svc, err := s.Service(pipeline.ServiceName)
+		reg, err := pipeline.RegistrarOf(s)
 		if err != nil {
 			return err
 		}
-		reg := svc.(*pipeline.Registrar)
 		for _, t := range p.tools {
 			if _, err := reg.Register(t); err != nil {
 				return err
