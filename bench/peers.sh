@@ -7,6 +7,7 @@
 #
 #   make bench-peers                      # 3 rounds of 5 s per phase
 #   ROUNDS=5 DURATION=10s make bench-peers
+#   BIN_BEFORE=/path/to/other/bin make bench-peers   # another build beside
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -34,4 +35,5 @@ GO=${GO:-go}
 mkdir -p bin/plugins
 $GO build -o bin/host ./cmd/host
 for p in mcp safety audit; do $GO build -o "bin/plugins/$p" "./plugins/$p"; done
-exec $GO run ./bench/peers -peers "$PEERS_DIR" -bin bin -rounds "$ROUNDS" -duration "$DURATION" -sessions "$SESSIONS"
+exec $GO run ./bench/peers -peers "$PEERS_DIR" -bin bin -bin-before "${BIN_BEFORE:-}" \
+	-rounds "$ROUNDS" -duration "$DURATION" -sessions "$SESSIONS"

@@ -31,6 +31,7 @@ func main() {
 	rounds := flag.Int("rounds", 3, "interleaved rounds")
 	dur := flag.Duration("duration", 5*time.Second, "length of each load phase")
 	sessions := flag.Int("sessions", 16, "sessions of the parallel phase")
+	before := flag.String("bin-before", "", "folder of another build of the host and plugins, run as plugkit-before (a before/after in one run)")
 	flag.Parse()
 	if *peers == "" {
 		log.Fatal("-peers is required: the folder bench/peers.sh installed the npm peers in")
@@ -41,7 +42,11 @@ func main() {
 	}
 	defer os.RemoveAll(work)
 
-	systems := []*system{plugkitSystem(*bin, *peers), supergateway(*peers), mcpProxy(*peers), direct(*peers)}
+	systems := []*system{plugkitSystem("plugkit", *bin, *peers)}
+	if *before != "" {
+		systems = append(systems, plugkitSystem("plugkit-before", *before, *peers))
+	}
+	systems = append(systems, supergateway(*peers), mcpProxy(*peers), direct(*peers))
 	ctx := context.Background()
 	for _, s := range systems {
 		if err := s.start(ctx, work); err != nil {
@@ -50,7 +55,7 @@ func main() {
 		}
 		defer s.stop()
 	}
-	fmt.Fprintf(os.Stderr, "%d rounds of %s per phase, systems: plugkit, supergateway, mcp-proxy, direct\n", *rounds, *dur)
+	fmt.Fprintf(os.Stderr, "%d rounds of %s per phase\n", *rounds, *dur)
 	for r := range *rounds {
 		for _, s := range systems {
 			for _, n := range []int{1, *sessions} {
@@ -60,7 +65,7 @@ func main() {
 					log.Fatalf("round %d, %s, %d sessions: %v", r+1, s.name, n, err)
 				}
 				s.result(n).add(p)
-				fmt.Fprintf(os.Stderr, "round %d %-12s %2d sessions: %6.0f calls/s, p50 %.2f ms, %d errors\n",
+				fmt.Fprintf(os.Stderr, "round %d %-14s %2d sessions: %6.0f calls/s, p50 %.2f ms, %d errors\n",
 					r+1, s.name, n, p.perSecond(), ms(p.quantile(0.5)), p.errors)
 			}
 		}

@@ -140,9 +140,9 @@ func mcpProxy(peers string) *system {
 
 // plugkitSystem is the host with the sample's rules (config.hcl) over the
 // bridged server, and a critical audit log fsynced on every batch.
-func plugkitSystem(bin, peers string) *system {
+func plugkitSystem(name, bin, peers string) *system {
 	port := freePort()
-	return &system{name: "plugkit", url: endpoint(port), command: func(work string) (*exec.Cmd, error) {
+	return &system{name: name, url: endpoint(port), command: func(work string) (*exec.Cmd, error) {
 		abs, err := filepath.Abs(bin)
 		if err != nil {
 			return nil, err
@@ -152,9 +152,9 @@ func plugkitSystem(bin, peers string) *system {
 				return nil, errors.New("no " + filepath.Join(abs, p) + ": run make build first")
 			}
 		}
-		cfg := fmt.Sprintf(plugkitConfig, filepath.Join(work, "admin.sock"), port,
-			abs, everything(peers), abs, abs, filepath.Join(work, "audit.log"))
-		path := filepath.Join(work, "plugkit.hcl")
+		cfg := fmt.Sprintf(plugkitConfig, filepath.Join(work, name+".sock"), port,
+			abs, everything(peers), abs, abs, filepath.Join(work, name+"-audit.log"))
+		path := filepath.Join(work, name+".hcl")
 		if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 			return nil, err
 		}
