@@ -4,7 +4,7 @@ BIN     := bin
 BENCH   ?= .
 COUNT   ?= 1
 
-.PHONY: all build plugins run test attack bench proto vet clean image
+.PHONY: all build plugins run test attack bench bench-peers proto vet clean image
 
 all: build
 
@@ -51,6 +51,12 @@ attack:
 
 bench:
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count $(COUNT) ./...
+
+# plugkit beside the MCP proxies people use (npm's supergateway and
+# mcp-proxy) and the upstream served directly: installs the pinned peers in
+# bench/.peers and prints one table (docs/performance.md). Not run by CI.
+bench-peers:
+	./bench/peers.sh
 
 proto:
 	bash shared/gen.sh

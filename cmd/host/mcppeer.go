@@ -24,23 +24,21 @@ func loopbackPeer(c net.Conn) (authn.LocalPeer, error) {
 	return authn.LocalPeer{UID: s.UID, Vet: func() error { return notPlugin(s) }}, nil
 }
 
+// peers remembers the loopback clients cleared, so that a client's next
+// connection is vetted without reading every process's descriptors.
+var peers lineage.Peers
+
 // notPlugin refuses a socket that a plugin of a host, or anything one
-// started, holds (lineage.Check), and one held by no process it can find:
-// a client that cannot be found cannot be told from a plugin. Every holder
-// counts: a socket inherited by a plugin is the plugin's too.
+// started, holds (lineage.Peers.Vet), and one held by no process it can
+// find: a client that cannot be found cannot be told from a plugin.
 func notPlugin(s peeruid.Socket) error {
-	pids, err := s.Processes()
-	if err != nil {
-		return &authn.PeerRefusal{Reason: "unknown_process", Err: fmt.Errorf("cannot tell which process connected (%v)", err)}
+	err := peers.Vet(s)
+	if err == nil {
+		return nil
 	}
-	for _, pid := range pids {
-		if err := lineage.Check(pid); err != nil {
-			var pe *lineage.PluginError
-			if errors.As(err, &pe) {
-				return &authn.PeerRefusal{Reason: "plugin", Err: fmt.Errorf("this connection is from a plugin: %v", err)}
-			}
-			return &authn.PeerRefusal{Reason: "unknown_process", Err: fmt.Errorf("cannot tell whether process %d is a plugin (%v)", pid, err)}
-		}
+	var pe *lineage.PluginError
+	if errors.As(err, &pe) {
+		return &authn.PeerRefusal{Reason: "plugin", Err: fmt.Errorf("this connection is from a plugin: %v", err)}
 	}
-	return nil
+	return &authn.PeerRefusal{Reason: "unknown_process", Err: err}
 }

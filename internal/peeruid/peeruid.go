@@ -3,17 +3,18 @@
 // which the client cannot choose. A front end without credentials uses it
 // to serve only the host's own user, as a Unix socket's SO_PEERCRED does.
 //
-// On Linux the client's socket is looked up in /proc/net/tcp and
-// /proc/net/tcp6 (the host's network namespace, where a loopback client's
-// socket is): its local address is the connection's remote one and its
-// remote address the connection's local one. The lookup reads the table
-// once per connection; NETLINK_SOCK_DIAG would answer one socket without
-// reading the rest, at the cost of a netlink client.
+// On Linux the kernel is asked for the client's socket over
+// NETLINK_SOCK_DIAG, in the host's network namespace, where a loopback
+// client's socket is: its local address is the connection's remote one
+// and its remote address the connection's local one. One request answers
+// one socket, however many the machine has; where netlink is not
+// available, /proc/net/tcp and /proc/net/tcp6 are read instead.
 //
-// The table also names the socket's inode, and the processes holding it
-// are those with a descriptor linked to socket:[inode] (Processes): the
-// front end refuses a client that is a plugin of a host, which runs as
-// the host's own user and would otherwise be served as that user.
+// The answer also names the socket's inode, and the processes holding it
+// are those with a descriptor linked to socket:[inode] (Processes,
+// HeldAmong): the front end refuses a client that is a plugin of a host,
+// which runs as the host's own user and would otherwise be served as that
+// user.
 package peeruid
 
 import (
@@ -60,16 +61,36 @@ func Of(c net.Conn) (int, error) {
 // Lookup returns the client's socket of c, a loopback TCP connection
 // accepted by this process.
 func Lookup(c net.Conn) (Socket, error) {
-	local, ok1 := c.LocalAddr().(*net.TCPAddr)
-	remote, ok2 := c.RemoteAddr().(*net.TCPAddr)
-	if !ok1 || !ok2 {
-		return Socket{}, fmt.Errorf("not a TCP connection (%s)", c.LocalAddr().Network())
-	}
-	l, r := local.AddrPort(), remote.AddrPort()
-	if !l.Addr().Unmap().IsLoopback() || !r.Addr().Unmap().IsLoopback() {
-		return Socket{}, fmt.Errorf("%s is not a loopback client", r)
+	l, r, err := loopbackEnds(c)
+	if err != nil {
+		return Socket{}, err
 	}
 	return lookup(l, r)
+}
+
+// LookupTables is Lookup reading /proc/net/tcp and /proc/net/tcp6, as
+// Lookup does where NETLINK_SOCK_DIAG is not available.
+func LookupTables(c net.Conn) (Socket, error) {
+	l, r, err := loopbackEnds(c)
+	if err != nil {
+		return Socket{}, err
+	}
+	return lookupTables(l, r)
+}
+
+// loopbackEnds returns c's local and remote addresses, refusing a
+// connection that is not a loopback TCP one.
+func loopbackEnds(c net.Conn) (local, remote netip.AddrPort, err error) {
+	l, ok1 := c.LocalAddr().(*net.TCPAddr)
+	r, ok2 := c.RemoteAddr().(*net.TCPAddr)
+	if !ok1 || !ok2 {
+		return local, remote, fmt.Errorf("not a TCP connection (%s)", c.LocalAddr().Network())
+	}
+	local, remote = l.AddrPort(), r.AddrPort()
+	if !local.Addr().Unmap().IsLoopback() || !remote.Addr().Unmap().IsLoopback() {
+		return local, remote, fmt.Errorf("%s is not a loopback client", remote)
+	}
+	return local, remote, nil
 }
 
 // Processes returns the pids of the processes of s.UID that hold s (one,
@@ -77,6 +98,14 @@ func Lookup(c net.Conn) (Socket, error) {
 // /proc/PID/fd; ErrNoProcess when there is none. It reads every such
 // process's descriptors, once per call: call it once per connection.
 func (s Socket) Processes() ([]int, error) { return processes(s) }
+
+// HeldAmong returns those of pids, and of their descendants that have not
+// left their parent, that run as s.UID and hold s: the holders of s a
+// caller already knows of, found without reading the descriptors of every
+// process of the user as Processes does. It reads only those processes
+// (at most 1024); a holder outside them is not found, so an empty answer
+// means only that none of them holds s.
+func (s Socket) HeldAmong(pids []int) []int { return heldAmong(s, pids) }
 
 // Find reads a /proc/net/tcp or /proc/net/tcp6 table from r and returns
 // the uid of the socket whose local address is client and whose remote

@@ -1,10 +1,13 @@
 package peeruid
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"os"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -19,8 +22,21 @@ func readProc() func() {
 	return func() { <-readers }
 }
 
-// lookup finds the client's socket in the tables (shared_linux.go).
+// diagUnavailable is set once NETLINK_SOCK_DIAG has failed to open: the
+// tables are read from then on.
+var diagUnavailable atomic.Bool
+
+// lookup asks the kernel for the client's socket over NETLINK_SOCK_DIAG,
+// or finds it in the socket tables (shared_linux.go) where that is not
+// available.
 func lookup(server, client netip.AddrPort) (Socket, error) {
+	if !diagUnavailable.Load() {
+		s, err := diagLookup(client, server)
+		if !errors.Is(err, errDiagUnavailable) {
+			return s, err
+		}
+		diagUnavailable.Store(true)
+	}
 	return shared.find(server, client)
 }
 
@@ -82,4 +98,68 @@ func holds(fds, want string) bool {
 			return false // io.EOF: read to the end
 		}
 	}
+}
+
+// heldAmong returns those of pids, and of their descendants, that run as
+// s.UID and hold s. It reads the descriptors of those processes only.
+func heldAmong(s Socket, pids []int) []int {
+	if s.Inode == 0 || len(pids) == 0 {
+		return nil
+	}
+	want := "socket:[" + strconv.FormatUint(s.Inode, 10) + "]"
+	defer readProc()()
+	var held []int
+	seen := make(map[int]bool, len(pids))
+	queue := append([]int(nil), pids...)
+	// The walk is bounded: a process tree of the user's is not the host's
+	// to read without end.
+	for len(queue) > 0 && len(seen) < maxWalk {
+		pid := queue[0]
+		queue = queue[1:]
+		if pid <= 0 || seen[pid] {
+			continue
+		}
+		seen[pid] = true
+		dir := "/proc/" + strconv.Itoa(pid)
+		var st syscall.Stat_t
+		if syscall.Stat(dir, &st) != nil {
+			continue // gone
+		}
+		if int(st.Uid) == s.UID && holds(dir+"/fd", want) {
+			held = append(held, pid)
+		}
+		queue = append(queue, children(dir)...)
+	}
+	return held
+}
+
+// maxWalk bounds the processes heldAmong reads.
+const maxWalk = 1024
+
+// children lists the children of every thread of the process at dir
+// (/proc/PID/task/TID/children), which are the ones that inherited its
+// descriptors and have not left it by a double fork.
+func children(dir string) []int {
+	tasks, err := os.ReadDir(dir + "/task")
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, t := range tasks {
+		b, err := os.ReadFile(dir + "/task/" + t.Name() + "/children")
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				out = append(out, pid)
+			}
+		}
+	}
+	return out
+}
+
+// lookupTables finds the client's socket in /proc/net/tcp{,6} alone.
+func lookupTables(server, client netip.AddrPort) (Socket, error) {
+	return shared.find(server, client)
 }

@@ -7,3 +7,7 @@ import "net/netip"
 func lookup(server, client netip.AddrPort) (Socket, error) { return Socket{}, ErrUnsupported }
 
 func processes(Socket) ([]int, error) { return nil, ErrUnsupported }
+
+func lookupTables(server, client netip.AddrPort) (Socket, error) { return Socket{}, ErrUnsupported }
+
+func heldAmong(Socket, []int) []int { return nil }

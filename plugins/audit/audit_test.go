@@ -93,11 +93,24 @@ func result(i int) (*sdk.Call, sdk.ToolResult) {
 	return call, r
 }
 
+// observeN delivers results from to to-1, each in a batch of its own: the
+// SDK calls Flush after a batch's last result, before acknowledging it.
 func observeN(h *harness, from, to int) {
 	for i := from; i < to; i++ {
 		call, r := result(i)
 		h.observe(context.Background(), call, r)
+		_ = h.flush(context.Background())
 	}
+}
+
+// observeBatch delivers results from to to-1 as one batch, as one stream
+// does, and returns what Flush returned.
+func observeBatch(ctx context.Context, h *harness, from, to int) error {
+	for i := from; i < to; i++ {
+		call, r := result(i)
+		h.observe(ctx, call, r)
+	}
+	return h.flush(ctx)
 }
 
 func readLines(t *testing.T, path string) []auditlog.Line {

@@ -51,6 +51,10 @@ type auditor struct {
 	changed chan struct{} // closed and replaced by start and stop: wakes a waiting observe
 	written auditlog.Tip  // the line the current observe wrote (receipts.go); under order
 
+	// lostOnClose is set when a log was closed with lines of a batch not
+	// on disk (commit.go): the batch's flush fails, unacknowledged.
+	lostOnClose bool
+
 	// While the log cannot be written (see unwritable.go).
 	host     failureHost                 // set by apply; zero in tests that need none
 	failOpen bool                        // let calls through meanwhile
@@ -131,6 +135,9 @@ func (a *auditor) closeLocked() error {
 	a.file = nil
 	tip := f.tip()
 	err := f.close()
+	f.mu.Lock()
+	a.lostOnClose = a.lostOnClose || f.lost
+	f.mu.Unlock()
 	a.log.Info("audit log closed", "path", f.path, "lines", tip.Seq, "hash", tip.Hash)
 	return err
 }

@@ -41,8 +41,15 @@
 // unacknowledged, rather than be dropped. A log found broken at that point
 // is not appended to, and every result then logs that it is not recorded.
 //
+// With fsync = "always" the lines of a batch of results (what the host
+// sends on one stream, up to 256) are written as they come and fsynced
+// once, together, before the batch is acknowledged (group commit): a
+// result is acknowledged, and its receipt handed back, only once its line
+// is on disk, with one fsync for every call that came together.
+//
 // A line is written whole or not at all. When a write or its fsync fails
-// (a full disk), the file is cut back to the line before, and the result is
+// (a full disk), the file is cut back to the line before (for a batch's
+// fsync, to the line before the batch), and the result (the batch) is
 // held, unacknowledged, and written again every 0.1 to 2 seconds until it
 // can be; the host queues the results after it meanwhile. While the log
 // cannot be written the plugin adds a guard that denies every call, naming

@@ -53,7 +53,8 @@ func bufferLogger(b *syncBuffer) hclog.Logger {
 }
 
 // observeAsync delivers results from to to-1 in order on a goroutine, as
-// one stream would; the channel closes when observe returned for the last.
+// one stream would, each in a batch of its own (observe, then Flush); the
+// channel closes when the last was acknowledged.
 func observeAsync(ctx context.Context, h *harness, from, to int) <-chan struct{} {
 	done := make(chan struct{})
 	go func() {
@@ -61,6 +62,7 @@ func observeAsync(ctx context.Context, h *harness, from, to int) <-chan struct{}
 		for i := from; i < to; i++ {
 			call, r := result(i)
 			h.observe(ctx, call, r)
+			_ = h.flush(ctx)
 		}
 	}()
 	return done

@@ -31,7 +31,9 @@ const recentIDs = 4096
 //
 // Each line is one write(2) straight to the file, without a buffer in the
 // process: a plugin killed by the host loses no line it had written, and
-// the fsync policy alone decides what a machine crash can lose.
+// the fsync policy alone decides what a machine crash can lose. With
+// fsync = always, one fsync covers every line of a batch of results
+// (commit), before the host hears the batch was handled.
 type logFile struct {
 	path   string
 	f      *os.File
@@ -52,6 +54,22 @@ type logFile struct {
 	// appended until a cut succeeds, since a line after part of one would
 	// break the chain.
 	uncut bool
+
+	// Group commit (fsync = always): lines are written as results come and
+	// fsynced together once their batch is in (commit), before the batch
+	// is acknowledged. unsynced are the lines written since the last
+	// fsync, as given to append (sealing them again after the same tip
+	// gives the same seq and hash); syncedSize and syncedTip are where the
+	// file ended then. rewrite is set when they were cut back after a
+	// failed fsync and must be written again.
+	unsynced   []auditlog.Line
+	syncedSize int64
+	syncedTip  auditlog.Tip
+	rewrite    bool
+	// lost is set by close when lines written since the last commit did
+	// not reach the disk (cut off after a failed fsync, or the closing
+	// fsync failed): their batch must not be acknowledged.
+	lost bool
 
 	stopTicker chan struct{} // fsync = interval only
 	ticker     sync.WaitGroup
@@ -239,19 +257,69 @@ func (lf *logFile) append(l auditlog.Line) error {
 			return err
 		}
 	}
+	if lf.rewrite {
+		// A batch given up on after its fsync failed (its stream ended):
+		// its lines are cut off, and the host sends its results again.
+		lf.unsynced, lf.rewrite = nil, false
+	}
 	if _, err := lf.w.Append(l); err != nil {
 		return errors.Join(err, lf.cutBack(before, tip))
 	}
 	if lf.policy == fsyncAlways {
-		if err := lf.sync(); err != nil {
-			// The line may never reach the disk: it is not written.
-			return errors.Join(fmt.Errorf("audit log: fsync of line %d: %w", tip.Seq+1, err), lf.cutBack(before, tip))
+		if len(lf.unsynced) == 0 {
+			lf.syncedSize, lf.syncedTip = before, tip
 		}
+		lf.unsynced = append(lf.unsynced, l)
 	}
 	if lf.policy == fsyncInterval {
 		lf.dirty = true
 	}
 	return nil
+}
+
+// commit fsyncs the lines written since the last fsync (fsync = always):
+// one fsync for every line of a batch, before the batch is acknowledged.
+// When the fsync fails, the lines may never reach the disk: they are cut
+// off, and the next commit writes them again (same seqs, same hashes)
+// before it fsyncs.
+func (lf *logFile) commit() error {
+	lf.mu.Lock()
+	defer lf.mu.Unlock()
+	if len(lf.unsynced) == 0 {
+		return nil
+	}
+	if lf.closed {
+		return errClosed
+	}
+	if lf.rewrite {
+		if err := lf.cutBack(lf.syncedSize, lf.syncedTip); err != nil {
+			return err
+		}
+		for _, l := range lf.unsynced {
+			if _, err := lf.w.Append(l); err != nil {
+				return errors.Join(err, lf.cutBack(lf.syncedSize, lf.syncedTip))
+			}
+		}
+		lf.rewrite = false
+	}
+	if err := lf.sync(); err != nil {
+		lf.rewrite = true
+		first := lf.syncedTip.Seq + 1
+		return errors.Join(fmt.Errorf("audit log: fsync of lines %d to %d: %w", first, first+uint64(len(lf.unsynced))-1, err),
+			lf.cutBack(lf.syncedSize, lf.syncedTip))
+	}
+	lf.unsynced = nil
+	return nil
+}
+
+// dropUnsynced forgets the lines a failed commit cut off, when their
+// batch is given up on: the host sends those results again.
+func (lf *logFile) dropUnsynced() {
+	lf.mu.Lock()
+	defer lf.mu.Unlock()
+	if lf.rewrite {
+		lf.unsynced, lf.rewrite = nil, false
+	}
 }
 
 // cutBack truncates the file to size, the end of the line whose chain tip
@@ -313,9 +381,13 @@ func (lf *logFile) close() error {
 	if signErr != nil {
 		errs = append(errs, fmt.Errorf("audit log %s: the last checkpoint: %w", lf.path, signErr))
 	}
-	if err := lf.sync(); err != nil {
-		errs = append(errs, fmt.Errorf("audit log %s: fsync: %w", lf.path, err))
+	syncErr := lf.sync()
+	if syncErr != nil {
+		errs = append(errs, fmt.Errorf("audit log %s: fsync: %w", lf.path, syncErr))
 	}
+	lf.mu.Lock()
+	lf.lost = len(lf.unsynced) > 0 && (lf.rewrite || syncErr != nil)
+	lf.mu.Unlock()
 	if err := lf.f.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("audit log %s: %w", lf.path, err))
 	}

@@ -48,7 +48,7 @@ func newPlugin() sdk.Plugin[Config] {
 			if err := a.start(s, p.Logger()); err != nil {
 				return err
 			}
-			if _, err := p.OnResult(ctx, sdk.ResultListener{Name: "audit", Record: a.observeWithReceipt}); err != nil {
+			if _, err := p.OnResult(ctx, sdk.ResultListener{Name: "audit", Record: a.observeWithReceipt, Flush: a.flush}); err != nil {
 				// The host undoes a failed apply; the log it opened is ours
 				// to close.
 				return errors.Join(err, a.stop())

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -47,6 +48,9 @@ type bridge struct {
 
 	cs    *mcp.ClientSession
 	relay *stderrRelay
+	// web is the HTTP client of a server reached by url: its idle
+	// connections are the bridge's own (session.go), closed with it.
+	web *http.Client
 	// listed is what prelist found, until begin registers it.
 	listed map[string]sdk.Tool
 
@@ -111,11 +115,17 @@ func (b *bridge) dial(ctx context.Context) error {
 		return err
 	}
 	b.relay = relay
+	if st, ok := t.(*mcp.StreamableClientTransport); ok {
+		b.web = st.HTTPClient
+	}
 	cs, err := connect(ctx, b.set, t, relay, b.listChanged)
 	if err != nil {
 		b.cancel()
 		if relay != nil {
 			_ = relay.Close()
+		}
+		if b.web != nil {
+			b.web.CloseIdleConnections()
 		}
 		return err
 	}
@@ -458,4 +468,7 @@ func (b *bridge) close() {
 		_ = b.relay.Close()
 	}
 	b.wg.Wait()
+	if b.web != nil {
+		b.web.CloseIdleConnections()
+	}
 }

@@ -163,6 +163,9 @@ type limitedBody struct {
 	max  int64
 }
 
+// CloseIdleConnections closes the idle connections of the transport below.
+func (t *limitedBody) CloseIdleConnections() { closeIdle(t.base) }
+
 func (t *limitedBody) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.base.RoundTrip(req)
 	if err != nil || resp.Body == nil {

@@ -56,12 +56,27 @@ func homeDir() string {
 	return ""
 }
 
+// idleConnsPerServer is how many idle connections to its one server the
+// bridge keeps. net/http's default keeps 2 per host and closes the rest as
+// they come back, so calls in parallel on one session (each its own POST,
+// beside the session's standing GET) opened a new connection about every
+// sixth call, each a TCP handshake and, on a plugkit front end, a new
+// client to vet. Connections beyond those in use at once are never opened.
+const idleConnsPerServer = 64
+
+// upstreamTransport is the HTTP transport of one bridged server.
+func upstreamTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = idleConnsPerServer
+	return t
+}
+
 // transport builds the MCP transport for the settings: the launcher around
 // the command for stdio, or streamable HTTP with the declared headers. The
 // returned stderr relay is nil for HTTP.
 func transport(s *settings, log hclog.Logger) (mcp.Transport, *stderrRelay, error) {
 	if s.url != "" {
-		base := &limitedBody{base: http.DefaultTransport, max: int64(s.limits.maxAnswer)}
+		base := &limitedBody{base: &lingerTransport{base: upstreamTransport(), grace: lingerGrace}, max: int64(s.limits.maxAnswer)}
 		client := &http.Client{Transport: &headerTransport{base: base, headers: s.headers}}
 		return &mcp.StreamableClientTransport{Endpoint: s.url, HTTPClient: client}, nil, nil
 	}
@@ -78,6 +93,16 @@ func transport(s *settings, log hclog.Logger) (mcp.Transport, *stderrRelay, erro
 type headerTransport struct {
 	base    http.RoundTripper
 	headers map[string]string
+}
+
+// CloseIdleConnections closes the idle connections of the transport
+// below (http.Client.CloseIdleConnections reaches it through this).
+func (t *headerTransport) CloseIdleConnections() { closeIdle(t.base) }
+
+func closeIdle(rt http.RoundTripper) {
+	if c, ok := rt.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
 }
 
 func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {

@@ -6,6 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/plugkit-go/plugkit/shared/pb"
 	"github.com/plugkit-go/plugkit/shared/wire"
@@ -277,10 +281,14 @@ func (s *server) Observe(stream pb.Plugin_ObserveServer) error {
 	var (
 		received uint64
 		receipts []*pb.Receipt
+		flush    []flushing // listeners with Flush given results of this batch
 	)
 	for {
 		req, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
+			if err := s.flushResults(ctx, flush); err != nil {
+				return err
+			}
 			return stream.SendAndClose(&pb.ObserveResponse{Received: received, Receipts: receipts})
 		}
 		if err != nil {
@@ -295,6 +303,9 @@ func (s *server) Observe(stream pb.Plugin_ObserveServer) error {
 			continue
 		}
 		res := wire.ToolResultFromProto(req.GetResult())
+		if l.Flush != nil && !slices.ContainsFunc(flush, func(f flushing) bool { return f.id == req.GetHandlerId() }) {
+			flush = append(flush, flushing{id: req.GetHandlerId(), l: l})
+		}
 		what := named("result listener", l.Name)
 		err = contain(s.log, what, func() error {
 			if l.Observe != nil {
@@ -314,4 +325,24 @@ func (s *server) Observe(stream pb.Plugin_ObserveServer) error {
 			s.log.Error("result listener failed", "listener", what, "error", err)
 		}
 	}
+}
+
+// flushing is a listener given results of the batch on a stream.
+type flushing struct {
+	id string
+	l  ResultListener
+}
+
+// flushResults calls the Flush of each listener given results of a batch,
+// before the batch is acknowledged; the first failure fails the stream, so
+// that the host does not count the batch as handled.
+func (s *server) flushResults(ctx context.Context, fs []flushing) error {
+	for _, f := range fs {
+		what := named("result listener", f.l.Name)
+		if err := contain(s.log, what, func() error { return f.l.Flush(ctx) }); err != nil {
+			s.log.Error("result listener could not finish a batch: not acknowledged", "listener", what, "error", err)
+			return status.Errorf(codes.Unavailable, "%s: finishing the batch: %v", what, err)
+		}
+	}
+	return nil
 }

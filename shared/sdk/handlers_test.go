@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -606,5 +608,73 @@ func TestObserve(t *testing.T) {
 	}
 	if want := "add:ok:1,add:DENIED:3,nope:UNKNOWN_TOOL:4"; strings.Join(seen, ",") != want {
 		t.Errorf("observed %v, want %s (in order, the panicking one contained)", seen, want)
+	}
+}
+
+// TestObserveFlush: a listener's Flush runs once per batch it was given
+// results in, after the last of them and before the acknowledgement; a
+// listener given none is not flushed; a Flush that fails fails the
+// stream, so that the batch is not acknowledged.
+func TestObserveFlush(t *testing.T) {
+	var mu sync.Mutex
+	var events []string
+	failFlush := false
+	record := func(name string) ResultListener {
+		return ResultListener{Name: name,
+			Observe: func(_ context.Context, c *Call, r ToolResult) {
+				mu.Lock()
+				events = append(events, name+":"+r.ID)
+				mu.Unlock()
+			},
+			Flush: func(context.Context) error {
+				mu.Lock()
+				defer mu.Unlock()
+				events = append(events, name+":flush")
+				if failFlush {
+					return errors.New("disk full")
+				}
+				return nil
+			}}
+	}
+	h := applyWith(t, harnessOptions{}, "", func(ctx context.Context, p *Context, _ struct{}) error {
+		if _, err := p.OnResult(ctx, record("a")); err != nil {
+			return err
+		}
+		_, err := p.OnResult(ctx, record("b"))
+		return err
+	})
+	var ids []string
+	for _, reg := range h.rec.registrations() {
+		if reg.kind == "Listen" {
+			ids = append(ids, reg.req.(*pb.ListenRequest).GetHandlerId())
+		}
+	}
+	if len(ids) != 2 {
+		t.Fatalf("%d listeners registered, want 2", len(ids))
+	}
+	batch := func(handlers ...string) error {
+		stream, err := h.plugin.Observe(testCtx(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, id := range handlers {
+			if err := stream.Send(&pb.ObserveRequest{HandlerId: id, Execution: execution("add", "{}"), Result: &pb.ToolResult{Id: fmt.Sprint(i), Ok: true}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, err = stream.CloseAndRecv()
+		return err
+	}
+	if err := batch(ids[0], ids[0], ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	if got := strings.Join(events, ","); got != "a:0,a:1,a:2,a:flush" {
+		t.Errorf("events %s, want a's three results then one flush of a", got)
+	}
+	events, failFlush = nil, true
+	mu.Unlock()
+	if err := batch(ids[1]); err == nil || !strings.Contains(err.Error(), "disk full") {
+		t.Errorf("a batch whose flush failed: %v, want it not acknowledged", err)
 	}
 }

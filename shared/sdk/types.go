@@ -182,6 +182,13 @@ type ResultListener struct {
 	// did not. When the deployment asks for receipts, the host hands the
 	// receipt back to the caller with the call's result.
 	Record func(ctx context.Context, call *Call, result ToolResult) (r Receipt, ok bool)
+	// Flush, when set, is called once every result of a batch the host
+	// sent has been given to Observe or Record, before the host is told
+	// the batch was handled: a listener that makes what it recorded
+	// durable once for many results (one fsync for the lines of a batch)
+	// does it here. An error leaves the batch unacknowledged: the host
+	// sends a critical plugin's results again.
+	Flush func(ctx context.Context) error
 }
 
 // Receipt is where a result listener recorded a call: the audit log's seq
