@@ -167,21 +167,21 @@ func TestTunnelToAllowedName(t *testing.T) {
 func TestRefusedBeforeAnyDial(t *testing.T) {
 	r := newRig(t, echo(t), []string{"allowed.test", "private.test", "metadata.test", "v6.test", "allowed.test:8443"}, public)
 	for _, target := range []string{
-		"other.test:443",          // a name not listed
-		"allowed.test:22",         // a listed name on another port
-		"93.184.215.14:443",       // the allowed name's address, raw
-		"93.184.215.14:8443",      // and on another port
-		"169.254.169.254:80",      // metadata, raw
-		"metadata.test:443",       // metadata, by a listed name
-		"private.test:443",        // a private range, by a listed name
-		"10.1.2.3:443",            // a private range, raw
-		"[::1]:443",               // IPv6 loopback, raw
-		"[fd00::1]:443",           // IPv6 unique local, raw
-		"v6.test:443",             // IPv6 special ranges, by a listed name
-		"[::ffff:127.0.0.1]:443",  // IPv4-mapped loopback
-		"[fe80::1%25lo]:443",      // link-local with a zone
-		"localhost:443",           // not listed
-		"ALLOWED.test.:22",        // case and a trailing dot change nothing
+		"other.test:443",         // a name not listed
+		"allowed.test:22",        // a listed name on another port
+		"93.184.215.14:443",      // the allowed name's address, raw
+		"93.184.215.14:8443",     // and on another port
+		"169.254.169.254:80",     // metadata, raw
+		"metadata.test:443",      // metadata, by a listed name
+		"private.test:443",       // a private range, by a listed name
+		"10.1.2.3:443",           // a private range, raw
+		"[::1]:443",              // IPv6 loopback, raw
+		"[fd00::1]:443",          // IPv6 unique local, raw
+		"v6.test:443",            // IPv6 special ranges, by a listed name
+		"[::ffff:127.0.0.1]:443", // IPv4-mapped loopback
+		"[fe80::1%25lo]:443",     // link-local with a zone
+		"localhost:443",          // not listed
+		"ALLOWED.test.:22",       // case and a trailing dot change nothing
 	} {
 		code, _, _ := connect(t, r.addr, target)
 		if code != http.StatusForbidden && code != http.StatusBadRequest {
