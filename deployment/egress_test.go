@@ -15,6 +15,7 @@ func TestSandboxEgress(t *testing.T) {
 	writeBinaries(t, dir)
 	file := filepath.Join(dir, "d.hcl")
 	src := `host {
+  egress_resolver = "127.0.0.1:5353"
   sandbox {
     egress = ["api.github.com"]
   }
@@ -45,6 +46,9 @@ plugin "offline" {
 	d, diags := Parse(file)
 	if diags.HasErrors() {
 		t.Fatal(Format(diags))
+	}
+	if d.Host.EgressResolver != "127.0.0.1:5353" {
+		t.Errorf("egress_resolver = %q", d.Host.EgressResolver)
 	}
 	want := map[string][]string{
 		"gh":       {"api.github.com:443", "*.slack.com:8443", "10.0.0.0/8:5432", "[2001:db8::/32]:443"},
@@ -79,5 +83,17 @@ func TestSandboxEgressErrors(t *testing.T) {
 		if got := Format(diags); !diags.HasErrors() || !strings.Contains(got, tc.want) {
 			t.Errorf("%s:\n%s\nwant %q", tc.body, got, tc.want)
 		}
+	}
+}
+
+func TestEgressResolverInvalid(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "d.hcl")
+	if err := os.WriteFile(file, []byte("host {\n  egress_resolver = \"10.0.0.2\"\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, diags := Parse(file)
+	if got := Format(diags); !diags.HasErrors() || !strings.Contains(got, "d.hcl:2:21: Invalid egress_resolver: egress_resolver must be a DNS server's host:port") {
+		t.Errorf("got:\n%s", got)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"sync"
 
 	"github.com/plugkit-go/plugkit/confine"
 	"github.com/plugkit-go/plugkit/egress"
@@ -35,7 +36,7 @@ func (m *Manager) startEgress(spec Spec, support confine.Support) (*egressRun, e
 		return nil, fmt.Errorf("egress: %w", err)
 	}
 	e := &egressRun{served: make(chan struct{})}
-	e.proxy = egress.New(egress.Config{Plugin: spec.Name, Rules: rules, Resolver: m.opts.EgressResolver, Record: m.opts.OnEgress})
+	e.proxy = egress.New(egress.Config{Plugin: spec.Name, Rules: rules, Resolver: m.opts.EgressResolver, Record: m.egressRecord(spec.Name)})
 	var ln net.Listener
 	if confine.EgressInNamespace(*spec.Sandbox, support) {
 		if e.host, e.child, err = confine.EgressSocketPair(); err != nil {
@@ -107,4 +108,50 @@ func (e *egressRun) close() {
 	e.started()
 	_ = e.proxy.Close()
 	<-e.served
+}
+
+// EgressStatus counts the connections a plugin asked its egress proxy for
+// since it was loaded.
+type EgressStatus struct {
+	Allowed, Refused int64
+	// LastRefused is the last refusal: "host:port: why".
+	LastRefused string
+}
+
+type egressCounts struct {
+	mu sync.Mutex
+	st EgressStatus
+}
+
+func (c *egressCounts) add(ev egress.Event) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ev.Allowed {
+		c.st.Allowed++
+		return
+	}
+	c.st.Refused++
+	c.st.LastRefused = net.JoinHostPort(ev.Host, fmt.Sprint(ev.Port)) + ": " + ev.Reason
+}
+
+func (c *egressCounts) status() EgressStatus {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.st
+}
+
+// egressRecord is the Record of plugin's proxies: counted for Status, then
+// told to Options.OnEgress.
+func (m *Manager) egressRecord(plugin string) func(egress.Event) {
+	return func(ev egress.Event) {
+		m.mu.Lock()
+		mp := m.plugins[plugin]
+		m.mu.Unlock()
+		if mp != nil {
+			mp.egress.add(ev)
+		}
+		if m.opts.OnEgress != nil {
+			m.opts.OnEgress(ev)
+		}
+	}
 }
