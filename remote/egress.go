@@ -2,8 +2,11 @@ package remote
 
 import (
 	"fmt"
+	"maps"
 	"net"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/plugkit-go/plugkit/confine"
@@ -21,6 +24,43 @@ type egressRun struct {
 	// port is the proxy's loopback port on the host, without a namespace.
 	port   uint16
 	served chan struct{}
+	calls  callsInFlight
+}
+
+// callsInFlight are the ids of the tool calls running in a plugin's
+// process, which an egress event names: a connection asked for while one
+// call runs happened during it; with several, any of them.
+type callsInFlight struct {
+	mu  sync.Mutex
+	ids map[string]int
+}
+
+// track counts call id as running until the func it returns is called.
+func (e *egressRun) track(id string) func() {
+	if e == nil {
+		return func() {}
+	}
+	c := &e.calls
+	c.mu.Lock()
+	if c.ids == nil {
+		c.ids = map[string]int{}
+	}
+	c.ids[id]++
+	c.mu.Unlock()
+	return func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.ids[id]--; c.ids[id] <= 0 {
+			delete(c.ids, id)
+		}
+	}
+}
+
+// current is the running calls' ids, sorted, comma-separated.
+func (c *callsInFlight) current() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return strings.Join(slices.Sorted(maps.Keys(c.ids)), ",")
 }
 
 // startEgress makes the proxy of a plugin whose sandbox has an egress list
@@ -36,7 +76,7 @@ func (m *Manager) startEgress(spec Spec, support confine.Support) (*egressRun, e
 		return nil, fmt.Errorf("egress: %w", err)
 	}
 	e := &egressRun{served: make(chan struct{})}
-	e.proxy = egress.New(egress.Config{Plugin: spec.Name, Rules: rules, Resolver: m.opts.EgressResolver, Record: m.egressRecord(spec.Name)})
+	e.proxy = egress.New(egress.Config{Plugin: spec.Name, Rules: rules, Resolver: m.opts.EgressResolver, Record: m.egressRecord(spec.Name), Call: e.calls.current})
 	var ln net.Listener
 	if confine.EgressInNamespace(*spec.Sandbox, support) {
 		if e.host, e.child, err = confine.EgressSocketPair(); err != nil {

@@ -33,6 +33,8 @@ import (
 
 // instance is one running plugin process.
 type instance struct {
+	// egress is the process's egress proxy, nil without an egress list.
+	egress     *egressRun
 	spec       Spec
 	name       string
 	log        hclog.Logger
@@ -229,6 +231,7 @@ func (m *Manager) launch(ctx context.Context, spec Spec) (*instance, error) {
 		return fail("connect", err)
 	}
 	in := &instance{
+		egress:          eg,
 		spec:            spec,
 		name:            spec.Name,
 		log:             log,

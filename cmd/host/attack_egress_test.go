@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/netip"
@@ -197,6 +198,7 @@ plugin "audit" {
 
 	// One audit line per connection asked of the proxy, allowed or not.
 	var egressLines []auditlog.Line
+	cagedCalls := map[string]bool{}
 	text := waitAuditLinesWhere(t, filepath.Join(dir, "run", "audit", "audit.log"), func(l auditlog.Line) bool {
 		return strings.HasPrefix(l.Tool, "egress:")
 	}, 2+len(refused))
@@ -208,11 +210,19 @@ plugin "audit" {
 		if strings.HasPrefix(l.Tool, "egress:") {
 			egressLines = append(egressLines, l)
 		}
+		if l.Tool == "caged" {
+			cagedCalls[l.ID] = true
+		}
 	}
 	allowed := 0
 	for _, l := range egressLines {
 		if l.Caller != "caged" {
 			t.Errorf("egress line %d names caller %q", l.Seq, l.Caller)
+		}
+		// The call the connection happened during (one at a time here).
+		var rec struct{ Call string }
+		if err := json.Unmarshal(l.Arguments, &rec); err != nil || !cagedCalls[rec.Call] {
+			t.Errorf("egress line %d names call %q, not one of caged's calls: %s", l.Seq, rec.Call, l.Arguments)
 		}
 		switch {
 		case l.OK:
