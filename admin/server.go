@@ -21,6 +21,7 @@ import (
 	"github.com/plugkit-go/plugkit/host"
 	"github.com/plugkit-go/plugkit/internal/httplimit"
 	"github.com/plugkit-go/plugkit/pipeline"
+	"github.com/plugkit-go/plugkit/remote"
 	"github.com/plugkit-go/plugkit/shared/wire"
 )
 
@@ -202,6 +203,9 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 		}
 		if ps.Tools == nil {
 			ps.Tools = []string{}
+		}
+		if p.Sandbox.Egress != "" || p.Egress != (remote.EgressStatus{}) {
+			ps.Egress = &EgressStatus{Allowed: p.Egress.Allowed, Refused: p.Egress.Refused, LastRefused: p.Egress.LastRefused}
 		}
 		if !p.Started.IsZero() {
 			ps.Uptime = time.Since(p.Started).Round(time.Second).String()

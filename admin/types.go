@@ -38,6 +38,18 @@ type PluginStatus struct {
 	// Registered counts the tools the plugin registered since it was
 	// loaded, each registration once (see remote.Status.Registered).
 	Registered int64 `json:"registered"`
+	// Egress counts the connections the plugin asked its egress proxy
+	// for; set for a plugin whose sandbox has an egress list.
+	Egress *EgressStatus `json:"egress,omitempty"`
+}
+
+// EgressStatus is a plugin's connections through its egress proxy since
+// it was loaded.
+type EgressStatus struct {
+	Allowed int64 `json:"allowed"`
+	Refused int64 `json:"refused"`
+	// LastRefused is the last refusal, "host:port: why".
+	LastRefused string `json:"last_refused,omitempty"`
 }
 
 // Status is GET /v1/status.

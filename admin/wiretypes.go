@@ -20,6 +20,9 @@ type Sandbox struct {
 	// Limits says how each declared limit is enforced, one line each
 	// ("memory 256MiB: cgroup v1 memory.limit_in_bytes").
 	Limits []string `json:"limits,omitempty"`
+	// Egress says what enforces an egress plugin's allow-list ("proxy in
+	// netns", or the weaker Landlock port rule).
+	Egress string `json:"egress,omitempty"`
 }
 
 // Gap is a part of a sandbox that is not enforced, and why.
@@ -53,7 +56,7 @@ type Question struct {
 }
 
 func sandboxOf(e confine.Enforcement) Sandbox {
-	s := Sandbox{State: e.State, Limits: e.Limits}
+	s := Sandbox{State: e.State, Limits: e.Limits, Egress: e.Egress}
 	if e.Gaps != nil {
 		s.Gaps = make([]Gap, len(e.Gaps))
 		for i, g := range e.Gaps {

@@ -20,6 +20,7 @@ func TestSandboxEncodesAsEnforcement(t *testing.T) {
 		{State: confine.StatePartial, Gaps: []confine.Gap{{Part: "network", Why: "no network namespaces"}, {Part: "memory", Why: "no cgroup"}},
 			Limits: []string{"open files 256: RLIMIT_NOFILE"}},
 		{State: confine.StatePartial, Gaps: []confine.Gap{}, Limits: []string{}},
+		{State: confine.StateEnforced, Egress: confine.EgressNetNS},
 	} {
 		want, err := json.Marshal(e)
 		if err != nil {

@@ -47,6 +47,19 @@ type Launch struct {
 	// Cgroup is the process's own cgroup (NewCgroup), which the launcher
 	// joins first; nil for none.
 	Cgroup *Cgroup
+	// HostProxyPort is, for a NetworkEgress policy on a kernel that gives
+	// no network namespace, the loopback port of the proxy the host runs
+	// for the plugin. With a namespace, the launcher makes the proxy's
+	// listener there instead and sends it on the socket the caller passes
+	// at ExtraFiles[Inherit] (see EgressInNamespace).
+	HostProxyPort uint16
+}
+
+// EgressInNamespace reports whether the launch of a NetworkEgress policy
+// makes the proxy's listener in the plugin's network namespace (the caller
+// then passes a socket for it, see Launch.HostProxyPort).
+func EgressInNamespace(p Policy, s Support) bool {
+	return p.Network.Mode == NetworkEgress && s.NetNS
 }
 
 // spec is what the launcher is told, as JSON in its first argument.
@@ -73,6 +86,11 @@ type spec struct {
 	Cgroups []string `json:"cgroups,omitempty"`
 	// CgroupMemory: the cgroup bounds memory, and RLIMIT_DATA is not set.
 	CgroupMemory bool `json:"cgroup_memory,omitempty"`
+	// ProxyPort is the only TCP port a NetworkEgress plugin may connect
+	// to; ProxyFD, when set, the socket the launcher sends the listener it
+	// makes on that port in the plugin's network namespace.
+	ProxyPort uint16 `json:"proxy_port,omitempty"`
+	ProxyFD   int    `json:"proxy_fd,omitempty"`
 }
 
 // Command returns the command that starts the plugin confined by the
@@ -113,13 +131,23 @@ func Command(l Launch) (*exec.Cmd, error) {
 			}
 		}
 	}
+	if l.Policy.Network.Mode == NetworkEgress {
+		switch {
+		case EgressInNamespace(l.Policy, l.Support):
+			s.ProxyFD, s.ProxyPort = 3+l.Inherit, ProxyPort
+		case l.HostProxyPort != 0:
+			s.ProxyPort = l.HostProxyPort
+		default:
+			return nil, errors.New("sandbox: network egress without a network namespace needs the host's proxy port")
+		}
+	}
 	raw, err := json.Marshal(s)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: %w", err)
 	}
 	cmd := exec.Command(l.Launcher, append([]string{Subcommand, string(raw), l.Binary}, l.Args...)...)
-	isolated := l.Policy.Network.Mode == NetworkNone || l.Policy.Network.Mode == ""
-	cmd.SysProcAttr = namespaces(isolated && l.Support.NetNS, s.MountNS)
+	isolated := l.Policy.Network.Mode == NetworkNone || l.Policy.Network.Mode == "" || l.Policy.Network.Mode == NetworkEgress
+	cmd.SysProcAttr = namespaces(isolated && l.Support.NetNS, s.MountNS, s.ProxyFD > 0)
 	return cmd, nil
 }
 

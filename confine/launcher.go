@@ -84,6 +84,18 @@ func launch(args []string) error {
 	}
 	// Everything from here to the exec happens on this thread.
 	runtime.LockOSThread()
+	// The egress proxy's listener before Landlock, which refuses binds,
+	// and before the capability it needs is dropped.
+	if s.ProxyFD > 0 {
+		if err := egressListener(s.ProxyFD, s.ProxyPort); err != nil {
+			return err
+		}
+		if !s.MountNS {
+			if err := dropCaps(); err != nil {
+				return err
+			}
+		}
+	}
 	// Mounts first: Landlock forbids them, and a switch of user drops the
 	// privilege they need.
 	if s.MountNS {
@@ -236,6 +248,11 @@ func restrict(s spec) error {
 		for _, p := range s.Network.Ports {
 			rules = append(rules, landlock.ConnectTCP(p))
 		}
+	case NetworkEgress:
+		// The proxy's port only (in the namespace, nothing else is there
+		// to reach; without one, this is all that holds TCP to the proxy).
+		net = handledNet
+		rules = append(rules, landlock.ConnectTCP(s.ProxyPort))
 	}
 	args := []any{handledFS, scoped}
 	if net != 0 {

@@ -40,6 +40,10 @@ const (
 	NetworkHost NetworkMode = "host"
 	// NetworkPorts: TCP connect to the listed ports only, no TCP bind.
 	NetworkPorts NetworkMode = "ports"
+	// NetworkEgress: a network namespace of its own whose only way out is
+	// the host's forward proxy for the plugin (package egress), which
+	// reaches what Network.Egress lists.
+	NetworkEgress NetworkMode = "egress"
 )
 
 // Network is a plugin's network.
@@ -47,6 +51,9 @@ type Network struct {
 	Mode NetworkMode `json:"mode"`
 	// Ports are the TCP ports a NetworkPorts plugin may connect to.
 	Ports []uint16 `json:"ports,omitempty"`
+	// Egress is a NetworkEgress plugin's allow-list (egress.ParseList
+	// reads it); empty allows nothing.
+	Egress []string `json:"egress,omitempty"`
 }
 
 func (n Network) String() string {
@@ -56,6 +63,12 @@ func (n Network) String() string {
 			ps[i] = strconv.Itoa(int(p))
 		}
 		return "tcp:" + strings.Join(ps, ",")
+	}
+	if n.Mode == NetworkEgress {
+		if len(n.Egress) == 0 {
+			return "egress: nothing"
+		}
+		return "egress: " + strings.Join(n.Egress, ",")
 	}
 	if n.Mode == "" {
 		return string(NetworkNone)
@@ -116,6 +129,9 @@ type Enforcement struct {
 	// Limits says how each declared limit is enforced, one line each
 	// ("memory 256MiB: cgroup v1 memory.limit_in_bytes").
 	Limits []string `json:"limits,omitempty"`
+	// Egress says what enforces a NetworkEgress plugin's allow-list
+	// (EgressNetNS, or the weaker EgressLandlock).
+	Egress string `json:"egress,omitempty"`
 }
 
 // States of an Enforcement.
@@ -143,6 +159,7 @@ func (e Enforcement) String() string {
 // host running with effective user id euid.
 func (p Policy) Enforcement(s Support, euid int) Enforcement {
 	var gaps []Gap
+	egress := ""
 	if s.LandlockABI < 1 {
 		gaps = append(gaps, Gap{PartFilesystem, "Landlock is not available" + s.landlockWhy()})
 	}
@@ -156,6 +173,12 @@ func (p Policy) Enforcement(s Support, euid int) Enforcement {
 	case NetworkPorts:
 		if s.LandlockABI < 4 {
 			gaps = append(gaps, Gap{PartNetwork, fmt.Sprintf("TCP port rules need Landlock ABI 4 (the kernel has %d)", s.LandlockABI)})
+		}
+	case NetworkEgress:
+		egress = EgressNetNS
+		if !s.NetNS {
+			egress = EgressLandlock
+			gaps = append(gaps, Gap{PartNetwork, "no network namespace" + why(s.NetNSErr) + egressGap(s)})
 		}
 	}
 	if !s.MountNS {
@@ -175,9 +198,9 @@ func (p Policy) Enforcement(s Support, euid int) Enforcement {
 	}
 	limits := p.Limits.describe(s)
 	if len(gaps) == 0 {
-		return Enforcement{State: StateEnforced, Limits: limits}
+		return Enforcement{State: StateEnforced, Limits: limits, Egress: egress}
 	}
-	return Enforcement{State: StatePartial, Gaps: gaps, Limits: limits}
+	return Enforcement{State: StatePartial, Gaps: gaps, Limits: limits, Egress: egress}
 }
 
 // describe says how each limit set in l is enforced on a kernel offering s.

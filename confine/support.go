@@ -101,7 +101,7 @@ func Detect(launcher string) Support {
 	probe := func(arg string, mount bool) string {
 		cmd := exec.Command(launcher, Subcommand, arg)
 		cmd.Env = []string{}
-		cmd.SysProcAttr = namespaces(true, mount)
+		cmd.SysProcAttr = namespaces(true, mount, false)
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		if err := cmd.Run(); err != nil {
@@ -132,7 +132,7 @@ func Detect(launcher string) Support {
 // user namespace (mapping the host's ids to themselves, so the plugin
 // holds no capability after exec) when the host is not root, which cannot
 // make either otherwise.
-func namespaces(isolated, mount bool) *syscall.SysProcAttr {
+func namespaces(isolated, mount, netAdmin bool) *syscall.SysProcAttr {
 	attr := &syscall.SysProcAttr{}
 	if isolated {
 		attr.Cloneflags |= syscall.CLONE_NEWNET
@@ -154,6 +154,11 @@ func namespaces(isolated, mount bool) *syscall.SysProcAttr {
 			// capability at its exec; it keeps CAP_SYS_ADMIN in the new
 			// user namespace, to mount, and drops it before the plugin's.
 			attr.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN}
+		}
+		if netAdmin && isolated {
+			// Likewise CAP_NET_ADMIN, to bring the namespace's loopback
+			// interface up for the egress proxy's listener.
+			attr.AmbientCaps = append(attr.AmbientCaps, unix.CAP_NET_ADMIN)
 		}
 	}
 	return attr

@@ -79,6 +79,10 @@ type Host struct {
 	// Receipts gives every call's result its audit receipt: where a
 	// critical audit plugin recorded it (seq and line hash).
 	Receipts bool
+	// EgressResolver is the DNS server (host:port) the egress proxies of
+	// sandboxed plugins ask for the names on their lists; "" for the
+	// system's resolver.
+	EgressResolver string
 }
 
 // TLSFiles are a PEM certificate (chain) and its key, absolute paths; they

@@ -3,6 +3,7 @@ package deployment
 import (
 	"errors"
 	"math"
+	"net"
 	"net/url"
 	"path/filepath"
 	"slices"
@@ -138,6 +139,13 @@ func (p *parser) host(hs *hostSyntax) Host {
 	}
 	if hs.Receipts != nil {
 		h.Receipts = *hs.Receipts
+	}
+	if hs.EgressResolver != nil {
+		if _, _, err := net.SplitHostPort(*hs.EgressResolver); err != nil {
+			p.errorf(valueRange(body, "egress_resolver", def), "Invalid egress_resolver", "egress_resolver must be a DNS server's host:port, such as \"10.0.0.2:53\": %v.", err)
+		} else {
+			h.EgressResolver = *hs.EgressResolver
+		}
 	}
 	if hs.MaxMessageBytes != nil && p.decoded(body, "max_message_bytes") {
 		if err := validateMaxMessageBytes(*hs.MaxMessageBytes); err != nil {

@@ -27,6 +27,7 @@ type sandboxSyntax struct {
 	Write    *[]string          `hcl:"write,optional"`
 	Exec     *[]string          `hcl:"exec,optional"`
 	Network  hcl.Expression     `hcl:"network,optional"`
+	Egress   hcl.Expression     `hcl:"egress,optional"`
 	Env      *map[string]string `hcl:"env,optional"`
 	User     *string            `hcl:"user,optional"`
 	Limits   *limitsSyntax      `hcl:"limits,block"`
@@ -188,6 +189,13 @@ func (p *parser) sandbox(ss *sandboxSyntax) *Sandbox {
 	s.Exec = paths("exec", ss.Exec, true)
 	if a := attribute(body, "network"); a != nil {
 		s.Network = p.network(a.Expr)
+	}
+	if a := attribute(body, "egress"); a != nil {
+		if net := attribute(body, "network"); net != nil {
+			p.errorf(a.Expr.Range(), "Invalid egress", "egress sets the plugin's network (a namespace whose only way out is the host's proxy): leave network out, or write one of them.")
+		} else {
+			s.Network = p.egress(a.Expr)
+		}
 	}
 	if ss.Env != nil && p.decoded(body, "env") {
 		for k := range *ss.Env {

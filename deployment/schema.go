@@ -52,6 +52,7 @@ type hostSyntax struct {
 	MCPIdleTimeout  *string        `hcl:"mcp_idle_timeout,optional"`
 	MCPOrigins      []string       `hcl:"mcp_allowed_origins,optional"`
 	Receipts        *bool          `hcl:"receipts,optional"`
+	EgressResolver  *string        `hcl:"egress_resolver,optional"`
 	Policy          *policySyntax  `hcl:"policy,block"`
 	Sandbox         *sandboxSyntax `hcl:"sandbox,block"`
 	Tracing         *tracingSyntax `hcl:"tracing,block"`

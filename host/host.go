@@ -206,6 +206,8 @@ func New(d *deployment.Deployment, log hclog.Logger) (*Host, error) {
 	opts.OnRPC = h.Metrics.RPC
 	opts.Tokens = tokenexchange.New(nil)
 	opts.Tokens.OnOutcome = h.Metrics.UpstreamToken
+	opts.OnEgress = h.egressEvent
+	opts.EgressResolver = egressResolver(d.Host.EgressResolver)
 	if tc := d.Host.Tracing; tc != nil {
 		t, err := tracing.New(context.Background(), tracing.Config{Endpoint: tc.Endpoint, Sample: tc.Sample, Headers: tc.Headers}, Version)
 		if err != nil {

@@ -60,6 +60,7 @@ type Metrics struct {
 	// peerRefusals counts MCP connections refused for their peer's bound.
 	peerRefusals prometheus.Counter
 	upstream     *prometheus.CounterVec
+	egress       egressMetrics // egress.go
 	stages       [pipeline.NumStages]prometheus.Observer
 	store        limitStore // limits.go
 
@@ -138,6 +139,8 @@ func New(version string, status func() []remote.Status, inflight func() int64) *
 	m.refusals.WithLabelValues("invalid")
 	m.upstream = newUpstreamTokens()
 	m.reg.MustRegister(m.upstream)
+	m.egress = newEgress()
+	m.reg.MustRegister(m.egress.conns, m.egress.bytes)
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: "plugkit", Name: "build_info",
 		Help: "The host's version and the Go version it was built with; always 1.",

@@ -33,6 +33,8 @@ import (
 
 // instance is one running plugin process.
 type instance struct {
+	// egress is the process's egress proxy, nil without an egress list.
+	egress     *egressRun
 	spec       Spec
 	name       string
 	log        hclog.Logger
@@ -123,7 +125,7 @@ func (m *Manager) launch(ctx context.Context, spec Spec) (*instance, error) {
 	if withLanes {
 		inherit = 2
 	}
-	cmd, socketDir, cgroup, cleanup, err := m.command(spec, inherit)
+	cmd, socketDir, cgroup, eg, cleanup, err := m.command(spec, inherit)
 	if err != nil {
 		return nil, fmt.Errorf("plugin %s: %w", spec.Name, err)
 	}
@@ -136,7 +138,7 @@ func (m *Manager) launch(ctx context.Context, spec Spec) (*instance, error) {
 	cmd.Env = append([]string{
 		wire.MaxMessageEnv(m.opts.MaxMessageBytes),
 		"TMPDIR=" + socketDir,
-	}, slices.Concat(spec.Env, sandboxEnv(spec.Sandbox))...)
+	}, slices.Concat(spec.Env, sandboxEnv(spec.Sandbox), eg.env())...)
 	group, err := socketGroup(spec)
 	if err != nil {
 		cleanup()
@@ -157,6 +159,11 @@ func (m *Manager) launch(ctx context.Context, spec Spec) (*instance, error) {
 			cleanup()
 			return nil, fmt.Errorf("plugin %s: %w", spec.Name, err)
 		}
+	}
+	if err := eg.pass(&cmd.ExtraFiles, inherit); err != nil {
+		lanes.close()
+		cleanup()
+		return nil, fmt.Errorf("plugin %s: %w", spec.Name, err)
 	}
 	stderr := &stderrTail{}
 	cfg := &plugin.ClientConfig{
@@ -215,6 +222,7 @@ func (m *Manager) launch(ctx context.Context, spec Spec) (*instance, error) {
 	}
 	rpc, err := gp.Client()
 	lanes.started() // the process has its ends, or never will
+	eg.started()
 	if err != nil {
 		return fail("start "+spec.Path, err)
 	}
@@ -223,6 +231,7 @@ func (m *Manager) launch(ctx context.Context, spec Spec) (*instance, error) {
 		return fail("connect", err)
 	}
 	in := &instance{
+		egress:          eg,
 		spec:            spec,
 		name:            spec.Name,
 		log:             log,

@@ -312,6 +312,9 @@ type Status struct {
 	// (what it started, shared memory and page cache included); 0 without
 	// a cgroup.
 	CgroupMemory int64
+	// Egress counts the connections the plugin asked its egress proxy
+	// for (a sandbox with an egress list), and names the last refused.
+	Egress EgressStatus
 }
 
 // Status describes every managed plugin in load order.
@@ -340,6 +343,7 @@ func (m *Manager) Status() []Status {
 		}
 		st.Restarts, st.OOMKills = mp.restarts, mp.oomKills
 		st.Registered = mp.registered.Load()
+		st.Egress = mp.egress.status()
 		st.LastExit, st.Stderr = mp.lastExit, slices.Clone(mp.lastStderr)
 		durable := mp.durable
 		mp.mu.Unlock()

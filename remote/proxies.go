@@ -138,6 +138,8 @@ func (in *instance) filterCtx(ctx context.Context) (context.Context, context.Can
 func (in *instance) toolProxy(handler, name string) pipeline.ToolFunc {
 	return func(ctx context.Context, e *pipeline.Execution) (any, error) {
 		x, seen := in.execution(e)
+		// The plugin's egress connections meanwhile name this call.
+		defer in.egress.track(e.ID())()
 		req := &pb.ExecuteToolRequest{HandlerId: handler, Execution: x}
 		if u := in.spec.Upstream; u != nil {
 			tok, err := in.upstreamToken(ctx, u, e.Principal())

@@ -20,14 +20,14 @@ import (
 // without one. inherit is how many descriptors the caller adds in
 // cmd.ExtraFiles (the call lanes): the launcher closes every other one but
 // stdin, stdout and stderr.
-func (m *Manager) command(spec Spec, inherit int) (cmd *exec.Cmd, socketDir string, cg *confine.Cgroup, done func(), err error) {
+func (m *Manager) command(spec Spec, inherit int) (cmd *exec.Cmd, socketDir string, cg *confine.Cgroup, eg *egressRun, done func(), err error) {
 	done = func() {}
 	if spec.Sandbox == nil {
-		return exec.Command(spec.Path, spec.Args...), m.socketDir, nil, done, nil
+		return exec.Command(spec.Path, spec.Args...), m.socketDir, nil, nil, done, nil
 	}
 	launcher, err := m.launcher()
 	if err != nil {
-		return nil, "", nil, done, err
+		return nil, "", nil, nil, done, err
 	}
 	pol := *spec.Sandbox
 	socketDir = m.socketDir
@@ -36,12 +36,12 @@ func (m *Manager) command(spec Spec, inherit int) (cmd *exec.Cmd, socketDir stri
 		// running as another user gets a private one of its own.
 		dir, err := os.MkdirTemp(m.base, socketDirPrefix+strconv.Itoa(os.Getpid())+"-")
 		if err != nil {
-			return nil, "", nil, done, fmt.Errorf("plugin socket folder: %w", err)
+			return nil, "", nil, nil, done, fmt.Errorf("plugin socket folder: %w", err)
 		}
 		done = func() { os.RemoveAll(dir) }
 		if err := chownUser(dir, pol.User); err != nil {
 			done()
-			return nil, "", nil, func() {}, err
+			return nil, "", nil, nil, func() {}, err
 		}
 		socketDir = dir
 	}
@@ -59,7 +59,7 @@ func (m *Manager) command(spec Spec, inherit int) (cmd *exec.Cmd, socketDir stri
 	if support.Cgroup != "" {
 		if cg, err = confine.NewCgroup(spec.Name, pol.Limits); err != nil {
 			done()
-			return nil, "", nil, func() {}, err
+			return nil, "", nil, nil, func() {}, err
 		}
 		removeDir := done
 		done = func() {
@@ -68,6 +68,23 @@ func (m *Manager) command(spec Spec, inherit int) (cmd *exec.Cmd, socketDir stri
 			}
 			removeDir()
 		}
+	}
+	// The egress proxy, for a sandbox with an egress list: the plugin's
+	// only way out.
+	if eg, err = m.startEgress(spec, support); err != nil {
+		done()
+		return nil, "", nil, nil, func() {}, err
+	}
+	if eg != nil {
+		closeRest := done
+		done = func() {
+			eg.close()
+			closeRest()
+		}
+	}
+	var proxyPort uint16
+	if eg != nil {
+		proxyPort = eg.port
 	}
 	cmd, err = confine.Command(confine.Launch{
 		Launcher:  launcher,
@@ -80,12 +97,14 @@ func (m *Manager) command(spec Spec, inherit int) (cmd *exec.Cmd, socketDir stri
 		Inherit:   inherit,
 		Cover:     lineage.Sockets(),
 		MarkDir:   markDir,
+
+		HostProxyPort: proxyPort,
 	})
 	if err != nil {
 		done()
-		return nil, "", nil, func() {}, err
+		return nil, "", nil, nil, func() {}, err
 	}
-	return cmd, socketDir, cg, done, nil
+	return cmd, socketDir, cg, eg, done, nil
 }
 
 // launcher is the binary that serves confine.Subcommand.

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/plugkit-go/plugkit/confine"
+	"github.com/plugkit-go/plugkit/egress"
 	"github.com/plugkit-go/plugkit/tokenexchange"
 )
 
@@ -145,4 +146,11 @@ type Options struct {
 	// Tokens obtains the upstream tokens of the plugins whose Spec has an
 	// Upstream; without it their calls are DENIED.
 	Tokens *tokenexchange.Broker
+	// EgressResolver resolves names for the egress proxies of sandboxed
+	// plugins with an egress list (nil: the system's resolver).
+	EgressResolver egress.Resolver
+	// OnEgress, when set, is told of every connection a plugin asked its
+	// egress proxy for, allowed or refused, once it has ended. It must
+	// not block for long: the proxy's handler of that connection waits.
+	OnEgress func(egress.Event)
 }

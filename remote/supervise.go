@@ -44,6 +44,7 @@ type managed struct {
 	lastExit   string
 	lastStderr []string // the stderr tail of the process that last crashed
 	lastStart  error    // why the last start failed; nil once a process crashed after starting
+	egress     egressCounts
 
 	stops sync.WaitGroup // processes being stopped (endProcess)
 }

@@ -53,7 +53,11 @@ func status(ctx context.Context, e *env, _ []string) error {
 		if p.Problem != "" {
 			state += " (problem)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", name, state, pid, orDash(p.Uptime), p.Restarts, orDash(p.Sandbox.State), orDash(strings.Join(p.Tools, ",")), orDash(p.LastError))
+		sandbox := p.Sandbox.State
+		if p.Sandbox.Egress != "" {
+			sandbox += ", egress: " + p.Sandbox.Egress
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", name, state, pid, orDash(p.Uptime), p.Restarts, orDash(sandbox), orDash(strings.Join(p.Tools, ",")), orDash(p.LastError))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -67,6 +71,7 @@ func status(ctx context.Context, e *env, _ []string) error {
 		}
 	}
 	printLimits(e.stdout, st.Plugins)
+	printEgress(e.stdout, st.Plugins)
 	for _, p := range st.Plugins {
 		if len(p.Held) > 0 {
 			fmt.Fprintf(e.stdout, "\n%s: tools held absent:\n", p.Name)
@@ -103,6 +108,20 @@ func printLimits(w io.Writer, plugins []admin.PluginStatus) {
 		fmt.Fprintf(w, "\nlimits of %s, and what enforces them:\n", strings.Join(names[key], ", "))
 		for _, l := range strings.Split(key, "\n") {
 			fmt.Fprintf(w, "  %s\n", l)
+		}
+	}
+}
+
+// printEgress says, for each plugin with an egress list, how many
+// connections its proxy let through and refused, and the last refusal.
+func printEgress(w io.Writer, plugins []admin.PluginStatus) {
+	for _, p := range plugins {
+		if p.Egress == nil {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s: egress: %d allowed, %d refused\n", p.Name, p.Egress.Allowed, p.Egress.Refused)
+		if p.Egress.LastRefused != "" {
+			fmt.Fprintf(w, "  last refused: %s\n", p.Egress.LastRefused)
 		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/plugkit-go/plugkit/admin"
+	"github.com/plugkit-go/plugkit/confine"
 	"github.com/plugkit-go/plugkit/deployment"
 	"github.com/plugkit-go/plugkit/host"
 	"github.com/plugkit-go/plugkit/internal/httplimit"
@@ -43,6 +44,13 @@ func validate(ctx context.Context, e *env, _ []string) error {
 	fmt.Fprintf(e.stdout, "%s: ok (%d plugins)\n", e.config, len(d.Plugins))
 	if sup, err := host.SandboxSupport(); err == nil {
 		fmt.Fprintf(e.stdout, "sandbox support: %s\n", sup)
+		// What holds each egress list: the proxy in the plugin's own
+		// network namespace, or the weaker fallback without one.
+		for _, p := range d.Plugins {
+			if pol := p.Sandbox.Policy(); pol != nil && pol.Network.Mode == confine.NetworkEgress {
+				fmt.Fprintf(e.stdout, "egress of %s (%s): %s\n", p.Name, pol.Network, pol.Enforcement(sup, os.Geteuid()).Egress)
+			}
+		}
 	}
 	return nil
 }

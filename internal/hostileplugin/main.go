@@ -207,6 +207,12 @@ func try(a Attempt) Outcome {
 		// and exits, so that process is re-parented away from the plugin.
 		// Detail is its pid; it lives for a minute.
 		return detach()
+	case "proxy":
+		// A tunnel to Addr through the egress proxy (egress.go).
+		return viaProxy(a.Addr)
+	case "udp":
+		// A DNS question to Addr, a resolver of its own choosing.
+		return udpQuery(a.Addr)
 	case "environ":
 		b, err := os.ReadFile("/proc/" + strconv.Itoa(host) + "/environ")
 		return outcome(err, fmt.Sprintf("%d bytes", len(b)))

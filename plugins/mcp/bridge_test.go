@@ -361,6 +361,9 @@ func TestServerEnv(t *testing.T) {
 	t.Setenv("PATH", "/p")
 	t.Setenv("HOME", "/h")
 	t.Setenv("SECRET_TOKEN", "leak")
+	for _, k := range proxyVars {
+		t.Setenv(k, "")
+	}
 	got := serverEnv(map[string]string{"LOG_LEVEL": "warn"})
 	slices.Sort(got)
 	if want := []string{"HOME=/h", "LOG_LEVEL=warn", "PATH=/p"}; !slices.Equal(got, want) {
@@ -369,6 +372,24 @@ func TestServerEnv(t *testing.T) {
 	got = serverEnv(map[string]string{"PATH": "/mine"})
 	slices.Sort(got)
 	if want := []string{"HOME=/h", "PATH=/mine"}; !slices.Equal(got, want) {
+		t.Errorf("env %v, want %v", got, want)
+	}
+}
+
+// TestServerEnvProxy: a bridge with an egress list passes its proxy
+// variables to its server, which has no other way out; one the block
+// declares wins.
+func TestServerEnvProxy(t *testing.T) {
+	t.Setenv("PATH", "/p")
+	t.Setenv("HOME", "/h")
+	for _, k := range proxyVars {
+		t.Setenv(k, "")
+	}
+	t.Setenv("HTTPS_PROXY", "http://127.0.0.1:3128")
+	t.Setenv("NO_PROXY", "localhost")
+	got := serverEnv(map[string]string{"NO_PROXY": "mine"})
+	slices.Sort(got)
+	if want := []string{"HOME=/h", "HTTPS_PROXY=http://127.0.0.1:3128", "NO_PROXY=mine", "PATH=/p"}; !slices.Equal(got, want) {
 		t.Errorf("env %v, want %v", got, want)
 	}
 }

@@ -112,3 +112,72 @@ plugin "fs" {
 		})
 	}
 }
+
+// TestEverythingServerEgressNone: the real server-everything behind a
+// bridge whose sandbox has egress = [] (a network namespace whose only way
+// out is a proxy that allows nothing) still works, needing no network, and
+// finds the proxy's variables in its environment.
+func TestEverythingServerEgressNone(t *testing.T) {
+	needBinaries(t)
+	server := npmServer(t, "mcp-server-everything")
+	script, err := filepath.EvalSymlinks(server)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodePath, err := exec.LookPath("node")
+	if err != nil {
+		testenv.Missing(t, "node: %v", err)
+	}
+	if nodePath, err = filepath.EvalSymlinks(nodePath); err != nil {
+		t.Fatal(err)
+	}
+	modules, err := filepath.Abs(filepath.Join("testdata", "servers", "node_modules"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	noLeaks(t)
+	dir := t.TempDir()
+	config := deployment(t, dir, fmt.Sprintf(`
+plugin "everything" {
+  path = %q
+  config {
+    command = [%q, %q]
+    prefix  = "ev"
+    trust_hints = true
+  }
+  sandbox {
+    read   = [%q, %q, "/etc/ssl"]
+    exec   = [%q]
+    egress = []
+  }
+}
+`, bin("plugins/mcp"), nodePath, script, modules, filepath.Dir(filepath.Dir(nodePath)), nodePath))
+	h := startHost(t, config, 2)
+	out, _, _ := cli(t, "status", "--json", "-c", config)
+	var st struct {
+		Plugins []struct {
+			Name    string
+			Sandbox struct{ State, Egress string }
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range st.Plugins {
+		if p.Name == "everything" && (p.Sandbox.State != "enforced" || p.Sandbox.Egress != "proxy in netns") {
+			testenv.Missing(t, "a kernel that enforces the sandbox with a network namespace: everything's sandbox is %+v", p.Sandbox)
+		}
+	}
+	r := h.call(t, "ev_echo", `{"message":"hi"}`)
+	if !r.OK || !strings.Contains(string(r.Value), "Echo: hi") {
+		t.Fatalf("ev_echo behind egress = []: %+v %s", r, r.Value)
+	}
+	r = h.call(t, "ev_get-env", `{}`)
+	var env map[string]string
+	if !r.OK || json.Unmarshal([]byte(text(t, r.Value)), &env) != nil {
+		t.Fatalf("ev_get-env: %+v %s", r, r.Value)
+	}
+	if env["HTTPS_PROXY"] != "http://127.0.0.1:3128" || env["NO_PROXY"] == "" {
+		t.Errorf("the server's environment has no proxy variables: %v", env)
+	}
+}

@@ -21,9 +21,19 @@ import (
 // plus PATH and HOME unless declared. The host gives a plugin no environment
 // of its own, so PATH is the plugin's if it has one, else the usual system
 // path, and HOME is the plugin's, else the user's home folder from the
-// user database. Nothing else of the host's environment reaches the server.
+// user database. The proxy variables the host sets for a plugin with an
+// egress list pass too, unless declared: the server's only way out is the
+// same proxy. Nothing else of the host's environment reaches the server.
 func serverEnv(declared map[string]string) []string {
 	env := make([]string, 0, len(declared)+2)
+	for _, k := range proxyVars {
+		if _, ok := declared[k]; ok {
+			continue
+		}
+		if v := os.Getenv(k); v != "" {
+			env = append(env, k+"="+v)
+		}
+	}
 	if _, ok := declared["PATH"]; !ok {
 		p, ok := os.LookupEnv("PATH")
 		if !ok {
@@ -41,6 +51,9 @@ func serverEnv(declared map[string]string) []string {
 	}
 	return env
 }
+
+// proxyVars are what sends a program's HTTP clients to the egress proxy.
+var proxyVars = []string{"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy"}
 
 // defaultPath is PATH for a server when neither the block nor the plugin's
 // environment sets one.

@@ -43,6 +43,10 @@ type rule struct {
 	arguments []string
 	prefixes  []prefix
 	patterns  []*regexp.Regexp
+	// urlHosts, when set (hasURLHosts), are the hosts a URL in an
+	// argument may name (urls.go).
+	urlHosts    []string
+	hasURLHosts bool
 	// callers and notCallers select the principals the rule applies to
 	// (sdk.Principal.Matches); empty callers means everyone.
 	callers, notCallers []string
@@ -147,12 +151,23 @@ func compileRule(r Rule) (*rule, []error) {
 		}
 		c.patterns = append(c.patterns, re)
 	}
+	if r.URLHosts != nil {
+		c.hasURLHosts = true
+		for _, h := range r.URLHosts {
+			norm, err := urlHostEntry(h)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			c.urlHosts = append(c.urlHosts, norm)
+		}
+	}
 	switch {
-	case len(r.Tools) == 0 && len(r.PathPrefix) == 0 && len(r.Pattern) == 0:
+	case len(r.Tools) == 0 && len(r.PathPrefix) == 0 && len(r.Pattern) == 0 && r.URLHosts == nil:
 		// Denying every call is possible, but must be written on purpose.
-		errs = append(errs, errors.New(`the rule denies nothing in particular: set tools, path_prefix or pattern (tools = ["*"] denies every tool)`))
-	case len(r.Arguments) > 0 && len(r.PathPrefix) == 0 && len(r.Pattern) == 0:
-		errs = append(errs, errors.New(`arguments is set but there is no path_prefix or pattern to inspect them with`))
+		errs = append(errs, errors.New(`the rule denies nothing in particular: set tools, path_prefix, pattern or url_hosts (tools = ["*"] denies every tool)`))
+	case len(r.Arguments) > 0 && len(r.PathPrefix) == 0 && len(r.Pattern) == 0 && r.URLHosts == nil:
+		errs = append(errs, errors.New(`arguments is set but there is no path_prefix, pattern or url_hosts to inspect them with`))
 	}
 	return c, errs
 }
@@ -173,7 +188,7 @@ func (r *rule) check(_ context.Context, call *sdk.Call) (string, error) {
 	if !ok || !r.appliesTo(call.Principal) {
 		return "", nil
 	}
-	if len(r.prefixes) == 0 && len(r.patterns) == 0 {
+	if len(r.prefixes) == 0 && len(r.patterns) == 0 && !r.hasURLHosts {
 		// A tools-only rule (compile refuses a rule with neither tools nor
 		// checks, so tool is set).
 		return r.deny(fmt.Sprintf("tool %q matches %q", call.Name, tool), call.Principal), nil
@@ -199,6 +214,15 @@ func (r *rule) check(_ context.Context, call *sdk.Call) (string, error) {
 			names = slices.Sorted(maps.Keys(args))
 		}
 		if why := r.inspect(args, names, r.matchPattern); why != "" {
+			return r.deny(why, call.Principal), nil
+		}
+	}
+	if r.hasURLHosts {
+		names := r.arguments
+		if len(names) == 0 {
+			names = slices.Sorted(maps.Keys(args))
+		}
+		if why := r.inspect(args, names, r.foreignURL); why != "" {
 			return r.deny(why, call.Principal), nil
 		}
 	}

@@ -110,6 +110,7 @@ type Rule struct {
 	Arguments  []string `json:"arguments,omitempty"`
 	PathPrefix []string `json:"path_prefix,omitempty"`
 	Pattern    []string `json:"pattern,omitempty"`
+	URLHosts   []string `json:"url_hosts,omitempty"`
 	Reason     string   `json:"reason,omitempty"`
 	Callers    []string `json:"callers,omitempty"`
 	NotCallers []string `json:"not_callers,omitempty"`
@@ -146,7 +147,7 @@ const configSchema = `{
           },
           "arguments": {
             "type": "array", "minItems": 1,
-            "description": "The arguments inspected (every string inside each, nested too); path for path_prefix and every argument for pattern when absent.",
+            "description": "The arguments inspected (every string inside each, nested too); path for path_prefix and every argument for pattern and url_hosts when absent.",
             "items": {"type": "string", "minLength": 1}
           },
           "path_prefix": {
@@ -158,6 +159,11 @@ const configSchema = `{
             "type": "array", "minItems": 1,
             "description": "Deny when an inspected argument, as written or cleaned, matches one of these Go regular expressions.",
             "items": {"type": "string", "format": "regex"}
+          },
+          "url_hosts": {
+            "type": "array",
+            "description": "Deny when an inspected argument carries a URL (scheme://host...) whose host is none of these: host names, or *.example.com for any name below example.com; [] denies every URL.",
+            "items": {"type": "string", "minLength": 1}
           },
           "reason": {"type": "string", "minLength": 1, "description": "Said to the caller when the rule denies; the rule's name is always given too."},
           "callers": {
@@ -174,10 +180,11 @@ const configSchema = `{
         "anyOf": [
           {"required": ["tools"]},
           {"required": ["path_prefix"]},
-          {"required": ["pattern"]}
+          {"required": ["pattern"]},
+          {"required": ["url_hosts"]}
         ],
         "dependentSchemas": {
-          "arguments": {"anyOf": [{"required": ["path_prefix"]}, {"required": ["pattern"]}]}
+          "arguments": {"anyOf": [{"required": ["path_prefix"]}, {"required": ["pattern"]}, {"required": ["url_hosts"]}]}
         }
       }
     },
