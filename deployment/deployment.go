@@ -4,6 +4,7 @@ import (
 	"github.com/plugkit-go/plugkit/authn"
 
 	"encoding/json"
+	"os"
 	"slices"
 	"time"
 
@@ -240,6 +241,7 @@ func (h Host) Options() remote.Options {
 		StartTimeout:    h.StartTimeout,
 		DrainTimeout:    h.DrainTimeout,
 		Receipts:        h.Receipts,
+		Guarded:         h.Guarded(os.Geteuid()),
 	}
 }
 

@@ -188,7 +188,11 @@ plugin "store" {
 
 	t.Run("options", func(t *testing.T) {
 		got := d.Host.Options()
-		want := remote.Options{DisableMTLS: true, MaxMessageBytes: 1 << 20, ListenerTimeout: 1500 * time.Millisecond, StartTimeout: 30 * time.Second, DrainTimeout: 5 * time.Second}
+		want := remote.Options{DisableMTLS: true, MaxMessageBytes: 1 << 20, ListenerTimeout: 1500 * time.Millisecond, StartTimeout: 30 * time.Second, DrainTimeout: 5 * time.Second,
+			Guarded: d.Host.Guarded(os.Geteuid())}
+		if len(got.Guarded) != 2 || got.Guarded[0].Path != filepath.Dir(d.Host.AdminSocket) {
+			t.Errorf("Options().Guarded = %+v, want the admin socket's folder and the host registry", got.Guarded)
+		}
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("Options() = %+v, want %+v", got, want)
 		}

@@ -80,6 +80,7 @@ func (m *Manager) command(spec Spec, inherit int) (cmd *exec.Cmd, socketDir stri
 		Inherit:   inherit,
 		Cover:     lineage.Sockets(),
 		MarkDir:   markDir,
+		Guarded:   m.opts.Guarded,
 	})
 	if err != nil {
 		done()

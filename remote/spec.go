@@ -125,7 +125,12 @@ type Options struct {
 	// exec'ing it: any binary that imports package confine serves its
 	// hidden subcommand. The default is the running executable.
 	Launcher string
-	Logger   hclog.Logger
+	// Guarded are the host's own folders (the admin socket's, the host
+	// registry): a sandboxed plugin whose write paths reach one, as
+	// written or through a symbolic link made since, is not started, at
+	// any start (first, reload, crash restart).
+	Guarded []confine.Guarded
+	Logger  hclog.Logger
 	// OnRPC, when set, is told how long each call into a plugin's handler
 	// took, by plugin and kind (tool, pre_execute, guard, execute,
 	// post_execute, approver), for metrics. It must not block.
