@@ -33,7 +33,7 @@ func (e *GuardError) Error() string {
 	if e.Resolved != "" && e.Resolved != filepath.Clean(e.Path) {
 		at += " (which now resolves to " + e.Resolved + ")"
 	}
-	return fmt.Sprintf("sandbox: the plugin may write %s, which holds %s (%s): it could replace what is there with its own, so it is not started", at, e.Guarded.What, e.Guarded.Path)
+	return fmt.Sprintf("sandbox: the plugin may write %s, which reaches %s (%s): it could replace what is there with its own, so it is not started", at, e.Guarded.What, e.Guarded.Path)
 }
 
 // CheckWrite refuses write paths that are, or now resolve to, a guarded

@@ -197,6 +197,14 @@ func try(a Attempt) Outcome {
 		// Calls Tool with Arguments through the MCP endpoint at Addr (a
 		// host's loopback listener), as an MCP client would.
 		return mcpCall(a.Addr, a.Tool, a.Arguments)
+	case "swap":
+		// Moves the folder at Path aside and puts a symbolic link to Addr
+		// (a folder) in its place: another plugin that may write Path is
+		// then granted, at its next start, whatever the link leads to.
+		if err := os.Rename(a.Path, a.Path+".old"); err != nil {
+			return outcome(err, "")
+		}
+		return outcome(os.Symlink(a.Addr, a.Path), a.Path+" -> "+a.Addr)
 	case "squat":
 		// Puts a socket of its own in place of the host's admin socket at
 		// Path (removing the host's, and its pid file when Count is 1)
