@@ -77,6 +77,11 @@ type Host struct {
 	// Receipts gives every call's result its audit receipt: where a
 	// critical audit plugin recorded it (seq and line hash).
 	Receipts bool
+	// ReceiptsFrom names the critical plugin whose receipts are handed
+	// back; "" for the one critical plugin that declares receipts.
+	// ReceiptsFromRange is where the file sets it.
+	ReceiptsFrom      string
+	ReceiptsFromRange hcl.Range
 }
 
 // TLSFiles are a PEM certificate (chain) and its key, absolute paths; they
@@ -241,6 +246,7 @@ func (h Host) Options() remote.Options {
 		StartTimeout:    h.StartTimeout,
 		DrainTimeout:    h.DrainTimeout,
 		Receipts:        h.Receipts,
+		ReceiptsFrom:    h.ReceiptsFrom,
 		Guarded:         h.Guarded(os.Geteuid()),
 	}
 }

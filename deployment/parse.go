@@ -50,6 +50,7 @@ func Parse(path string) (*Deployment, hcl.Diagnostics) {
 	d.Host = p.host(syn.Host)
 	d.Plugins = p.plugins(syn.Plugins)
 	p.checkUpstreams(d)
+	p.checkReceiptsFrom(d)
 	// After the walks above, which record the attribute names retype uses.
 	p.diags = append(p.diags, retype(decoded, p.valueNames)...)
 	return d, sortDiags(p.diags)
@@ -138,6 +139,9 @@ func (p *parser) host(hs *hostSyntax) Host {
 	}
 	if hs.Receipts != nil {
 		h.Receipts = *hs.Receipts
+	}
+	if hs.ReceiptsFrom != nil {
+		h.ReceiptsFrom, h.ReceiptsFromRange = *hs.ReceiptsFrom, valueRange(body, "receipts_from", def)
 	}
 	if hs.MaxMessageBytes != nil && p.decoded(body, "max_message_bytes") {
 		if err := wire.ValidateMaxMessageBytes(*hs.MaxMessageBytes); err != nil {

@@ -50,6 +50,7 @@ type hostSyntax struct {
 	MCPMaxPeerConns *int           `hcl:"mcp_max_conns_per_peer,optional"`
 	MCPIdleTimeout  *string        `hcl:"mcp_idle_timeout,optional"`
 	Receipts        *bool          `hcl:"receipts,optional"`
+	ReceiptsFrom    *string        `hcl:"receipts_from,optional"`
 	Policy          *policySyntax  `hcl:"policy,block"`
 	Sandbox         *sandboxSyntax `hcl:"sandbox,block"`
 	Tracing         *tracingSyntax `hcl:"tracing,block"`

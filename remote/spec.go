@@ -125,6 +125,12 @@ type Options struct {
 	// exec'ing it: any binary that imports package confine serves its
 	// hidden subcommand. The default is the running executable.
 	Launcher string
+	// ReceiptsFrom names the plugin whose receipts the host hands back
+	// (with Receipts); "" takes them from a plugin that declares receipts
+	// (Describe), of which the deployment has at most one. Receipts from
+	// any other plugin are dropped: a second critical plugin with a result
+	// listener cannot put its own receipt in place of the audit's.
+	ReceiptsFrom string
 	// Guarded are the host's own folders (the admin socket's, the host
 	// registry): a sandboxed plugin whose write paths reach one, as
 	// written or through a symbolic link made since, is not started, at
