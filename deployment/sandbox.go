@@ -413,14 +413,22 @@ func CheckSandboxes(d *Deployment, support confine.Support, euid int) hcl.Diagno
 // Guarded are the host's own folders no sandbox may write, nor a folder
 // above them: the admin socket's (the plugin could remove the socket and
 // put its own in its place, to read what the CLI sends) and the one where
-// hosts record themselves (package lineage: it could hide its host there).
-// The host checks them again at every start of a plugin
-// (remote.Options.Guarded).
+// hosts record themselves (package lineage: it could hide its host there),
+// and the host's keys: the MCP API keys file (it could add a key of its
+// own) and the MCP TLS private key. The host checks them again at every
+// start of a plugin (remote.Options.Guarded).
 func (h Host) Guarded(euid int) []confine.Guarded {
-	return []confine.Guarded{
+	g := []confine.Guarded{
 		{Path: filepath.Dir(h.AdminSocket), What: "the admin socket's folder"},
 		{Path: lineage.RegistryDir(euid), What: "the folder where hosts record themselves"},
 	}
+	if h.MCPAuth != nil && h.MCPAuth.Keys != "" {
+		g = append(g, confine.Guarded{Path: h.MCPAuth.Keys, What: "the MCP API keys file"})
+	}
+	if h.MCPTLS != nil && h.MCPTLS.Key != "" {
+		g = append(g, confine.Guarded{Path: h.MCPTLS.Key, What: "the MCP TLS private key"})
+	}
+	return g
 }
 
 // checkControlPlane refuses a sandbox that can write one of the host's
