@@ -83,7 +83,16 @@ plugin "victim" {
 	if !strings.Contains(st.LastError, "now resolves to "+run) {
 		t.Errorf("last error does not say where the path leads: %s", st.LastError)
 	}
-	out, stderr, code := cli(t, "status", "-c", config)
+	// `host reload victim` checks again, and is refused the same way.
+	out, stderr, code := cli(t, "reload", "victim", "-c", config)
+	t.Logf("host reload victim: exit %d: %s%s", code, out, stderr)
+	if code == 0 || !strings.Contains(out+stderr, "the admin socket's folder") {
+		t.Errorf("host reload victim: exit %d, want a refusal naming the admin socket's folder", code)
+	}
+	if st := pluginStatus(t, config, "victim"); st.State == "ACTIVE" {
+		t.Errorf("victim ACTIVE after the refused reload: %+v", st)
+	}
+	out, stderr, code = cli(t, "status", "-c", config)
 	if code != 0 || !strings.Contains(out, "the admin socket's folder") {
 		t.Errorf("host status: exit %d, no reason shown:\n%s%s", code, out, stderr)
 	}
