@@ -344,7 +344,7 @@ plugin "b" {
 		}
 	}
 	d := parseClean(t, "host {\n  receipts = true\n  receipts_from = \"a\"\n}\n"+two)
-	if d.Host.ReceiptsFrom != "a" || d.Host.Options().ReceiptsFrom != "a" {
+	if d.Host.ReceiptsFrom != "a" {
 		t.Errorf("ReceiptsFrom = %q", d.Host.ReceiptsFrom)
 	}
 	if diags := Check(testContext(t), d, fakeDescribe{"a": {Receipts: true}, "b": {Receipts: true}}.describe); diags.HasErrors() {
