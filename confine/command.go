@@ -53,6 +53,10 @@ type Launch struct {
 	// listener there instead and sends it on the socket the caller passes
 	// at ExtraFiles[Inherit] (see EgressInNamespace).
 	HostProxyPort uint16
+	// Guarded are the host's own folders: a write path that is, or now
+	// resolves to, one of them or a folder above one refuses the start
+	// (CheckWrite), here and again in the launcher.
+	Guarded []Guarded
 }
 
 // EgressInNamespace reports whether the launch of a NetworkEgress policy
@@ -91,6 +95,9 @@ type spec struct {
 	// makes on that port in the plugin's network namespace.
 	ProxyPort uint16 `json:"proxy_port,omitempty"`
 	ProxyFD   int    `json:"proxy_fd,omitempty"`
+	// Guarded are folders no write path may reach, checked on the
+	// descriptor that is granted.
+	Guarded []Guarded `json:"guarded,omitempty"`
 }
 
 // Command returns the command that starts the plugin confined by the
@@ -107,7 +114,12 @@ func Command(l Launch) (*exec.Cmd, error) {
 	if l.Policy.Required && e.State != StateEnforced {
 		return nil, fmt.Errorf("sandbox is required but cannot be enforced: %s", gapList(e.Gaps))
 	}
-	s := spec{Policy: l.Policy, Binary: l.Binary, SocketDir: l.SocketDir, UID: -1, GID: -1, Parent: os.Getpid(), Strict: l.Policy.Required, Inherit: l.Inherit}
+	// Before the write folders are made: a missing one under a link to a
+	// guarded folder would be made there.
+	if err := CheckWrite(l.Policy.Write, l.Guarded); err != nil {
+		return nil, err
+	}
+	s := spec{Policy: l.Policy, Binary: l.Binary, SocketDir: l.SocketDir, UID: -1, GID: -1, Parent: os.Getpid(), Strict: l.Policy.Required, Inherit: l.Inherit, Guarded: l.Guarded}
 	if l.Support.MountNS && l.MarkDir != "" {
 		s.MountNS, s.MarkDir, s.Cover = true, l.MarkDir, l.Cover
 	}

@@ -228,13 +228,26 @@ func restrict(s spec) error {
 		}
 	}
 	self := fmt.Sprintf("/proc/%d", os.Getpid()) // /proc/self, which exec keeps
+	// Write paths are opened and checked here, in the process that is
+	// confined, and granted by descriptor (openChecked).
+	write := make([]string, 0, len(s.Write))
+	for _, w := range s.Write {
+		name, done, err := openChecked(w, s.Guarded)
+		if err != nil {
+			return err
+		}
+		defer done()
+		if name != "" {
+			write = append(write, name)
+		}
+	}
 	if err := errors.Join(
 		add(accRead, systemRead...),
 		add(accRead, self),
 		add(accRead|ll.AccessFSWriteFile|ll.AccessFSTruncate, "/dev/null"),
 		add(accExec, exe...),
 		add(accRead, s.Read...),
-		add(accWrite, s.Write...),
+		add(accWrite, write...),
 		add(accWrite, s.SocketDir),
 	); err != nil {
 		return err

@@ -25,6 +25,8 @@ type Declaration struct {
 	Inject []string
 	// Provides lists the services it provides to others.
 	Provides []string
+	// Receipts: the plugin declares itself an audit that sends receipts.
+	Receipts bool
 }
 
 // Check adds to Parse what needs each plugin's own declaration, which
@@ -58,6 +60,7 @@ func Check(ctx context.Context, d *Deployment, describe func(ctx context.Context
 	}
 
 	diags = append(diags, secretFileWarnings(d.Plugins, decls)...)
+	diags = append(diags, receiptClaims(d, decls)...)
 	g := newGraph(d.Plugins, decls)
 	diags = append(diags, g.diags...)
 	diags = append(diags, g.cycles()...)

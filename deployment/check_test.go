@@ -213,6 +213,24 @@ plugin "b" {
 			want:    []string{`:1:1: Invalid config schema: Plugin "a" declares a config schema that is not a valid JSON Schema: failing loading "file:///etc/passwd": file:///etc/passwd: a plugin's config schema cannot refer to other documents.`},
 		},
 		{
+			name: "two critical plugins declare receipts",
+			src: "host {\n  receipts = true\n}\n" + `plugin "a" {
+  path     = "bin/ok"
+  critical = true
+}
+plugin "b" {
+  path     = "bin/ok"
+  critical = true
+}
+plugin "c" {
+  path = "bin/ok"
+}
+`,
+			// c is not critical: its listener sends no receipts.
+			answers: fakeDescribe{"a": {Receipts: true}, "b": {Receipts: true}, "c": {Receipts: true}},
+			want:    []string{`:8:1: Two plugins declare receipts: Plugins "a" (line 4) and "b" both declare receipts; receipts are taken from one plugin only. Name it in the host block: receipts_from = "a".`},
+		},
+		{
 			name:    "describe error",
 			src:     plugins([]string{"a", "b"}, map[string][]string{"b": {"sql"}}),
 			answers: fakeDescribe{"a": {Error: "exec format error"}},
@@ -302,3 +320,34 @@ var exclusiveSchema = json.RawMessage(`{
 	"anyOf": [{"required": ["command"]}, {"required": ["url"]}],
 	"dependentSchemas": {"command": {"properties": {"url": false}}}
 }`)
+
+// receipts_from names a critical plugin of the deployment, and needs
+// receipts; with it, two plugins declaring receipts is no error.
+func TestReceiptsFrom(t *testing.T) {
+	t.Parallel()
+	two := `plugin "a" {
+  path     = "bin/ok"
+  critical = true
+}
+plugin "b" {
+  path = "bin/ok"
+}
+`
+	for _, tc := range []struct{ host, want string }{
+		{`receipts_from = "a"`, `receipts_from without receipts`},
+		{"receipts = true\n  receipts_from = \"zz\"", `receipts_from names "zz", which is no plugin of this deployment; the critical plugins are: "a".`},
+		{"receipts = true\n  receipts_from = \"b\"", `receipts_from names plugin "b", which is not critical`},
+	} {
+		_, diags := Parse(writeDeployment(t, "host {\n  "+tc.host+"\n}\n"+two))
+		if !diags.HasErrors() || !strings.Contains(Format(diags), tc.want) {
+			t.Errorf("%s: %s, want %q", tc.host, Format(diags), tc.want)
+		}
+	}
+	d := parseClean(t, "host {\n  receipts = true\n  receipts_from = \"a\"\n}\n"+two)
+	if d.Host.ReceiptsFrom != "a" {
+		t.Errorf("ReceiptsFrom = %q", d.Host.ReceiptsFrom)
+	}
+	if diags := Check(testContext(t), d, fakeDescribe{"a": {Receipts: true}, "b": {Receipts: true}}.describe); diags.HasErrors() {
+		t.Errorf("Check with receipts_from: %s", Format(diags))
+	}
+}

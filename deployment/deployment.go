@@ -83,6 +83,11 @@ type Host struct {
 	// sandboxed plugins ask for the names on their lists; "" for the
 	// system's resolver.
 	EgressResolver string
+	// ReceiptsFrom names the critical plugin whose receipts are handed
+	// back; "" for the one critical plugin that declares receipts.
+	// ReceiptsFromRange is where the file sets it.
+	ReceiptsFrom      string
+	ReceiptsFromRange hcl.Range
 }
 
 // TLSFiles are a PEM certificate (chain) and its key, absolute paths; they

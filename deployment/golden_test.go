@@ -53,6 +53,7 @@ type fakeDeclaration struct {
 	ConfigSchema json.RawMessage `json:"config_schema"`
 	Inject       []string        `json:"inject"`
 	Provides     []string        `json:"provides"`
+	Receipts     bool            `json:"receipts"`
 	Error        string          `json:"error"`
 }
 
@@ -67,7 +68,7 @@ func (f fakeDescribe) describe(ctx context.Context, p Plugin) (Declaration, erro
 	if d.Error != "" {
 		return Declaration{}, errors.New(d.Error)
 	}
-	return Declaration{ConfigSchema: d.ConfigSchema, Inject: d.Inject, Provides: d.Provides}, nil
+	return Declaration{ConfigSchema: d.ConfigSchema, Inject: d.Inject, Provides: d.Provides, Receipts: d.Receipts}, nil
 }
 
 // TestGolden runs every testdata/NAME.hcl through Parse and, when it parses

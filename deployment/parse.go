@@ -50,6 +50,7 @@ func Parse(path string) (*Deployment, hcl.Diagnostics) {
 	d.Host = p.host(syn.Host)
 	d.Plugins = p.plugins(syn.Plugins)
 	p.checkUpstreams(d)
+	p.checkReceiptsFrom(d)
 	// After the walks above, which record the attribute names retype uses.
 	p.diags = append(p.diags, retype(decoded, p.valueNames)...)
 	return d, sortDiags(p.diags)
@@ -146,6 +147,9 @@ func (p *parser) host(hs *hostSyntax) Host {
 		} else {
 			h.EgressResolver = *hs.EgressResolver
 		}
+	}
+	if hs.ReceiptsFrom != nil {
+		h.ReceiptsFrom, h.ReceiptsFromRange = *hs.ReceiptsFrom, valueRange(body, "receipts_from", def)
 	}
 	if hs.MaxMessageBytes != nil && p.decoded(body, "max_message_bytes") {
 		if err := validateMaxMessageBytes(*hs.MaxMessageBytes); err != nil {

@@ -418,62 +418,44 @@ func CheckSandboxes(d *Deployment, support confine.Support, euid int) hcl.Diagno
 	return diags
 }
 
-// checkControlPlane refuses a sandbox that can write the admin socket's
-// folder or a folder above it (the plugin could remove the socket and put
-// its own in its place, to read what the CLI sends), or the folder where
-// hosts record themselves (package lineage: it could hide its host there).
+// Guarded are the host's own folders no sandbox may write, nor a folder
+// above them: the admin socket's (the plugin could remove the socket and
+// put its own in its place, to read what the CLI sends) and the one where
+// hosts record themselves (package lineage: it could hide its host there),
+// and the host's keys: the MCP API keys file (it could add a key of its
+// own) and the MCP TLS private key. The host checks them again at every
+// start of a plugin (remote.Options.Guarded).
+func (h Host) Guarded(euid int) []confine.Guarded {
+	g := []confine.Guarded{
+		{Path: filepath.Dir(h.AdminSocket), What: "the admin socket's folder"},
+		{Path: lineage.RegistryDir(euid), What: "the folder where hosts record themselves"},
+	}
+	if h.MCPAuth != nil && h.MCPAuth.Keys != "" {
+		g = append(g, confine.Guarded{Path: h.MCPAuth.Keys, What: "the MCP API keys file"})
+	}
+	if h.MCPTLS != nil && h.MCPTLS.Key != "" {
+		g = append(g, confine.Guarded{Path: h.MCPTLS.Key, What: "the MCP TLS private key"})
+	}
+	return g
+}
+
+// checkControlPlane refuses a sandbox that can write one of the host's
+// guarded folders or a folder above one.
 func checkControlPlane(d *Deployment, pl Plugin, pol *confine.Policy, euid int) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	r := pl.Range
 	if pl.Sandbox.Range.Filename != "" {
 		r = pl.Sandbox.Range
 	}
-	guarded := []struct{ path, what string }{
-		{filepath.Dir(d.Host.AdminSocket), "the admin socket's folder"},
-		{lineage.RegistryDir(euid), "the folder where hosts record themselves"},
-	}
 	for _, w := range pol.Write {
-		for _, g := range guarded {
-			if !within(g.path, w) {
+		for _, g := range d.Host.Guarded(euid) {
+			if !confine.Within(g.Path, w) {
 				continue
 			}
 			diags = append(diags, errorAt(r, "Sandbox can write the host's control plane",
 				"Plugin %q may write %s, which holds %s (%s): it could replace what is there with its own. "+
-					"Give the plugin a folder of its own that is not above %s (the sample gives audit run/audit).", pl.Name, w, g.what, g.path, g.path))
+					"Give the plugin a folder of its own that is not above %s (the sample gives audit run/audit).", pl.Name, w, g.What, g.Path, g.Path))
 		}
 	}
 	return diags
-}
-
-// within reports whether path is dir or lies below it, as written or with
-// symbolic links resolved.
-func within(path, dir string) bool {
-	inside := func(p, d string) bool {
-		rel, err := filepath.Rel(d, p)
-		return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
-	}
-	if inside(filepath.Clean(path), filepath.Clean(dir)) {
-		return true
-	}
-	rp, err1 := evalExisting(path)
-	rd, err2 := filepath.EvalSymlinks(dir)
-	return err1 == nil && err2 == nil && inside(rp, rd)
-}
-
-// evalExisting resolves the symbolic links of the part of path that
-// exists.
-func evalExisting(path string) (string, error) {
-	p := filepath.Clean(path)
-	var rest []string
-	for {
-		if r, err := filepath.EvalSymlinks(p); err == nil {
-			return filepath.Join(append([]string{r}, rest...)...), nil
-		}
-		parent := filepath.Dir(p)
-		if parent == p {
-			return "", os.ErrNotExist
-		}
-		rest = append([]string{filepath.Base(p)}, rest...)
-		p = parent
-	}
 }

@@ -70,3 +70,44 @@ plugin "lenient2" {
 		t.Errorf("a kernel with everything: %s", Format(diags))
 	}
 }
+
+// TestCheckSandboxesGuardsKeys: a sandbox that may write the folder of the
+// MCP API keys file (it could add a key of its own) is refused, as for the
+// admin socket's folder.
+func TestCheckSandboxesGuardsKeys(t *testing.T) {
+	dir := t.TempDir()
+	writeBinaries(t, dir)
+	if err := os.MkdirAll(filepath.Join(dir, "secrets"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "secrets", "keys.hcl"), []byte(""), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "d.hcl")
+	src := `host {
+  admin_socket = "run/host.sock"
+  mcp          = "127.0.0.1:8765"
+  mcp_auth {
+    keys = "secrets/keys.hcl"
+  }
+}
+
+plugin "writer" {
+  path = "bin/ok"
+  sandbox {
+    write = ["secrets"]
+  }
+}
+`
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d, diags := Parse(file)
+	if diags.HasErrors() {
+		t.Fatal(Format(diags))
+	}
+	got := Format(CheckSandboxes(d, confine.Support{LandlockABI: 7, NetNS: true, MountNS: true}, 1000))
+	if !strings.Contains(got, `Sandbox can write the host's control plane: Plugin "writer" may write `+filepath.Join(dir, "secrets")+`, which holds the MCP API keys file`) {
+		t.Errorf("a sandbox that can write the keys file's folder:\n%s", got)
+	}
+}

@@ -53,6 +53,7 @@ type hostSyntax struct {
 	MCPOrigins      []string       `hcl:"mcp_allowed_origins,optional"`
 	Receipts        *bool          `hcl:"receipts,optional"`
 	EgressResolver  *string        `hcl:"egress_resolver,optional"`
+	ReceiptsFrom    *string        `hcl:"receipts_from,optional"`
 	Policy          *policySyntax  `hcl:"policy,block"`
 	Sandbox         *sandboxSyntax `hcl:"sandbox,block"`
 	Tracing         *tracingSyntax `hcl:"tracing,block"`

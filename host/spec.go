@@ -1,6 +1,7 @@
 package host
 
 import (
+	"os"
 	"slices"
 
 	"github.com/plugkit-go/plugkit/deployment"
@@ -41,5 +42,7 @@ func managerOptions(h deployment.Host) remote.Options {
 		StartTimeout:    h.StartTimeout,
 		DrainTimeout:    h.DrainTimeout,
 		Receipts:        h.Receipts,
+		ReceiptsFrom:    h.ReceiptsFrom,
+		Guarded:         h.Guarded(os.Geteuid()),
 	}
 }

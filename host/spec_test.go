@@ -2,6 +2,7 @@ package host
 
 import (
 	"encoding/json"
+	"os"
 	"reflect"
 	"testing"
 	"time"
@@ -56,10 +57,15 @@ func TestPluginSpecUpstream(t *testing.T) {
 func TestManagerOptions(t *testing.T) {
 	t.Parallel()
 	h := deployment.Host{AutoMTLS: false, MaxMessageBytes: 1 << 20, ListenerTimeout: 1500 * time.Millisecond,
-		StartTimeout: 30 * time.Second, DrainTimeout: 5 * time.Second, Receipts: true}
+		StartTimeout: 30 * time.Second, DrainTimeout: 5 * time.Second, Receipts: true, ReceiptsFrom: "audit",
+		AdminSocket: "/srv/plugkit/run/host.sock"}
 	got := managerOptions(h)
 	want := remote.Options{DisableMTLS: true, MaxMessageBytes: 1 << 20, ListenerTimeout: 1500 * time.Millisecond,
-		StartTimeout: 30 * time.Second, DrainTimeout: 5 * time.Second, Receipts: true}
+		StartTimeout: 30 * time.Second, DrainTimeout: 5 * time.Second, Receipts: true, ReceiptsFrom: "audit",
+		Guarded: h.Guarded(os.Geteuid())}
+	if len(got.Guarded) != 2 || got.Guarded[0].Path != "/srv/plugkit/run" {
+		t.Errorf("managerOptions.Guarded = %+v, want the admin socket's folder and the host registry", got.Guarded)
+	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("managerOptions = %+v, want %+v", got, want)
 	}

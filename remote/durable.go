@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -35,6 +36,10 @@ type durableResults struct {
 	// receipts takes the receipts acknowledgements carry; nil when the
 	// deployment asks for none (receipts.go).
 	receipts *Receipts
+	// sourced counts the slots counted as receipt sources (guarded by
+	// mu); refusedReceipts is set once receipts were dropped, to warn once.
+	sourced         int
+	refusedReceipts atomic.Bool
 
 	send sync.Mutex // one batch in flight at a time, in queue order
 
@@ -108,7 +113,10 @@ func (d *durableResults) attach(s *kernel.Scope, in *instance, handler string, t
 	t.handlers = append(t.handlers, handler)
 	if slot == len(d.slots) {
 		limit := in.spec.maxResult()
-		d.receipts.source(1)
+		if d.receipts.accepts(d.name, in.receipts) {
+			d.receipts.source(1)
+			d.sourced++
+		}
 		d.slots = append(d.slots, d.tools.Observe(d.name, func(_ context.Context, e *pipeline.Execution, r pipeline.Result) error {
 			d.push(slot, &pb.ObserveRequest{Execution: toExecution(e), Result: observed(r, limit), WantReceipt: d.receipts != nil})
 			return nil
@@ -293,7 +301,9 @@ func (d *durableResults) sendBatch(ctx context.Context, t *target, most int, wit
 	d.single = max(d.single-n, 0)
 	more = len(d.queue) > 0
 	d.mu.Unlock()
-	d.receipts.add(d.name, resp.GetReceipts())
+	if !d.receipts.add(d.name, in.receipts, resp.GetReceipts()) && !d.refusedReceipts.Swap(true) {
+		in.log.Warn("receipts dropped: the deployment takes receipts from another plugin (receipts_from)", "receipts", len(resp.GetReceipts()))
+	}
 	return true, more
 }
 
@@ -420,14 +430,16 @@ func (d *durableResults) close() {
 	d.mu.Lock()
 	slots := d.slots
 	d.slots = nil
+	sourced := d.sourced
+	d.sourced = 0
 	started := d.started
 	lost := len(d.queue)
 	d.queue = nil
 	d.mu.Unlock()
 	for _, remove := range slots {
 		remove()
-		d.receipts.source(-1)
 	}
+	d.receipts.source(-sourced)
 	if started {
 		close(d.stop)
 		<-d.done

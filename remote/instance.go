@@ -45,6 +45,9 @@ type instance struct {
 	// dryRun: the plugin's Describe says its listeners understand dry runs
 	// (Execution.dry_run); without it, explain does not call them.
 	dryRun bool
+	// receipts: the plugin's Describe declares it an audit that sends
+	// receipts (Receipts.accepts).
+	receipts bool
 	// refs is nil unless the plugin keeps descriptors by ref (Describe's
 	// tool_refs): then what it has been sent (see execution).
 	refs  *toolRefs
@@ -284,6 +287,7 @@ func (in *instance) describe(ctx context.Context, prepare json.RawMessage) (*pb.
 	}
 	// Set before Apply, so before any listener of the plugin exists.
 	in.dryRun = resp.GetDryRun()
+	in.receipts = resp.GetReceipts()
 	if resp.GetToolRefs() {
 		in.refs = &toolRefs{}
 	}

@@ -79,7 +79,7 @@ func NewManager(k *kernel.Kernel, tools *pipeline.Tools, opts Options) (*Manager
 	}
 	m := &Manager{k: k, tools: tools, opts: opts, log: opts.Logger, socketDir: dir, base: base, plugins: map[string]*managed{}}
 	if opts.Receipts {
-		m.receipts = newReceipts()
+		m.receipts = newReceipts(opts.ReceiptsFrom)
 	}
 	m.unlisten = k.Events().OnStateChange("plugin manager", m.onState)
 	return m, nil

@@ -24,6 +24,9 @@ type Receipts struct {
 	order   []string                    // got's ids, oldest first
 	waiting map[string]chan pipeline.Receipt
 	sources int // durable result slots that may send receipts
+	// from is the plugin receipts are taken from; "" for the one that
+	// declares receipts.
+	from string
 }
 
 // receiptsKept bounds the receipts nobody waited for yet (a call made by a
@@ -31,8 +34,21 @@ type Receipts struct {
 // are dropped past it.
 const receiptsKept = 4096
 
-func newReceipts() *Receipts {
-	return &Receipts{got: map[string]pipeline.Receipt{}, waiting: map[string]chan pipeline.Receipt{}}
+func newReceipts(from string) *Receipts {
+	return &Receipts{got: map[string]pipeline.Receipt{}, waiting: map[string]chan pipeline.Receipt{}, from: from}
+}
+
+// accepts reports whether receipts of plugin, which declares receipts or
+// not, are handed back: only the named plugin's, or without a name, only
+// a declaring one's.
+func (r *Receipts) accepts(plugin string, declared bool) bool {
+	if r == nil {
+		return false
+	}
+	if r.from != "" {
+		return plugin == r.from
+	}
+	return declared
 }
 
 // Receipts is nil unless Options.Receipts.
@@ -48,10 +64,14 @@ func (r *Receipts) source(n int) {
 	r.mu.Unlock()
 }
 
-// add takes the receipts of an acknowledged batch of plugin's.
-func (r *Receipts) add(plugin string, rs []*pb.Receipt) {
+// add takes the receipts of an acknowledged batch of plugin's; false when
+// they are not accepted (and are dropped).
+func (r *Receipts) add(plugin string, declared bool, rs []*pb.Receipt) bool {
 	if r == nil || len(rs) == 0 {
-		return
+		return true
+	}
+	if !r.accepts(plugin, declared) {
+		return false
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -64,7 +84,7 @@ func (r *Receipts) add(plugin string, rs []*pb.Receipt) {
 			continue
 		}
 		if _, ok := r.got[id]; ok {
-			continue // a second audit plugin: the first receipt stands
+			continue // a receipt sent again: the first stands
 		}
 		r.got[id] = rec
 		r.order = append(r.order, id)
@@ -73,6 +93,7 @@ func (r *Receipts) add(plugin string, rs []*pb.Receipt) {
 			r.order = r.order[1:]
 		}
 	}
+	return true
 }
 
 // Wait returns the receipt of call id once a plugin acknowledged writing

@@ -129,7 +129,18 @@ type Options struct {
 	// exec'ing it: any binary that imports package confine serves its
 	// hidden subcommand. The default is the running executable.
 	Launcher string
-	Logger   hclog.Logger
+	// ReceiptsFrom names the plugin whose receipts the host hands back
+	// (with Receipts); "" takes them from a plugin that declares receipts
+	// (Describe), of which the deployment has at most one. Receipts from
+	// any other plugin are dropped: a second critical plugin with a result
+	// listener cannot put its own receipt in place of the audit's.
+	ReceiptsFrom string
+	// Guarded are the host's own folders (the admin socket's, the host
+	// registry): a sandboxed plugin whose write paths reach one, as
+	// written or through a symbolic link made since, is not started, at
+	// any start (first, reload, crash restart).
+	Guarded []confine.Guarded
+	Logger  hclog.Logger
 	// OnRPC, when set, is told how long each call into a plugin's handler
 	// took, by plugin and kind (tool, pre_execute, guard, execute,
 	// post_execute, approver), for metrics. It must not block.

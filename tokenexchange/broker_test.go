@@ -147,3 +147,47 @@ func TestSubjectTokenDoesNotPrint(t *testing.T) {
 		t.Error("the subject token prints")
 	}
 }
+
+// TestCacheKeyedByPluginAndSecret: a token cached for one plugin is not
+// served to another with the same settings, and one with the same settings
+// but a wrong client secret gets the token endpoint's refusal, not the
+// cached token, for both modes.
+func TestCacheKeyedByPluginAndSecret(t *testing.T) {
+	for _, mode := range []Mode{ClientCredentials, Exchange} {
+		t.Run(string(mode), func(t *testing.T) {
+			iss, b, u, counts := setup(t, mode)
+			ctx := WithSubjectToken(context.Background(), iss.Token(t, jwt.MapClaims{"sub": "alice"}))
+			tok, err := b.Token(ctx, u, "user:alice")
+			if err != nil {
+				t.Fatal(err)
+			}
+			wrong := *u
+			wrong.Plugin, wrong.ClientSecret = "forger", "wrong"
+			if got, err := b.Token(ctx, &wrong, "user:alice"); err == nil || !strings.Contains(err.Error(), "invalid_client") {
+				t.Errorf("a wrong client secret: token %v, error %v; want invalid_client", got == tok, err)
+			}
+			sameSecretWrong := *u
+			sameSecretWrong.ClientSecret = "wrong"
+			if _, err := b.Token(ctx, &sameSecretWrong, "user:alice"); err == nil {
+				t.Error("the same plugin with a wrong client secret got the cached token")
+			}
+			other := *u
+			other.Plugin = "gh2"
+			// (Its token may equal the first one, byte for byte: the test
+			// issuer signs the same claims in the same second alike; the
+			// grants below count the exchanges.)
+			if _, err := b.Token(ctx, &other, "user:alice"); err != nil {
+				t.Errorf("another plugin with the right secret: %v", err)
+			}
+			if again, err := b.Token(ctx, u, "user:alice"); err != nil || again != tok {
+				t.Errorf("the first plugin's repeat: error %v, cached %v", err, again == tok)
+			}
+			if n := len(iss.Grants()); n != 2 {
+				t.Errorf("token endpoint issued %d tokens; want 2 (one per plugin with the right secret)", n)
+			}
+			if counts[Failed] != 2 || counts[Cached] != 1 {
+				t.Errorf("outcomes %v; want 2 failed, 1 cached", counts)
+			}
+		})
+	}
+}

@@ -1,6 +1,8 @@
 package tokenexchange
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"strings"
 )
@@ -43,8 +45,12 @@ func (u *Upstream) name() string {
 }
 
 // key identifies the token the upstream's settings ask for, whoever asks.
+// It holds the plugin and a digest of the client secret: two plugins, or
+// two secrets, never share a token, so a plugin configured with a wrong
+// secret cannot be served one exchanged with the right one.
 func (u *Upstream) key() string {
-	return strings.Join([]string{string(u.Mode), u.TokenURL, u.Audience, u.Scope, u.ClientID}, "\x00")
+	secret := sha256.Sum256([]byte(u.ClientSecret))
+	return strings.Join([]string{u.Plugin, string(u.Mode), u.TokenURL, u.Audience, u.Scope, u.ClientID, hex.EncodeToString(secret[:])}, "\x00")
 }
 
 // Error is a failure to obtain an upstream's token.

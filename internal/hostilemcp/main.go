@@ -15,6 +15,7 @@
 //	-schema-bytes N adds a tool whose input schema is N bytes
 //	-flood          sends list_changed about every 10 ms, for ever
 //	-count FILE     writes how many tools/list requests arrived to FILE
+//	-starts FILE    appends a line to FILE each time it starts
 package main
 
 import (
@@ -52,7 +53,16 @@ func main() {
 	schemaBytes := flag.Int("schema-bytes", 0, "")
 	flood := flag.Bool("flood", false, "")
 	count := flag.String("count", "", "")
+	starts := flag.String("starts", "", "")
 	flag.Parse()
+
+	if *starts != "" {
+		f, err := os.OpenFile(*starts, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err == nil {
+			_, _ = fmt.Fprintf(f, "started %d\n", os.Getpid())
+			_ = f.Close()
+		}
+	}
 
 	if *hangIf != "" {
 		if _, err := os.Stat(*hangIf); err == nil {

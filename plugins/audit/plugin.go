@@ -36,6 +36,8 @@ func newPlugin() sdk.Plugin[Config] {
 		Name:    "audit",
 		Version: "0.1.0",
 		Inject:  []string{"tools"},
+		// Its receipts are the ones the host hands back (receipts_from).
+		Receipts: true,
 		Apply: func(ctx context.Context, p *sdk.Context, cfg Config) error {
 			s, err := cfg.settings()
 			if err != nil {

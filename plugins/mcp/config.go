@@ -30,7 +30,7 @@ type Config struct {
 	Pins         map[string]string `json:"pins,omitempty" doc:"The pinned definition of each tool, by the server's name, written by host lock. A tool whose definition differs is held absent. Without pins nothing is checked."`
 
 	// Bounds on what the server can make the bridge do (see limits.go).
-	StartTimeout        string `json:"start_timeout,omitempty" doc:"Bounds initialize, tools/list and every other control request to the server (default \"30s\", the host's start timeout)."`
+	StartTimeout        string `json:"start_timeout,omitempty" doc:"Bounds the whole start (starting the server, initialize and tools/list, however often tried) and every other control request to the server (default \"30s\", the host's start timeout)."`
 	MaxTools            int    `json:"max_tools,omitempty" doc:"The most tools the server may list (default 1000); a longer list is refused."`
 	MaxSchemaBytes      int    `json:"max_schema_bytes,omitempty" doc:"The largest input or output schema of one tool, in bytes (default 262144); a tool with a larger one is held absent."`
 	MaxAnswerBytes      int    `json:"max_answer_bytes,omitempty" doc:"The largest message the server may send, in bytes (default 16777216); a larger one ends the session."`

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"reflect"
 	"sync"
@@ -32,13 +33,27 @@ func newPlugin() sdk.Plugin[Config] {
 		// opened for, until Apply takes it (or Stop closes it).
 		warm    *bridge
 		warmFor Config
+		warmBy  time.Time
+		// tried is Prepare's failed attempt, until Apply takes it: Apply
+		// tries again only within what is left of the same start_timeout.
+		tried *attempt
 	)
-	takeWarm := func() (*bridge, Config) {
+	takeTried := func(cfg Config) *attempt {
 		mu.Lock()
 		defer mu.Unlock()
-		b, cfg := warm, warmFor
+		a := tried
+		tried = nil
+		if a != nil && !reflect.DeepEqual(a.cfg, cfg) {
+			return nil
+		}
+		return a
+	}
+	takeWarm := func() (*bridge, Config, time.Time) {
+		mu.Lock()
+		defer mu.Unlock()
+		b, cfg, by := warm, warmFor, warmBy
 		warm = nil
-		return b, cfg
+		return b, cfg, by
 	}
 	swap := func(b *bridge) {
 		mu.Lock()
@@ -62,14 +77,23 @@ func newPlugin() sdk.Plugin[Config] {
 			if err != nil {
 				return
 			}
+			// start_timeout bounds the whole start, Prepare and Apply
+			// together: a server that hangs in initialize fails the start
+			// after start_timeout, not after twice that.
+			by := time.Now().Add(set.limits.startTimeout)
+			ctx, cancel := context.WithDeadline(ctx, by)
+			defer cancel()
 			b := newBridge(set, log, nil, nil)
 			if err := b.dial(ctx); err != nil {
-				log.Debug("prepare: server not reached; apply tries again", "error", err)
+				log.Debug("prepare: server not reached; apply tries again within start_timeout", "error", err)
+				mu.Lock()
+				tried = &attempt{cfg: cfg, by: by, err: err}
+				mu.Unlock()
 				return
 			}
 			b.prelist(ctx)
 			mu.Lock()
-			warm, warmFor = b, cfg
+			warm, warmFor, warmBy = b, cfg, by
 			mu.Unlock()
 		},
 		Apply: func(ctx context.Context, p *sdk.Context, cfg Config) error {
@@ -100,16 +124,34 @@ func newPlugin() sdk.Plugin[Config] {
 				time.Sleep(100 * time.Millisecond) // their replies are on the wire
 				os.Exit(1)
 			}
-			if w, wcfg := takeWarm(); w != nil && reflect.DeepEqual(wcfg, cfg) {
+			a := takeTried(cfg)
+			if w, wcfg, wby := takeWarm(); w != nil && reflect.DeepEqual(wcfg, cfg) {
 				b = w
 				b.batch, b.onGone = batch, onGone
-				err = b.begin(ctx)
+				bctx := ctx
+				if b.listed == nil {
+					// Prepare's tools/list failed: listing again gets what
+					// is left of the start's start_timeout.
+					var cancel context.CancelFunc
+					bctx, cancel = context.WithDeadline(ctx, wby)
+					defer cancel()
+				}
+				err = b.begin(bctx)
 			} else {
 				if w != nil {
 					w.close()
 				}
+				by := time.Now().Add(set.limits.startTimeout)
+				if a != nil {
+					if !time.Now().Before(a.by) {
+						return a.spent(set.limits.startTimeout)
+					}
+					by = a.by
+				}
+				sctx, cancel := context.WithDeadline(ctx, by)
+				defer cancel()
 				b = newBridge(set, p.Logger(), batch, onGone)
-				err = b.start(ctx)
+				err = b.start(sctx)
 			}
 			if err != nil {
 				return err
@@ -118,11 +160,28 @@ func newPlugin() sdk.Plugin[Config] {
 			return nil
 		},
 		Stop: func(context.Context) error {
-			if w, _ := takeWarm(); w != nil {
+			if w, _, _ := takeWarm(); w != nil {
 				w.close()
 			}
+			mu.Lock()
+			tried = nil
+			mu.Unlock()
 			swap(nil)
 			return nil
 		},
 	}
+}
+
+// attempt is a start that Prepare tried and that failed.
+type attempt struct {
+	cfg Config
+	// by is when the start's start_timeout runs out.
+	by  time.Time
+	err error
+}
+
+// spent is the start's failure once its start_timeout has run out: the
+// server is not started again.
+func (a *attempt) spent(limit time.Duration) error {
+	return fmt.Errorf("%w; not tried again: start_timeout (%s) bounds the whole start", a.err, limit)
 }

@@ -1202,7 +1202,13 @@ type DescribeResponse struct {
 	DryRun bool `protobuf:"varint,10,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
 	// The plugin keeps tool descriptors by Execution.tool_ref: the host may
 	// then send a ref without the descriptor it stands for.
-	ToolRefs      bool `protobuf:"varint,11,opt,name=tool_refs,json=toolRefs,proto3" json:"tool_refs,omitempty"`
+	ToolRefs bool `protobuf:"varint,11,opt,name=tool_refs,json=toolRefs,proto3" json:"tool_refs,omitempty"`
+	// The plugin is an audit whose result listeners record results and send
+	// receipts. With receipts on, the host takes receipts only from the
+	// plugin the deployment names (receipts_from) or, by default, from the
+	// one critical plugin that declares this; two declaring it without
+	// receipts_from is a configuration error.
+	Receipts      bool `protobuf:"varint,12,opt,name=receipts,proto3" json:"receipts,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1310,6 +1316,13 @@ func (x *DescribeResponse) GetDryRun() bool {
 func (x *DescribeResponse) GetToolRefs() bool {
 	if x != nil {
 		return x.ToolRefs
+	}
+	return false
+}
+
+func (x *DescribeResponse) GetReceipts() bool {
+	if x != nil {
+		return x.Receipts
 	}
 	return false
 }
@@ -4029,7 +4042,7 @@ const file_plugkit_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"A\n" +
 	"\x0fDescribeRequest\x12.\n" +
-	"\x13prepare_config_json\x18\x01 \x01(\fR\x11prepareConfigJson\"\xe4\x02\n" +
+	"\x13prepare_config_json\x18\x01 \x01(\fR\x11prepareConfigJson\"\x80\x03\n" +
 	"\x10DescribeResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\x1f\n" +
@@ -4045,7 +4058,8 @@ const file_plugkit_proto_rawDesc = "" +
 	"call_lanes\x18\t \x01(\bR\tcallLanes\x12\x17\n" +
 	"\adry_run\x18\n" +
 	" \x01(\bR\x06dryRun\x12\x1b\n" +
-	"\ttool_refs\x18\v \x01(\bR\btoolRefs\"U\n" +
+	"\ttool_refs\x18\v \x01(\bR\btoolRefs\x12\x1a\n" +
+	"\breceipts\x18\f \x01(\bR\breceipts\"U\n" +
 	"\fApplyRequest\x12\x1f\n" +
 	"\vconfig_json\x18\x01 \x01(\fR\n" +
 	"configJson\x12$\n" +

@@ -63,6 +63,11 @@ type Plugin[C any] struct {
 	// acting. `host explain` and `host test` ask only such plugins; the
 	// listeners of any other are reported "not asked".
 	DryRun bool
+	// Receipts declares the plugin an audit whose Record listeners send
+	// receipts. With receipts on, the host takes them only from the
+	// plugin the deployment names (receipts_from) or the one critical
+	// plugin that declares this; another plugin's receipts are dropped.
+	Receipts bool
 }
 
 // definition is a Plugin with its type parameter erased: the server does not
@@ -77,6 +82,7 @@ type definition struct {
 	prepare  func(ctx context.Context, log hclog.Logger, config []byte) // nil unless Plugin.Prepare
 	stop     func(ctx context.Context) error
 	dryRun   bool
+	receipts bool
 }
 
 // build checks the definition and erases C. Every problem is reported, not
@@ -121,9 +127,10 @@ func (def Plugin[C]) build() (*definition, error) {
 			}
 			return apply(ctx, p, cfg)
 		},
-		prepare: prepare,
-		stop:    def.Stop,
-		dryRun:  def.DryRun,
+		prepare:  prepare,
+		stop:     def.Stop,
+		dryRun:   def.DryRun,
+		receipts: def.Receipts,
 	}, nil
 }
 

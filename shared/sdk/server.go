@@ -94,6 +94,7 @@ func (s *server) Describe(_ context.Context, req *pb.DescribeRequest) (*pb.Descr
 		CallLanes:        s.callbacks != nil,
 		DryRun:           s.def.dryRun,
 		ToolRefs:         true,
+		Receipts:         s.def.receipts,
 	}, nil
 }
 
