@@ -92,6 +92,13 @@ func (h *Host) reloadFile(ctx context.Context) (string, hcl.Diagnostics) {
 			next.Plugins[i] = oldSpecs[p.Name]
 		}
 	}
+	// The host block in force stays the one the host started with (only
+	// its default sandbox lives on, in the plugins' specs): the next
+	// reload reports the same settings as waiting for a restart.
+	settings := changedHostSettings(old.Host, next.Host)
+	sandbox := next.Host.Sandbox
+	next.Host = old.Host
+	next.Host.Sandbox = sandbox
 	h.mu.Lock()
 	h.Deployment = next
 	h.mu.Unlock()
@@ -101,14 +108,12 @@ func (h *Host) reloadFile(ctx context.Context) (string, hcl.Diagnostics) {
 		h.startWatch(ctx)
 	}
 
-	oh, nh := old.Host, next.Host
-	// The default sandbox is in each plugin's spec: a change reloads them.
-	oh.Sandbox, nh.Sandbox = nil, nil
-	if !reflect.DeepEqual(oh, nh) {
+	if len(settings) > 0 {
 		diags = append(diags, &hcl.Diagnostic{
 			Severity: hcl.DiagWarning,
 			Summary:  "Host settings changed",
-			Detail:   "Changes to the host block take effect when the host is started again.",
+			Detail:   strings.Join(settings, ", ") + ": takes effect at restart (the host block is read when the host starts).",
+			Extra:    HostSettingsChanged{Settings: settings},
 		})
 	}
 	var reloaded, failed []string
