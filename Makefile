@@ -40,9 +40,11 @@ run: build
 image:
 	$(GO) run ./cmd/mkimage -o $(BIN)/plugkit-image.tar
 
+# Through testlines: go test's lines, each package's as soon as it ends
+# (plain go test holds them back in the order of the package list).
 test:
 	$(GO) vet ./...
-	$(GO) test -race -count=1 -timeout 30m ./...
+	$(GO) run ./internal/testlines $(GO) test -json -race -count=1 -timeout 30m ./...
 
 # Re-runs the attack scenarios (tests named TestAttack...): bounded,
 # loopback only, each stops by itself.
