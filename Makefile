@@ -4,7 +4,7 @@ BIN     := bin
 BENCH   ?= .
 COUNT   ?= 1
 
-.PHONY: all build plugins run test attack bench proto vet clean image
+.PHONY: all build plugins run test attack bench proto vet clean image sandbox-reset
 
 all: build
 
@@ -13,10 +13,18 @@ build: plugins run/sandbox
 
 # The sample's working folder, copied from the tracked template when it is
 # missing: the walkthrough writes and deletes files there, never in tracked
-# ones. Delete run/sandbox to start over.
+# ones. `make sandbox-reset` starts it over.
 run/sandbox:
 	@mkdir -p run
 	cp -R sandbox.example run/sandbox
+
+# Empties run/sandbox and copies the template in again, keeping the folder
+# itself: a running files plugin holds it open, and its sandbox allows that
+# folder, not a new one made in its place (which needs `host reload files`).
+sandbox-reset:
+	@mkdir -p run/sandbox
+	find run/sandbox -mindepth 1 -delete
+	cp -R sandbox.example/. run/sandbox/
 
 # Every main package directly under plugins/ is a plugin, built as
 # bin/plugins/NAME: a new plugins/hello needs no edit here.
