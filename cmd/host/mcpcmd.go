@@ -227,6 +227,9 @@ func logStates(h *host.Host, log hclog.Logger) (unlisten func()) {
 		sc, ok := payload.(kernel.StateChange)
 		switch {
 		case !ok:
+		case h.Builtin(sc.Plugin):
+			// The host's own parts (tools, timeout...) are not plugins:
+			// listing them at shutdown read as plugins nobody configured.
 		case sc.From == kernel.Active && sc.To == kernel.Active:
 			log.Info("plugin reloaded", "plugin", sc.Plugin)
 		case sc.From == sc.To:
