@@ -4,7 +4,7 @@ BIN     := bin
 BENCH   ?= .
 COUNT   ?= 1
 
-.PHONY: all build plugins run test attack bench bench-peers proto vet clean image
+.PHONY: all build plugins run test attack bench bench-peers proto vet clean image sandbox-reset
 
 all: build
 
@@ -13,10 +13,18 @@ build: plugins run/sandbox
 
 # The sample's working folder, copied from the tracked template when it is
 # missing: the walkthrough writes and deletes files there, never in tracked
-# ones. Delete run/sandbox to start over.
+# ones. `make sandbox-reset` starts it over.
 run/sandbox:
 	@mkdir -p run
 	cp -R sandbox.example run/sandbox
+
+# Empties run/sandbox and copies the template in again, keeping the folder
+# itself: a running files plugin holds it open, and its sandbox allows that
+# folder, not a new one made in its place (which needs `host reload files`).
+sandbox-reset:
+	@mkdir -p run/sandbox
+	find run/sandbox -mindepth 1 -delete
+	cp -R sandbox.example/. run/sandbox/
 
 # Every main package directly under plugins/ is a plugin, built as
 # bin/plugins/NAME: a new plugins/hello needs no edit here.
@@ -40,9 +48,11 @@ run: build
 image:
 	$(GO) run ./cmd/mkimage -o $(BIN)/plugkit-image.tar
 
+# Through testlines: go test's lines, each package's as soon as it ends
+# (plain go test holds them back in the order of the package list).
 test:
 	$(GO) vet ./...
-	$(GO) test -race -count=1 -timeout 30m ./...
+	$(GO) run ./internal/testlines $(GO) test -json -race -count=1 -timeout 30m ./...
 
 # Re-runs the attack scenarios (tests named TestAttack...): bounded,
 # loopback only, each stops by itself.

@@ -199,9 +199,23 @@ func (c *Client) post(ctx context.Context, path string, body any) (string, error
 	return m.Message, nil
 }
 
-// Reload restarts one plugin, or reloads the deployment file when plugin is "".
+// Reload restarts one plugin, or reloads the deployment file when plugin is
+// "". A reload that left host settings for the next start returns its
+// summary and a *NeedsRestart naming them.
 func (c *Client) Reload(ctx context.Context, plugin string) (string, error) {
-	return c.post(ctx, "/v1/reload", ReloadRequest{Plugin: plugin})
+	resp, err := c.do(ctx, http.MethodPost, "/v1/reload", ReloadRequest{Plugin: plugin})
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	var m Message
+	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
+		return "", fmt.Errorf("reload: reading the answer: %w", err)
+	}
+	if len(m.Restart) > 0 {
+		return m.Message, &NeedsRestart{Summary: m.Message, Settings: m.Restart}
+	}
+	return m.Message, nil
 }
 
 // Stop asks the host to stop.

@@ -357,6 +357,11 @@ func (s *Server) reload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	msg, err := s.c.Reload(r.Context(), req.Plugin)
+	if nr := (*NeedsRestart)(nil); errors.As(err, &nr) {
+		// Done, with settings left for the next start: not a failure.
+		writeJSON(w, http.StatusOK, Message{Message: nr.Summary, Restart: nr.Settings})
+		return
+	}
 	if err != nil {
 		writeJSON(w, http.StatusConflict, Message{Error: err.Error()})
 		return

@@ -2,6 +2,7 @@ package admin
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/plugkit-go/plugkit/pipeline"
@@ -157,6 +158,23 @@ type ReloadRequest struct {
 type Message struct {
 	Message string `json:"message,omitempty"`
 	Error   string `json:"error,omitempty"`
+	// Restart names the host settings a reload found changed and could
+	// not apply: they take effect when the host is started again.
+	Restart []string `json:"restart,omitempty"`
+}
+
+// NeedsRestart is a reload that did what it could (Summary) and found host
+// settings changed that take effect only at restart: the run loop's Reload
+// returns it, the API answers it as a Message with Restart, and
+// Client.Reload returns it again, so the CLI can say so in its own output
+// and exit code rather than only in the host's log.
+type NeedsRestart struct {
+	Summary  string
+	Settings []string
+}
+
+func (e *NeedsRestart) Error() string {
+	return e.Summary + "\nhost settings changed: " + strings.Join(e.Settings, ", ") + ": takes effect at restart"
 }
 
 // FromResult converts a pipeline result for the wire.

@@ -53,7 +53,7 @@ func Parse(path string) (*Deployment, hcl.Diagnostics) {
 	p.checkReceiptsFrom(d)
 	// After the walks above, which record the attribute names retype uses.
 	p.diags = append(p.diags, retype(decoded, p.valueNames)...)
-	return d, sortDiags(p.diags)
+	return d, unquoted(file.Body, src, sortDiags(p.diags))
 }
 
 // parser gathers the diagnostics of one Parse.

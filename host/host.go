@@ -51,7 +51,10 @@ type Host struct {
 	gate      gate       // admits calls until Drain
 	// limitStore is the shared rate store's connections; nil without one.
 	limitStore io.Closer
-	mu         sync.Mutex // guards Deployment once running
+	// builtins are the names of the host's own parts the kernel runs
+	// beside the plugins (the tool registry, approvals, policies).
+	builtins map[string]bool
+	mu       sync.Mutex // guards Deployment once running
 }
 
 // deployment is the deployment as last loaded.
@@ -247,7 +250,9 @@ func New(d *deployment.Deployment, log hclog.Logger) (*Host, error) {
 	if pol.Retry != nil {
 		builtins = append(builtins, policy.Retry(policy.RetryConfig{Attempts: pol.Retry.Attempts, Backoff: pol.Retry.Backoff, MaxBackoff: pol.Retry.MaxBackoff}))
 	}
+	h.builtins = map[string]bool{}
 	for _, p := range builtins {
+		h.builtins[p.Name] = true
 		if _, err := k.Load(p); err != nil {
 			h.closeBuiltins(context.Background())
 			return nil, fmt.Errorf("start built-in %s: %w", p.Name, err)
@@ -380,6 +385,10 @@ func (h *Host) Pipeline() *pipeline.Tools { return h.tools }
 
 // Status describes every plugin of the deployment.
 func (h *Host) Status() []remote.Status { return h.mgr.Status() }
+
+// Builtin reports whether name is one of the host's own parts rather than
+// a plugin of the deployment: their states are no news to an operator.
+func (h *Host) Builtin(name string) bool { return h.builtins[name] }
 
 // Started is when the host started.
 func (h *Host) Started() time.Time { return h.started }

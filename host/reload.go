@@ -81,6 +81,13 @@ func (h *Host) applyReload(ctx context.Context, old, next *deployment.Deployment
 			next.Plugins[i] = o
 		}
 	}
+	// The host block in force stays the one the host started with (only
+	// its default sandbox lives on, in the plugins' specs): the next
+	// reload reports the same settings as waiting for a restart.
+	settings := plan.HostSettings
+	sandbox := next.Host.Sandbox
+	next.Host = old.Host
+	next.Host.Sandbox = sandbox
 	h.mu.Lock()
 	h.Deployment = next
 	h.mu.Unlock()
@@ -90,11 +97,12 @@ func (h *Host) applyReload(ctx context.Context, old, next *deployment.Deployment
 		h.startWatch(ctx)
 	}
 
-	if plan.HostChanged {
+	if len(settings) > 0 {
 		diags = append(diags, &hcl.Diagnostic{
 			Severity: hcl.DiagWarning,
 			Summary:  "Host settings changed",
-			Detail:   "Changes to the host block take effect when the host is started again.",
+			Detail:   strings.Join(settings, ", ") + ": takes effect at restart (the host block is read when the host starts).",
+			Extra:    HostSettingsChanged{Settings: settings},
 		})
 	}
 	summary := fmt.Sprintf("reloaded %s: %s added, %s removed, %s reloaded, %d unchanged",

@@ -16,10 +16,10 @@ type reloadPlan struct {
 	Removed []string
 	// Steps are the new file's plugins, in its order, with what each needs.
 	Steps []reloadStep
-	// HostChanged says that the host block changed (apart from its default
-	// sandbox, which is in each plugin's spec): that takes effect at the
-	// next start.
-	HostChanged bool
+	// HostSettings are the host block's settings that changed (apart from
+	// its default sandbox, which is in each plugin's spec): they take
+	// effect at the next start.
+	HostSettings []string
 	// WatchChanged says that the set of binaries to watch changed.
 	WatchChanged bool
 }
@@ -74,9 +74,7 @@ func planReload(old, next *deployment.Deployment) reloadPlan {
 			plan.Removed = append(plan.Removed, name)
 		}
 	}
-	oh, nh := old.Host, next.Host
-	oh.Sandbox, nh.Sandbox = nil, nil
-	plan.HostChanged = !reflect.DeepEqual(oh, nh)
+	plan.HostSettings = changedHostSettings(old.Host, next.Host)
 	plan.WatchChanged = !slices.Equal(watched(old), watched(next))
 	return plan
 }

@@ -88,9 +88,9 @@ func TestPlanReload(t *testing.T) {
 				steps = append(steps, step{s.Plugin.Name, s.Action})
 			}
 			if !reflect.DeepEqual(plan.Removed, tc.removed) || !reflect.DeepEqual(steps, tc.steps) ||
-				plan.HostChanged != tc.host || plan.WatchChanged != tc.watch {
+				(len(plan.HostSettings) > 0) != tc.host || plan.WatchChanged != tc.watch {
 				t.Errorf("plan: removed %q, steps %v, host changed %t, watch changed %t\nwant: removed %q, steps %v, host changed %t, watch changed %t",
-					plan.Removed, steps, plan.HostChanged, plan.WatchChanged, tc.removed, tc.steps, tc.host, tc.watch)
+					plan.Removed, steps, len(plan.HostSettings) > 0, plan.WatchChanged, tc.removed, tc.steps, tc.host, tc.watch)
 			}
 			if got := plan.changedBesides("a"); !reflect.DeepEqual(got, tc.besidesA) {
 				t.Errorf("changedBesides(a) = %q, want %q", got, tc.besidesA)

@@ -114,10 +114,6 @@ type Server struct {
 	touched  map[string]bool // plugins whose state changed since the last sync
 	// listed is what clients were last told; only sync touches it.
 	listed map[string]pipeline.ToolInfo
-	// held are the tools held absent (never listed), with why, for the
-	// refusal of a call to one; sync sets it under hmu.
-	hmu  sync.Mutex
-	held map[string]string
 
 	smu      sync.Mutex
 	sessions map[*mcp.ServerSession]*session
@@ -175,7 +171,7 @@ func New(h *host.Host, opts Options) *Server {
 		Logger:       newSlog(log.Named("sdk")),
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
 	})
-	s.mcp.AddReceivingMiddleware(s.refuseHeld)
+	s.mcp.AddReceivingMiddleware(s.refuseUnknown)
 	s.sync()
 	s.unfollow = []func(){
 		h.OnToolsChanged(s.poke),

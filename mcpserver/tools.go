@@ -2,11 +2,9 @@ package mcpserver
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/plugkit-go/plugkit/pipeline"
@@ -63,11 +61,10 @@ func (s *Server) sync() {
 	current := s.h.Tools()
 	seen := make(map[string]bool, len(current))
 	var add []pipeline.ToolInfo
-	held := map[string]string{}
 	for _, t := range current {
 		if t.Held != "" {
-			// Held absent: listed to people (host tools), never to agents.
-			held[t.Name] = t.Held
+			// Held absent: listed to people (host tools), never to agents;
+			// a call to one is refused by refuseUnknown.
 			continue
 		}
 		seen[t.Name] = true
@@ -76,9 +73,6 @@ func (s *Server) sync() {
 			add = append(add, t)
 		}
 	}
-	s.hmu.Lock()
-	s.held = held
-	s.hmu.Unlock()
 	var remove []string
 	for name := range s.listed {
 		if !seen[name] {
@@ -174,25 +168,5 @@ func inputSchema(params json.RawMessage) (json.RawMessage, error) {
 		return json.Marshal(m)
 	default:
 		return nil, fmt.Errorf("parameters describe %v, not an object, and MCP arguments are always an object", typ)
-	}
-}
-
-// refuseHeld answers a tools/call of a tool held absent with the reason it
-// is held, as UNKNOWN_TOOL: the SDK itself would only say that it knows no
-// such tool.
-func (s *Server) refuseHeld(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if method == "tools/call" {
-			if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok {
-				s.hmu.Lock()
-				why, held := s.held[p.Name]
-				s.hmu.Unlock()
-				if held {
-					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
-						Message: fmt.Sprintf("UNKNOWN_TOOL: tool %s is held absent: %s", p.Name, why)}
-				}
-			}
-		}
-		return next(ctx, method, req)
 	}
 }

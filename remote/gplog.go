@@ -51,3 +51,10 @@ func (l goPluginLog) Log(level hclog.Level, msg string, args ...any) {
 	}
 	l.Logger.Log(level, msg, args...)
 }
+
+// Named keeps the plugin's logger: go-plugin names the logger of a
+// process's stderr after the binary it started, which gave
+// host.index.host for a sandboxed plugin (the launcher is the host
+// binary), host.fs.mcp for a bridge and host.files.files otherwise. Every
+// line of a plugin is host.NAME, whatever runs it.
+func (l goPluginLog) Named(string) hclog.Logger { return l }

@@ -221,7 +221,7 @@ func (m *Manager) launch(ctx context.Context, spec Spec) (*instance, error) {
 		// Kill has waited for go-plugin's goroutines, the one that reads
 		// stderr and the one that waits for the process among them (or the
 		// process never started and ProcessState stays nil).
-		return nil, newLaunchError(fmt.Errorf("plugin %s: %s: %w", spec.Name, what, err), cmd, stderr.Lines(), spec.Sandbox != nil)
+		return nil, newLaunchError(fmt.Errorf("plugin %s: %s: %w", spec.Name, what, startFailure(err, cmd)), cmd, stderr, spec.Sandbox != nil)
 	}
 	rpc, err := gp.Client()
 	lanes.started() // the process has its ends, or never will
@@ -350,11 +350,12 @@ func describeExit(ps *os.ProcessState) string {
 // lines of its stderr, which usually say why. Such a failure leaves the
 // plugin FAILED, and Status shows both.
 type exitError struct {
-	err    error
-	pid    int
-	when   string   // "while starting", "during apply"
-	exit   string   // "exit status 3"; "" when not known
-	stderr []string // the tail of its stderr
+	err     error
+	pid     int
+	when    string   // "while starting", "during apply"
+	exit    string   // "exit status 3"; "" when not known
+	stderr  []string // the tail of its stderr
+	telling string   // of those, the line that says why (stderrTail.Telling)
 	// sandboxed: the process ran confined, so what it was denied is a
 	// likely cause of an exit at start, and the error says so.
 	sandboxed bool
@@ -364,15 +365,15 @@ type exitError struct {
 // start and its last stderr line. Call it once go-plugin's Kill has
 // returned. A process ended by a signal is not described: go-plugin kills
 // the process itself when the handshake fails or times out.
-func newLaunchError(err error, cmd *exec.Cmd, stderr []string, sandboxed bool) error {
+func newLaunchError(err error, cmd *exec.Cmd, tail *stderrTail, sandboxed bool) error {
 	if cmd.Process == nil {
 		return err // it never started
 	}
-	e := &exitError{err: err, pid: cmd.Process.Pid, when: "while starting", stderr: stderr, sandboxed: sandboxed}
+	e := &exitError{err: err, pid: cmd.Process.Pid, when: "while starting", stderr: tail.Lines(), telling: tail.Telling(), sandboxed: sandboxed}
 	if ps := cmd.ProcessState; ps != nil && ps.Exited() {
 		e.exit = describeExit(ps)
 	}
-	if e.exit == "" && len(stderr) == 0 {
+	if e.exit == "" && len(e.stderr) == 0 {
 		return err
 	}
 	return e
@@ -381,7 +382,7 @@ func newLaunchError(err error, cmd *exec.Cmd, stderr []string, sandboxed bool) e
 // exitError adds to err, the failure of op, how the exited process ended
 // and its last stderr line.
 func (in *instance) exitError(err error, op string) error {
-	return &exitError{err: err, pid: in.pid, when: "during " + op, exit: in.exitReason(), stderr: in.stderr.Lines(),
+	return &exitError{err: err, pid: in.pid, when: "during " + op, exit: in.exitReason(), stderr: in.stderr.Lines(), telling: in.stderr.Telling(),
 		sandboxed: in.spec.Sandbox != nil}
 }
 
@@ -390,8 +391,8 @@ func (e *exitError) Error() string {
 	if e.exit != "" {
 		more = append(more, e.exit)
 	}
-	if n := len(e.stderr); n > 0 {
-		more = append(more, "stderr: "+e.stderr[n-1])
+	if e.telling != "" {
+		more = append(more, "stderr: "+e.telling)
 	}
 	if e.sandboxed {
 		more = append(more, sandboxHint(e.stderr))

@@ -33,6 +33,10 @@ type stderrTail struct {
 	size    int      // bytes in lines
 	partial []byte   // the line being written, at most tailBytes
 	cut     bool     // the line being written was longer than partial
+	// panicked is the first "panic: " or "fatal error: " line of a Go
+	// process, kept when its stack pushes it out of lines: it, not the
+	// last stack frame, says why the process died.
+	panicked string
 }
 
 func (t *stderrTail) Write(p []byte) (int, error) {
@@ -62,6 +66,9 @@ func (t *stderrTail) push(line string) {
 	// and the host's own log has them.
 	if line == "" || strings.HasPrefix(line, "[DEBUG] ") || strings.HasPrefix(line, "[TRACE] ") {
 		return
+	}
+	if t.panicked == "" && (strings.HasPrefix(line, "panic: ") || strings.HasPrefix(line, "fatal error: ")) {
+		t.panicked = line
 	}
 	t.lines = append(t.lines, line)
 	t.size += len(line)
@@ -165,4 +172,22 @@ func logValue(v any) string {
 	}
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// Telling is the line that best says why the process ended: a Go panic's
+// first line when there was one, else the last line.
+func (t *stderrTail) Telling() string {
+	if t == nil {
+		return ""
+	}
+	lines := t.Lines()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.panicked != "" {
+		return t.panicked
+	}
+	if n := len(lines); n > 0 {
+		return lines[n-1]
+	}
+	return ""
 }

@@ -51,12 +51,14 @@ func TestAttackHostileDeploymentFile(t *testing.T) {
 			if err := os.WriteFile(config, []byte(good+c.body), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			// The client cannot read the socket's name from the file...
+			// The client cannot read the socket's name from the file: it
+			// finds the host running that file in the host registry, and
+			// the host refuses the file...
 			_, stderr, code = cli(t, "reload", "-c", config)
-			if code != 2 || !strings.Contains(stderr, "cannot tell the admin socket") || !strings.Contains(stderr, c.want) {
-				t.Fatalf("reload: exit %d, want 2 saying why the socket is unknown:\n%s", code, tail(stderr))
+			if code != 1 || !strings.Contains(stderr, "using the admin socket of the host running it") || !strings.Contains(stderr, c.want) {
+				t.Fatalf("reload: exit %d, want 1 from the host found in the registry, with %q:\n%s", code, c.want, tail(stderr))
 			}
-			// ...and the host, told where, refuses the file.
+			// ...as it does when told where.
 			_, stderr, code = cli(t, "reload", "--socket", filepath.Join(dir, "host.sock"), "-c", config)
 			if code != 1 || !strings.Contains(stderr, c.want) {
 				t.Fatalf("reload: exit %d, want 1 with %q:\n%s", code, c.want, tail(stderr))

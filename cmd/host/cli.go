@@ -21,11 +21,13 @@ import (
 const Version = host.Version
 
 // Exit codes: 0 success, 1 a failure the command reports (a call that is not
-// ok, an invalid file), 2 a usage or connection error.
+// ok, an invalid file), 2 a usage or connection error; 5 a reload that left
+// host settings for the next start (3 and 4 are explain's).
 const (
 	exitOK      = 0
 	exitFailed  = 1
 	exitUsage   = 2
+	exitRestart = 5
 	defaultFile = "config.hcl"
 )
 
@@ -68,7 +70,8 @@ var commands = []command{
 	{use: "tools", short: "List the tools of the running host", args: cobra.NoArgs, run: tools},
 	{use: "call TOOL [JSON]", short: "Call a tool through the pipeline", args: callArgs, run: call,
 		long: "Call TOOL with JSON arguments (default {}) through the whole pipeline and print\nthe result. When a policy asks for approval and the terminal can answer, you are\nasked yes/no; otherwise the call is denied.\nExit 0 when the result is ok, 1 when it is not, 2 on usage or connection errors."},
-	{use: "reload [PLUGIN]", short: "Restart one plugin, or reload the deployment file", args: cobra.MaximumNArgs(1), run: reload},
+	{use: "reload [PLUGIN]", short: "Restart one plugin, or reload the deployment file", args: cobra.MaximumNArgs(1), run: reload,
+		long: "Without PLUGIN, re-read the deployment file: added plugins start, removed ones\nstop, changed ones are reloaded. With PLUGIN, reload that one plugin.\nExit 0 when done, 1 when the file is invalid or a plugin did not start, 5 when\nthe host block changed: those settings are named and take effect at restart."},
 	{use: "stop", short: "Stop the running host", args: cobra.NoArgs, run: stopHost},
 	{use: "lock [PLUGIN]", short: "Pin every plugin's binary, and the tools of bridged servers", args: cobra.MaximumNArgs(1), run: lock,
 		long: "Write sha256 = \"...\" into each plugin block of the deployment file, keeping its\ncomments and layout. A pinned binary is checked before every launch.\n\nWith the host running, also pin the definition of every tool a bridged MCP\nserver defines now (held ones included: this accepts them) as pins = {...} in\nthe plugin's config block, print what changed, and reload the plugins whose\npins changed. With PLUGIN, only that plugin's tool definitions are pinned."},
@@ -164,6 +167,14 @@ func (e *env) socketPath() (string, error) {
 		return "", fail(exitUsage, "no --socket given and cannot read %s: %v", e.config, err)
 	}
 	d, diags := deployment.Parse(e.config)
+	if diags.HasErrors() {
+		// A broken file is when the operator most needs the host that
+		// runs it: ask the host registry which one that is.
+		if sock, pid, ok := runningHostFor(e.config); ok {
+			fmt.Fprintf(e.stderr, "host: %s has errors (host validate shows them); using the admin socket of the host running it (pid %d)\n", e.config, pid)
+			return sock, nil
+		}
+	}
 	if d != nil && d.Host.AdminSocket != "" {
 		return d.Host.AdminSocket, nil
 	}

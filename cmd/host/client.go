@@ -318,13 +318,27 @@ func reload(ctx context.Context, e *env, args []string) error {
 		plugin = args[0]
 	}
 	msg, err := c.Reload(ctx, plugin)
+	var restart []string
+	if nr := (*admin.NeedsRestart)(nil); errors.As(err, &nr) {
+		restart, err = nr.Settings, nil
+	}
 	if err != nil {
 		return fail(exitFailed, "reload: %v", err)
 	}
 	if e.json {
-		return printJSON(e.stdout, admin.Message{Message: msg})
+		if err := printJSON(e.stdout, admin.Message{Message: msg, Restart: restart}); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintln(e.stdout, msg)
+		if len(restart) > 0 {
+			fmt.Fprintf(e.stdout, "host settings changed, not applied: %s: takes effect at restart\n", strings.Join(restart, ", "))
+		}
 	}
-	fmt.Fprintln(e.stdout, msg)
+	if len(restart) > 0 {
+		// Said above; the code tells a script the file is not all in force.
+		return fail(exitRestart, "")
+	}
 	return nil
 }
 

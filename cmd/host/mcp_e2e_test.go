@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net"
 	"net/http"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -177,6 +179,20 @@ func TestMCPStdioEndToEnd(t *testing.T) {
 			t.Errorf("the file is still there: %v", err)
 		}
 	})
+	t.Run("UNKNOWN_TOOL is audited", func(t *testing.T) {
+		// MCP's protocol error for an unknown tool, but only after the
+		// pipeline saw the call: it is one audit line like any other.
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "nope", Arguments: json.RawMessage(`{}`)})
+		calls++
+		var werr *jsonrpc.Error
+		if !errors.As(err, &werr) || werr.Code != jsonrpc.CodeInvalidParams || werr.Message != "UNKNOWN_TOOL: no tool named nope" {
+			t.Fatalf("tools/call nope: %v, want -32602 UNKNOWN_TOOL: no tool named nope", err)
+		}
+		var data map[string]any
+		if err := json.Unmarshal(werr.Data, &data); err != nil || data["plugkit/id"] == nil {
+			t.Errorf("error data %s (%v), want the call's plugkit/id", werr.Data, err)
+		}
+	})
 
 	t.Run("the client closing stops the host", func(t *testing.T) {
 		closed = true
@@ -202,11 +218,18 @@ func TestMCPStdioEndToEnd(t *testing.T) {
 		if len(lines) != calls {
 			t.Fatalf("audit log has %d lines for %d calls:\n%s", len(lines), calls, data)
 		}
+		unknown := 0
 		for _, l := range lines {
-			var rec struct{ Caller string }
+			var rec struct{ Caller, Tool, Code string }
 			if err := json.Unmarshal([]byte(l), &rec); err != nil || !strings.HasPrefix(rec.Caller, "mcp#") {
 				t.Errorf("audit line %s: caller %q, want mcp#N", l, rec.Caller)
 			}
+			if rec.Tool == "nope" && rec.Code == "UNKNOWN_TOOL" {
+				unknown++
+			}
+		}
+		if unknown != 1 {
+			t.Errorf("%d audit lines of the call to nope, want 1:\n%s", unknown, data)
 		}
 	})
 }

@@ -226,6 +226,9 @@ func (c *certificate) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 func logStates(h *host.Host, log hclog.Logger) (unlisten func()) {
 	return h.OnStateChange("cli", func(sc kernel.StateChange) {
 		switch {
+		case h.Builtin(sc.Plugin):
+			// The host's own parts (tools, timeout...) are not plugins:
+			// listing them at shutdown read as plugins nobody configured.
 		case sc.From == kernel.Active && sc.To == kernel.Active:
 			log.Info("plugin reloaded", "plugin", sc.Plugin)
 		case sc.From == sc.To:

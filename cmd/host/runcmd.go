@@ -208,9 +208,16 @@ func reported(log hclog.Logger, summary string, diags hcl.Diagnostics) (string, 
 		log.Error(what, "problems", msg)
 		return "", errors.New(what + "\n" + msg)
 	}
+	var restart []string
 	for _, d := range diags {
 		log.Warn(d.Summary, "detail", d.Detail)
+		if hc, ok := d.Extra.(host.HostSettingsChanged); ok {
+			restart = append(restart, hc.Settings...)
+		}
 	}
 	log.Info(summary)
+	if len(restart) > 0 {
+		return summary, &admin.NeedsRestart{Summary: summary, Settings: restart}
+	}
 	return summary, nil
 }

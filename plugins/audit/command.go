@@ -30,14 +30,18 @@ and rechained from the start; a missing anchor does (exit 1).
 --key PUBKEY also checks every checkpoint's signature, trusting that public
 key and the keys its rotations introduce, and prints the last signed seq.
 A chain rewritten without the private key no longer matches its
-checkpoints (exit 1). Lines after the last checkpoint are reported as not
-yet signed, which is not tampering: the plugin signs within sign_every.
+checkpoints (exit 1), and so does a log whose checkpoints are all by other
+keys. Lines after the last checkpoint are reported as not yet signed, which
+is not tampering: the plugin signs within sign_every; a log with lines and
+no checkpoint at all exits 3.
 
 keygen writes a new Ed25519 private key to KEYFILE (0600; it refuses to
-overwrite one) and its public key to KEYFILE.pub, and prints the public key.
+overwrite one; it makes KEYFILE's folder, 0700, when missing) and its
+public key to KEYFILE.pub, and prints the public key.
 
 prove prints the proof that line SEQ is in the log: the lines from it to
-the next checkpoint, that checkpoint, and the rotations before it.
+the next checkpoint, that checkpoint, and the rotations before it; it
+exits 3 while no checkpoint follows that line yet.
 verify-proof checks such a proof with nothing but the public key; --hash
 also checks that the proven line is the one a receipt names.
 
@@ -192,6 +196,19 @@ func verifySigned(path, anchor string, pub ed25519.PublicKey, stdout, stderr io.
 				"it was cut short before that line, or rewritten\n", path, anchor, rep.Tip.Seq)
 			return 1
 		}
+	}
+	if rep.Checkpoints == 0 && rep.Unchecked > 0 {
+		// Every checkpoint is another key's: the log may be whole, but
+		// not signed by the key asked about (re-signed by someone else, or
+		// the wrong public key).
+		fmt.Fprintf(stdout, "%s: no checkpoint is signed by key %s: all %d are by other keys "+
+			"(a log re-signed by another key, or the wrong public key)\n", path, rep.KeyID, rep.Unchecked)
+		return 1
+	}
+	if rep.Checkpoints == 0 && rep.Tip.Seq > 0 {
+		fmt.Fprintf(stdout, "%s: no checkpoint signs any of its %d lines: not signed yet "+
+			"(an audit plugin without a key, or one stopped before its first checkpoint)\n", path, rep.Tip.Seq)
+		return 3
 	}
 	fmt.Fprintf(stdout, "ok: %d lines intact%s\n", rep.Tip.Seq, partial)
 	fmt.Fprintf(stdout, "signed: up to seq %d (hash %s), %d checkpoints verified", rep.Signed.Seq, rep.Signed.Hash, rep.Checkpoints)

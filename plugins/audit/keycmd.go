@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 
 	"github.com/plugkit-go/plugkit/plugins/audit/auditlog"
@@ -31,6 +32,12 @@ func keygenCommand(args []string, stdout, stderr io.Writer) int {
 	pubPEM, err := auditlog.MarshalPublicKey(pub)
 	if err != nil {
 		fmt.Fprintf(stderr, "audit: keygen: %v\n", err)
+		return 2
+	}
+	// The guide's keys/audit.key names a folder a fresh clone lacks; made
+	// 0700, as it holds a private key.
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		fmt.Fprintf(stderr, "audit: keygen: folder for the key: %v\n", err)
 		return 2
 	}
 	if err := writeNew(path, privPEM, 0o600); err != nil {
@@ -80,15 +87,14 @@ func proveCommand(args []string, stdout, stderr io.Writer) int {
 	}
 	defer f.Close()
 	err = auditlog.Prove(f, seq, stdout)
+	if errors.Is(err, auditlog.ErrNotSigned) {
+		// Before verdict, which takes any error it does not know for an
+		// unreadable file (2): this one is documented as 3.
+		fmt.Fprintf(stderr, "audit: %s: %v\n", pos[1], err)
+		return 3
+	}
 	if _, status := verdict(pos[1], err, stdout, stderr); status >= 0 {
 		return status
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "audit: %s: %v\n", pos[1], err)
-		if errors.Is(err, auditlog.ErrNotSigned) {
-			return 3
-		}
-		return 1
 	}
 	return 0
 }

@@ -140,3 +140,63 @@ func BenchmarkAuditWrite(b *testing.B) {
 		})
 	}
 }
+
+// TestVerifyKeySignedNothing: --key fails when the key signed no checkpoint
+// of the log (all by another key: exit 1; none at all: exit 3), and prove
+// exits 3 for a line no checkpoint follows, as the usage says.
+func TestVerifyKeySignedNothing(t *testing.T) {
+	dir := t.TempDir()
+	key, pub := keyFile(t, dir, "audit.key")
+	_, otherPub := keyFile(t, dir, "other.key")
+	signed := filepath.Join(dir, "signed.log")
+	h := newHarness()
+	h.mustStart(t, signedSettings(t, Config{Path: signed, Key: key}))
+	observeN(h, 0, 3)
+	h.mustStop(t)
+	unsigned := logSettings(t)
+	h = newHarness()
+	h.mustStart(t, unsigned)
+	observeN(h, 0, 2)
+	h.mustStop(t)
+
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		has  string
+	}{
+		{"its own key", []string{"verify", "--key", pub, signed}, 0, "signed: up to seq 3 "},
+		{"another key", []string{"verify", "--key", otherPub, signed}, 1, "no checkpoint is signed by key"},
+		{"no checkpoint", []string{"verify", "--key", pub, unsigned.path}, 3, "no checkpoint signs any of its 2 lines"},
+		{"prove signed", []string{"prove", "2", signed}, 0, ""},
+		{"prove unsigned", []string{"prove", "1", unsigned.path}, 3, "no checkpoint signs it yet"},
+		{"prove past the end", []string{"prove", "9", signed}, 2, "has no line 9"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errb strings.Builder
+			code := run(tc.args, &out, &errb)
+			if code != tc.code || !strings.Contains(out.String()+errb.String(), tc.has) {
+				t.Errorf("run(%q) = %d, stdout %q, stderr %q; want %d and %q", tc.args, code, out.String(), errb.String(), tc.code, tc.has)
+			}
+		})
+	}
+}
+
+// TestKeygenMakesFolder: keygen keys/audit.key works where keys does not
+// exist yet, and makes it private.
+func TestKeygenMakesFolder(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "keys")
+	key, pub := keyFile(t, dir, "audit.key")
+	for _, p := range []string{key, pub} {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o700 {
+		t.Fatalf("keys folder mode %v, want 0700", fi.Mode().Perm())
+	}
+}

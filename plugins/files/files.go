@@ -99,6 +99,7 @@ func (s *state) replace(dir *folder) error {
 // folder is the configured root, open, with the tools' settings.
 type folder struct {
 	root     *os.Root
+	path     string // the configured root, as the config gave it
 	maxBytes int64
 }
 
@@ -130,5 +131,36 @@ func openFolder(cfg Config) (*folder, error) {
 	if maxBytes == 0 {
 		maxBytes = defaultMaxBytes
 	}
-	return &folder{root: root, maxBytes: maxBytes}, nil
+	return &folder{root: root, path: cfg.Root, maxBytes: maxBytes}, nil
+}
+
+// replaced refuses a call when the folder the plugin opened is no longer
+// the one at the configured path (deleted, or deleted and made again):
+// every path would fail as "no such file" in the deleted folder, and a
+// sandbox that allows the old folder does not allow the new one, so only
+// a reload of the plugin opens it.
+func (d *folder) replaced() error {
+	opened, err := d.root.Stat(".")
+	if err != nil {
+		return fmt.Errorf("the root folder %q: %w", d.path, err)
+	}
+	now, err := os.Stat(d.path)
+	if err == nil && os.SameFile(opened, now) {
+		return nil
+	}
+	what := "was replaced by another folder"
+	if err != nil {
+		what = "was removed"
+	}
+	return fmt.Errorf("the root folder %q %s after the plugin opened it: reload the plugin (host reload NAME) to open the folder there now", d.path, what)
+}
+
+// checked runs execute when the root is still the configured folder.
+func (d *folder) checked(execute func(context.Context, *sdk.Call) (any, error)) func(context.Context, *sdk.Call) (any, error) {
+	return func(ctx context.Context, call *sdk.Call) (any, error) {
+		if err := d.replaced(); err != nil {
+			return nil, fmt.Errorf("%s: %w", call.Name, err)
+		}
+		return execute(ctx, call)
+	}
 }

@@ -535,3 +535,21 @@ func TestDefinition(t *testing.T) {
 		t.Errorf("definition: %+v", p)
 	}
 }
+
+// A root deleted and made again under the running plugin (the sample's
+// `rm -r run/sandbox && make build`) is named as such, with what to do,
+// rather than every path being "no such file" in the deleted folder.
+func TestRootReplaced(t *testing.T) {
+	f := newFixture(t, Config{})
+	f.mustCall("list_dir", `{}`)
+	if err := os.RemoveAll(f.root); err != nil {
+		t.Fatal(err)
+	}
+	f.wantError("read_file", `{"path":"a.txt"}`, "was removed after the plugin opened it", "host reload")
+	f.mkdir("root")
+	f.write("root/a.txt", "again")
+	f.wantError("write_file", `{"path":"a.txt","content":"x"}`, "was replaced by another folder", "host reload")
+	if got, _ := readOS(t, filepath.Join(f.root, "a.txt")); got != "again" {
+		t.Fatalf("the new folder was written: %q", got)
+	}
+}

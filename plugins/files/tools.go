@@ -65,7 +65,7 @@ func (d *folder) tools() []sdk.Tool {
 			Parameters: readFileParams,
 			ReadOnly:   true,
 			Idempotent: true,
-			Execute:    d.readFile,
+			Execute:    d.checked(d.readFile),
 		},
 		{
 			Name: "list_dir",
@@ -75,7 +75,7 @@ func (d *folder) tools() []sdk.Tool {
 			Parameters: listDirParams,
 			ReadOnly:   true,
 			Idempotent: true,
-			Execute:    d.listDir,
+			Execute:    d.checked(d.listDir),
 		},
 		{
 			Name: "write_file",
@@ -87,7 +87,7 @@ func (d *folder) tools() []sdk.Tool {
 			// Writing the same content twice leaves the same file, so a retry
 			// is safe.
 			Idempotent: true,
-			Execute:    d.writeFile,
+			Execute:    d.checked(d.writeFile),
 		},
 		{
 			Name: "delete_file",
@@ -97,7 +97,7 @@ func (d *folder) tools() []sdk.Tool {
 			Destructive: true,
 			// Not idempotent: a repeated call fails with "no such file", so a
 			// retry policy must not repeat it.
-			Execute: d.deleteFile,
+			Execute: d.checked(d.deleteFile),
 		},
 	}
 }

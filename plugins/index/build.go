@@ -36,8 +36,12 @@ const (
 	// comes first, to bound the memory a build holds at once.
 	batchFiles = 256
 	batchBytes = 8 << 20
-	// progressSteps is how many "indexed n/total files" lines a build logs.
-	progressSteps = 10
+	// progressSteps is how many "indexed n/total files" lines a build of
+	// at least progressMinFiles files logs; a smaller one logs only that
+	// it is ready (it takes a moment: progress lines were noise at every
+	// start of the sample).
+	progressSteps    = 10
+	progressMinFiles = 1000
 )
 
 // index is a bleve index over the files of one folder. bleve's index is safe
@@ -94,11 +98,20 @@ func build(ctx context.Context, s settings, log hclog.Logger) (*index, error) {
 	return x, nil
 }
 
+// progressStep is every how many files a build of total files logs its
+// progress, 0 for never.
+func progressStep(total int) int {
+	if total < progressMinFiles {
+		return 0
+	}
+	return (total + progressSteps - 1) / progressSteps
+}
+
 // fill adds files in batches. Batches also end at each progress step, so the
-// log shows real progress through small folders too.
+// log shows real progress.
 func (x *index) fill(ctx context.Context, files []file, log hclog.Logger) error {
 	total := len(files)
-	step := max(1, (total+progressSteps-1)/progressSteps)
+	step := progressStep(total)
 	batch := x.bleve.NewBatch()
 	for i, f := range files {
 		if err := ctx.Err(); err != nil {
@@ -110,8 +123,8 @@ func (x *index) fill(ctx context.Context, files []file, log hclog.Logger) error 
 			}
 		}
 		done := i + 1
-		atStep := done%step == 0 || done == total
-		if !atStep && batch.Size() < batchFiles && batch.TotalDocsSize() < batchBytes {
+		atStep := step > 0 && (done%step == 0 || done == total)
+		if !atStep && done < total && batch.Size() < batchFiles && batch.TotalDocsSize() < batchBytes {
 			continue
 		}
 		if err := x.bleve.Batch(batch); err != nil {

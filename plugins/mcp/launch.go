@@ -3,7 +3,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -82,7 +84,7 @@ func launch(args []string) int {
 	srv.Stdin, srv.Stdout, srv.Stderr = os.Stdin, os.Stdout, os.Stderr
 	srv.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := srv.Start(); err != nil {
-		say("server did not start: %v", err)
+		say("server did not start: %s", startError(srv.Path, err))
 		return 1
 	}
 	group := srv.Process.Pid
@@ -115,4 +117,15 @@ func launch(args []string) int {
 			}
 		}
 	}
+}
+
+// startError is why the server did not start. A program the bridge may not
+// run is most often one its sandbox's exec list leaves out (a sandbox
+// block that names only what the bridge reads), which "permission denied"
+// alone does not tell.
+func startError(path string, err error) string {
+	if !errors.Is(err, fs.ErrPermission) {
+		return err.Error()
+	}
+	return fmt.Sprintf("%v (if the bridge runs in a sandbox, its exec list must name the program and what it runs: exec = [%q] in the plugin's sandbox block, and read the folders it loads from)", err, path)
 }

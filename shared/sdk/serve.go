@@ -55,12 +55,12 @@ func serve(d *definition) error {
 	if err != nil {
 		return err
 	}
-	log := hclog.New(&hclog.LoggerOptions{
+	log := hclog.Logger(durationLogger{hclog.New(&hclog.LoggerOptions{
 		Name:       d.name,
 		Output:     os.Stderr,
 		JSONFormat: true,
 		Level:      hclog.Debug,
-	})
+	})})
 	parent := os.Getppid()
 	if err := protectHandshake(); err != nil {
 		return fmt.Errorf("cannot protect the handshake on stdout: %w", err)

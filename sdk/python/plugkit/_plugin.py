@@ -292,8 +292,8 @@ class PluginServer(pb_grpc.PluginServicer):
             raise HostError("not connected to the host: registrations and host calls work from apply on")
         timeout = call.time_remaining() if call is not None else None
         fut = getattr(stub, rpc).future(req, timeout=timeout)
-        if call is not None and call._ctx is not None:
-            call._ctx.add_callback(fut.cancel)
+        if call is not None and call._ctx is not None and not call._ctx.add_callback(fut.cancel):
+            fut.cancel()  # the call ended already
         try:
             return fut.result()
         except grpc.FutureCancelledError:

@@ -68,8 +68,11 @@ class Call:
         #: Set when the call ends before its handler returns.
         self.cancelled = threading.Event()
         self._ctx = ctx
-        if ctx is not None:
-            ctx.add_callback(self.cancelled.set)
+        # A context that ended already (the host's cancel came while the
+        # call waited for a worker thread) takes no callback: the call
+        # starts cancelled rather than missing the cancel.
+        if ctx is not None and not ctx.add_callback(self.cancelled.set):
+            self.cancelled.set()
         self._arguments = None
 
     @property

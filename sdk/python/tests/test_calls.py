@@ -50,6 +50,22 @@ if __name__ == "__main__":
     unittest.main()
 
 
+class CancelBeforeHandlerTest(unittest.TestCase):
+    """A cancel that comes while the call waits for a worker thread ends
+    its context before the handler builds its Call: the Call must start
+    cancelled, not miss the cancel and run its body to the end."""
+
+    def test_call_of_an_ended_context_is_cancelled(self):
+        from plugkit import Call, Cancelled
+
+        fctx = _FrameContext(None)
+        fctx.end()
+        call = Call(pb.Execution(id="c1", name="slow"), fctx)
+        self.assertTrue(call.cancelled.is_set(), "the cancel was lost")
+        with self.assertRaises(Cancelled):
+            call.sleep(30)  # returns at once, raising, or fails by not raising
+
+
 class LaneFramesTest(unittest.TestCase):
     def _pair(self):
         a, b = socket.socketpair()
