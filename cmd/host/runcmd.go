@@ -59,6 +59,7 @@ func runHost(ctx context.Context, e *env, _ []string) error {
 		fmt.Fprint(e.stderr, deployment.Format(diags))
 	}
 	log := newLogger(e, d.Host.LogLevel)
+	setExitBound(d.Host.ShutdownTimeout)
 
 	// Listen before starting plugins so that a second host on the same
 	// socket is refused before it starts anything.
