@@ -29,7 +29,10 @@ type Deployment struct {
 // Host holds the host block, defaults filled in.
 type Host struct {
 	// AdminSocket is the absolute path of the admin socket.
-	AdminSocket     string
+	AdminSocket string
+	// RunDir is the absolute folder the host makes its private plugin
+	// socket folder in; "" for TMPDIR, or /tmp.
+	RunDir          string
 	AutoMTLS        bool
 	MaxMessageBytes int
 	// MaxResultBytes is every plugin's max_result_bytes unless its own
@@ -240,6 +243,7 @@ func (h Host) Options() remote.Options {
 		StartTimeout:    h.StartTimeout,
 		DrainTimeout:    h.DrainTimeout,
 		Receipts:        h.Receipts,
+		SocketDir:       h.RunDir,
 	}
 }
 

@@ -78,6 +78,9 @@ func runTests(ctx context.Context, e *env, files []string, junit string) error {
 	d, ddiags := host.Load(ctx, e.config, log)
 	if ddiags.HasErrors() {
 		fmt.Fprint(e.stderr, deployment.Format(ddiags))
+		if host.FileIsValid(ddiags) {
+			return fail(exitFailed, "%s is valid, but the host cannot start on this machine as it is (above); nothing was run", e.config)
+		}
 		return fail(exitUsage, "%s is not valid; nothing was run", e.config)
 	}
 	h, err := host.New(d, log)
