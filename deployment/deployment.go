@@ -32,7 +32,10 @@ type Host struct {
 	AdminSocket string
 	// RunDir is the absolute folder the host makes its private plugin
 	// socket folder in; "" for TMPDIR, or /tmp.
-	RunDir          string
+	RunDir string
+	// ExplainOnly is not read from the file: `host test` sets it when no
+	// case executes (remote.Options.ExplainOnly).
+	ExplainOnly     bool
 	AutoMTLS        bool
 	MaxMessageBytes int
 	// MaxResultBytes is every plugin's max_result_bytes unless its own
@@ -244,6 +247,7 @@ func (h Host) Options() remote.Options {
 		DrainTimeout:    h.DrainTimeout,
 		Receipts:        h.Receipts,
 		SocketDir:       h.RunDir,
+		ExplainOnly:     h.ExplainOnly,
 	}
 }
 

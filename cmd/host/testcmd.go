@@ -5,6 +5,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -83,6 +84,8 @@ func runTests(ctx context.Context, e *env, files []string, junit string) error {
 		}
 		return fail(exitUsage, "%s is not valid; nothing was run", e.config)
 	}
+	executes := slices.ContainsFunc(cases, func(c *testCase) bool { return c.Execute })
+	d.Host.ExplainOnly = !executes
 	h, err := host.New(d, log)
 	if err != nil {
 		return fail(exitUsage, "%v", err)
@@ -94,9 +97,15 @@ func runTests(ctx context.Context, e *env, files []string, junit string) error {
 		h.Stop(sctx)
 	}()
 	for _, p := range h.Status() {
-		if p.State.String() != "ACTIVE" {
-			fmt.Fprintf(e.stderr, "host: warning: plugin %s is %s in the test host: %s\n", p.Name, p.State, p.LastError)
+		if p.State.String() == "ACTIVE" {
+			continue
 		}
+		if executes && p.Critical {
+			// Every call it makes would be denied, or go unrecorded (an
+			// audit log another host writes): say why, run nothing.
+			return fail(exitFailed, "critical plugin %s is %s in the test host: %s; the cases that execute cannot run: nothing was run", p.Name, p.State, p.LastError)
+		}
+		fmt.Fprintf(e.stderr, "host: warning: plugin %s is %s in the test host: %s\n", p.Name, p.State, p.LastError)
 	}
 
 	self := admin.LocalPrincipal(os.Getuid())
