@@ -29,7 +29,9 @@ func TestStuckAuditEndsOnSIGTERM(t *testing.T) {
 	if err := os.WriteFile(logPath, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	holder := exec.Command(flock, "-x", logPath, "sleep", "600")
+	// --no-fork: the lock's holder is the process the test kills, with
+	// nothing left behind.
+	holder := exec.Command(flock, "--no-fork", "-x", logPath, "sleep", "600")
 	if err := holder.Start(); err != nil {
 		t.Fatal(err)
 	}
