@@ -124,7 +124,7 @@ func Listen(path string) (net.Listener, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("admin socket folder: %w", err)
 	}
-	if err := checkFolder(dir); err != nil {
+	if err := checkFolder(dir, path); err != nil {
 		return nil, err
 	}
 	if _, err := os.Stat(path); err == nil {
@@ -152,7 +152,7 @@ func Listen(path string) (net.Listener, error) {
 }
 
 // checkFolder refuses a socket folder that someone else could write to.
-func checkFolder(dir string) error {
+func checkFolder(dir, path string) error {
 	fi, err := os.Stat(dir)
 	if err != nil {
 		return fmt.Errorf("admin socket folder: %w", err)
@@ -163,11 +163,13 @@ func checkFolder(dir string) error {
 	}
 	if me := os.Geteuid(); int(st.Uid) != me {
 		return fmt.Errorf("admin socket folder %s belongs to uid %d, not to you (uid %d): its owner could replace the socket; "+
-			"put admin_socket in a folder of your own (e.g. run/host.sock beside the deployment file)", dir, st.Uid, me)
+			"put admin_socket in a folder of your own (e.g. run/host.sock beside the deployment file; "+
+			"in a shared mount such as a Kubernetes emptyDir, a folder below it, e.g. %s, which the host makes 0700)", dir, st.Uid, me, filepath.Join(dir, "admin", filepath.Base(path)))
 	}
 	if perm := fi.Mode().Perm(); perm&0o022 != 0 {
 		return fmt.Errorf("admin socket folder %s can be written by its group or by others (mode %04o): another user could replace the socket; "+
-			"run `chmod go-w %s`, or put admin_socket in a folder only you can write to", dir, perm, dir)
+			"run `chmod go-w %s`, or put admin_socket in a folder only you can write to (in a shared mount such as a Kubernetes emptyDir, "+
+			"a folder below it, e.g. %s, which the host makes 0700)", dir, perm, dir, filepath.Join(dir, "admin", filepath.Base(path)))
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package confine
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -65,6 +66,14 @@ func hide(markDir string, cover []string) (err error) {
 			continue // gone, or not a socket: nothing to hide
 		}
 		if err := unix.Mount(empty, p, "", unix.MS_BIND, ""); err != nil {
+			// The other host may have stopped since the check and taken
+			// its socket with it: nothing is left to hide, and another
+			// host's state must not fail this launch. A socket still
+			// there that cannot be covered does fail it.
+			if fi, serr := os.Lstat(p); errors.Is(serr, fs.ErrNotExist) || errors.Is(serr, unix.ENOTDIR) ||
+				(serr == nil && fi.Mode().Type() != os.ModeSocket) {
+				continue
+			}
 			return fmt.Errorf("mount namespace: cover %s: %w", p, err)
 		}
 	}

@@ -25,7 +25,13 @@ type Deployment struct {
 // Host holds the host block, defaults filled in.
 type Host struct {
 	// AdminSocket is the absolute path of the admin socket.
-	AdminSocket     string
+	AdminSocket string
+	// RunDir is the absolute folder the host makes its private plugin
+	// socket folder in; "" for TMPDIR, or /tmp.
+	RunDir string
+	// ExplainOnly is not read from the file: `host test` sets it when no
+	// case executes (remote.Options.ExplainOnly).
+	ExplainOnly     bool
 	AutoMTLS        bool
 	MaxMessageBytes int
 	// MaxResultBytes is every plugin's max_result_bytes unless its own
@@ -265,6 +271,9 @@ const (
 	defaultMaxMessageBytes = 64 << 20
 	// defaultMaxArgumentBytes is the pipeline's default bound on a call's arguments.
 	defaultMaxArgumentBytes = 4 << 20
+	// maxRunDirBytes is the plugin manager's longest socket folder base
+	// (a Unix socket's path is at most 107 bytes).
+	maxRunDirBytes = 107 - 65
 )
 
 // defaultRestart matches the plugin manager's own defaults, written out so

@@ -135,6 +135,18 @@ func (p *parser) host(hs *hostSyntax) Host {
 			h.AdminSocket, _ = p.resolve(*hs.AdminSocket)
 		}
 	}
+	if hs.RunDir != nil {
+		dir, _ := p.resolve(*hs.RunDir)
+		switch {
+		case *hs.RunDir == "":
+			p.errorf(valueRange(body, "run_dir", def), "Invalid run_dir", "run_dir must not be empty; leave it out for TMPDIR, or /tmp.")
+		case len(dir) > maxRunDirBytes:
+			p.errorf(valueRange(body, "run_dir", def), "Invalid run_dir",
+				"run_dir %s is %d bytes long, at most %d: the plugins' sockets go below it, and a Unix socket's path is at most 107 bytes.", dir, len(dir), maxRunDirBytes)
+		default:
+			h.RunDir = dir
+		}
+	}
 	if hs.AutoMTLS != nil {
 		h.AutoMTLS = *hs.AutoMTLS
 	}

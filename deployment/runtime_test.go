@@ -27,6 +27,9 @@ func TestDefaultsAreTheRuntimes(t *testing.T) {
 	if defaultMaxResultBytes != remote.DefaultMaxResultBytes {
 		t.Errorf("defaultMaxResultBytes = %d, the plugin manager's is %d", defaultMaxResultBytes, remote.DefaultMaxResultBytes)
 	}
+	if maxRunDirBytes != remote.MaxSocketBase {
+		t.Errorf("maxRunDirBytes = %d, the plugin manager's is %d", maxRunDirBytes, remote.MaxSocketBase)
+	}
 	if defaultMaxArgumentBytes != pipeline.DefaultMaxArgumentBytes {
 		t.Errorf("defaultMaxArgumentBytes = %d, the pipeline's is %d", defaultMaxArgumentBytes, pipeline.DefaultMaxArgumentBytes)
 	}

@@ -34,6 +34,7 @@ type fileSyntax struct {
 
 type hostSyntax struct {
 	AdminSocket     *string        `hcl:"admin_socket,optional"`
+	RunDir          *string        `hcl:"run_dir,optional"`
 	AutoMTLS        *bool          `hcl:"auto_mtls,optional"`
 	MaxMessageBytes *int           `hcl:"max_message_bytes,optional"`
 	MaxResultBytes  *int           `hcl:"max_result_bytes,optional"`

@@ -93,12 +93,27 @@ func Load(ctx context.Context, path string, log hclog.Logger) (*deployment.Deplo
 	if err := probe(ctx, d, log, func(describe describeFunc) {
 		diags = append(diags, deployment.Check(ctx, d, describe)...)
 	}); err != nil {
-		return nil, append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot start plugins", Detail: err.Error()})
+		return nil, append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot start plugins", Detail: err.Error(), Extra: notTheFile{}})
 	}
 	if diags.HasErrors() {
 		return nil, diags
 	}
 	return d, diags
+}
+
+// notTheFile marks an error of this machine's state (a socket folder that
+// cannot be made), not of the deployment file.
+type notTheFile struct{}
+
+// FileIsValid is whether every error in diags is of the machine's state,
+// the deployment file itself being fine: the CLI must not blame the file.
+func FileIsValid(diags hcl.Diagnostics) bool {
+	for _, d := range diags {
+		if _, ok := d.Extra.(notTheFile); d.Severity == hcl.DiagError && !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // sandboxChecks checks that this machine can enforce the sandboxes d

@@ -33,7 +33,7 @@ func pluginSpec(p deployment.Plugin) remote.Spec {
 }
 
 // managerOptions are the host block's settings the plugin manager takes
-// (the caller adds SocketDir, Logger and the hooks).
+// (the caller adds the Logger and the hooks).
 func managerOptions(h deployment.Host) remote.Options {
 	return remote.Options{
 		DisableMTLS:     !h.AutoMTLS,
@@ -44,5 +44,7 @@ func managerOptions(h deployment.Host) remote.Options {
 		Receipts:        h.Receipts,
 		ReceiptsFrom:    h.ReceiptsFrom,
 		Guarded:         h.Guarded(os.Geteuid()),
+		SocketDir:       h.RunDir,
+		ExplainOnly:     h.ExplainOnly,
 	}
 }

@@ -58,11 +58,11 @@ func TestManagerOptions(t *testing.T) {
 	t.Parallel()
 	h := deployment.Host{AutoMTLS: false, MaxMessageBytes: 1 << 20, ListenerTimeout: 1500 * time.Millisecond,
 		StartTimeout: 30 * time.Second, DrainTimeout: 5 * time.Second, Receipts: true, ReceiptsFrom: "audit",
-		AdminSocket: "/srv/plugkit/run/host.sock"}
+		AdminSocket: "/srv/plugkit/run/host.sock", RunDir: "/run/plugkit", ExplainOnly: true}
 	got := managerOptions(h)
 	want := remote.Options{DisableMTLS: true, MaxMessageBytes: 1 << 20, ListenerTimeout: 1500 * time.Millisecond,
 		StartTimeout: 30 * time.Second, DrainTimeout: 5 * time.Second, Receipts: true, ReceiptsFrom: "audit",
-		Guarded: h.Guarded(os.Geteuid())}
+		Guarded: h.Guarded(os.Geteuid()), SocketDir: "/run/plugkit", ExplainOnly: true}
 	if len(got.Guarded) != 2 || got.Guarded[0].Path != "/srv/plugkit/run" {
 		t.Errorf("managerOptions.Guarded = %+v, want the admin socket's folder and the host registry", got.Guarded)
 	}

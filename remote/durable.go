@@ -233,6 +233,18 @@ func (d *durableResults) run() {
 	}
 }
 
+// lockWithin takes mu unless ctx ends first.
+func lockWithin(ctx context.Context, mu *sync.Mutex) bool {
+	for !mu.TryLock() {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(time.Millisecond):
+		}
+	}
+	return true
+}
+
 // counts are the queue's length now, and how many results were sent again
 // and dropped so far.
 func (d *durableResults) counts() (queued, resent, dropped int) {
@@ -247,13 +259,23 @@ func (d *durableResults) counts() (queued, resent, dropped int) {
 // most bounds the batch; within, when not 0, bounds its delivery (from when
 // the batch before it, perhaps still on its way, is done).
 func (d *durableResults) sendBatch(ctx context.Context, t *target, most int, within time.Duration) (sent, more bool) {
-	d.send.Lock()
-	defer d.send.Unlock()
 	if within > 0 {
+		// The batch before it may never come back (a plugin stuck in its
+		// listener): the wait for it counts in the bound, so that stopping
+		// the process is never held up by it.
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, within)
 		defer cancel()
+		if !lockWithin(ctx, &d.send) {
+			d.mu.Lock()
+			more = len(d.queue) > 0
+			d.mu.Unlock()
+			return false, more
+		}
+	} else {
+		d.send.Lock()
 	}
+	defer d.send.Unlock()
 	d.mu.Lock()
 	if t == nil || len(d.queue) == 0 || !slices.Contains(d.targets, t) {
 		// Nothing to send, or t's process has been released since it
@@ -414,12 +436,8 @@ func (d *durableResults) release(ctx context.Context, stall time.Duration, in *i
 	// acknowledgement, and the batch, handled, would go to the next
 	// process again. (No batch starts for in from here on: sendBatch
 	// sends only to a process still among the targets.)
-	for !d.send.TryLock() {
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(time.Millisecond):
-		}
+	if !lockWithin(ctx, &d.send) {
+		return
 	}
 	d.send.Unlock()
 }

@@ -141,7 +141,11 @@ func (m *Manager) launch(ctx context.Context, spec Spec) (*instance, error) {
 	cmd.Env = append([]string{
 		wire.MaxMessageEnv(m.opts.MaxMessageBytes),
 		"TMPDIR=" + socketDir,
+		wire.EnvHost + "=" + strconv.Itoa(os.Getpid()),
 	}, slices.Concat(spec.Env, sandboxEnv(spec.Sandbox), eg.env())...)
+	if m.opts.ExplainOnly {
+		cmd.Env = append(cmd.Env, wire.EnvExplainOnly+"=1")
+	}
 	group, err := socketGroup(spec)
 	if err != nil {
 		cleanup()

@@ -58,24 +58,30 @@ func NewManager(k *kernel.Kernel, tools *pipeline.Tools, opts Options) (*Manager
 	if opts.Logger == nil {
 		opts.Logger = k.Logger()
 	}
-	base := opts.SocketDir
+	base, setting := opts.SocketDir, "run_dir"
 	if base == "" {
-		base = os.TempDir()
+		base, setting = os.TempDir(), "TMPDIR"
+		if os.Getenv("TMPDIR") == "" {
+			setting = "the default, /tmp"
+		}
 	}
-	if len(base) > maxSocketBase {
+	if len(base) > MaxSocketBase {
 		// A socket path longer than the kernel's limit cannot be bound.
 		opts.Logger.Debug("socket folder base too long for Unix socket paths; using /tmp", "base", base)
-		base = "/tmp"
+		base, setting = "/tmp", "the fallback for a folder too long for socket paths, /tmp"
 	}
 	closeInherited(opts.Logger)
 	removeStaleSocketDirs(base)
+	// A folder of the host's own (0700), also inside a folder every user
+	// of the machine or pod may write to (/tmp, a Kubernetes emptyDir):
+	// none but this user can reach or replace the sockets in it.
 	dir, err := os.MkdirTemp(base, socketDirPrefix+strconv.Itoa(os.Getpid())+"-")
 	if err != nil {
-		return nil, fmt.Errorf("plugin socket folder: %w", err)
+		return nil, &RunDirError{Dir: base, Setting: setting, Err: err}
 	}
 	if err := os.Chmod(dir, 0o700); err != nil {
 		os.RemoveAll(dir)
-		return nil, fmt.Errorf("plugin socket folder: %w", err)
+		return nil, &RunDirError{Dir: base, Setting: setting, Err: err}
 	}
 	m := &Manager{k: k, tools: tools, opts: opts, log: opts.Logger, socketDir: dir, base: base, plugins: map[string]*managed{}}
 	if opts.Receipts {
@@ -103,11 +109,27 @@ func closeInherited(log hclog.Logger) {
 	})
 }
 
-// maxSocketBase is the longest folder the private socket folder can be
+// MaxSocketBase is the longest folder the private socket folder can be
 // made in: a Unix socket's path is at most 107 bytes, and below the base
 // go in "/plugkit-PID-N/plugin-dirN/pluginN" (at most 65 bytes: go-plugin
 // names the last two).
-const maxSocketBase = 107 - 65
+const MaxSocketBase = 107 - 65
+
+// RunDirError is a plugin socket folder that cannot be made: the machine's
+// state (a read-only /tmp in a container), not the deployment file's.
+type RunDirError struct {
+	Dir     string // the folder it is made in
+	Setting string // what chose Dir: run_dir, TMPDIR or the default
+	Err     error
+}
+
+func (e *RunDirError) Error() string {
+	return fmt.Sprintf("plugin socket folder: cannot make a folder in %s (%s): %v; "+
+		"set run_dir in the host block, or TMPDIR, to a folder this user can write "+
+		"(in a container, a writable volume such as an emptyDir)", e.Dir, e.Setting, e.Err)
+}
+
+func (e *RunDirError) Unwrap() error { return e.Err }
 
 // removeStaleSocketDirs removes socket folders whose host process is gone.
 func removeStaleSocketDirs(base string) {

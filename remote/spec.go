@@ -125,6 +125,9 @@ type Options struct {
 	// SocketDir is where the private socket folder is made (default: the
 	// system's temporary folder).
 	SocketDir string
+	// ExplainOnly tells every plugin (wire.EnvExplainOnly) that this host
+	// makes no call for real: `host test` without a case that executes.
+	ExplainOnly bool
 	// Launcher is the binary that confines a sandboxed plugin before
 	// exec'ing it: any binary that imports package confine serves its
 	// hidden subcommand. The default is the running executable.

@@ -7,10 +7,7 @@
 package main
 
 import (
-	"context"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/plugkit-go/plugkit/confine"
 )
@@ -18,7 +15,7 @@ import (
 func main() {
 	// `host sandbox-exec`, hidden: the launcher of a sandboxed plugin.
 	confine.RunIfLauncher()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext(os.Stderr, os.Exit)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)

@@ -31,6 +31,9 @@ func serveMCP(ctx context.Context, e *env, _ []string) error {
 	d, diags := host.Load(ctx, e.config, boot)
 	if diags.HasErrors() {
 		fmt.Fprint(e.stderr, deployment.Format(diags))
+		if host.FileIsValid(diags) {
+			return fail(exitFailed, "%s is valid, but the host cannot start on this machine as it is (above); nothing was started", e.config)
+		}
 		return fail(exitFailed, "%s is not valid; nothing was started", e.config)
 	}
 	if len(diags) > 0 {
@@ -40,7 +43,7 @@ func serveMCP(ctx context.Context, e *env, _ []string) error {
 	// Its plugins are known to every host as plugins (package lineage).
 	unregister, err := lineage.Register("")
 	if err != nil {
-		return fail(exitFailed, "%v", err)
+		return registryFailed(err)
 	}
 	defer unregister()
 	h, err := host.New(d, log)

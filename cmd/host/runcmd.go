@@ -60,6 +60,9 @@ func runHost(ctx context.Context, e *env, _ []string) error {
 	d, diags := host.Load(ctx, e.config, boot)
 	if diags.HasErrors() {
 		fmt.Fprint(e.stderr, deployment.Format(diags))
+		if host.FileIsValid(diags) {
+			return fail(exitFailed, "%s is valid, but the host cannot start on this machine as it is (above); nothing was started", e.config)
+		}
 		return fail(exitFailed, "%s is not valid; nothing was started", e.config)
 	}
 	if len(diags) > 0 {
@@ -67,6 +70,7 @@ func runHost(ctx context.Context, e *env, _ []string) error {
 		fmt.Fprint(e.stderr, deployment.Format(diags))
 	}
 	log := newLogger(e, d.Host.LogLevel)
+	setExitBound(d.Host.ShutdownTimeout)
 
 	// Listen before starting plugins so that a second host on the same
 	// socket is refused before it starts anything.
@@ -82,7 +86,7 @@ func runHost(ctx context.Context, e *env, _ []string) error {
 	unregister, err := lineage.Register(socket)
 	if err != nil {
 		ln.Close()
-		return fail(exitFailed, "%v", err)
+		return registryFailed(err)
 	}
 	defer unregister()
 	h, err := host.New(d, log)
@@ -220,4 +224,11 @@ func reported(log hclog.Logger, summary string, diags hcl.Diagnostics) (string, 
 		return summary, &admin.NeedsRestart{Summary: summary, Settings: restart}
 	}
 	return summary, nil
+}
+
+// registryFailed is the error of a host registry that cannot be made: it
+// is in TMPDIR (read-only in a container unless a volume is mounted there).
+func registryFailed(err error) error {
+	return fail(exitFailed, "%v; the registry of running hosts is made in TMPDIR (%s): set TMPDIR to a folder this user can write, "+
+		"the same for every host run side by side (in a container, a writable volume such as an emptyDir)", err, os.TempDir())
 }

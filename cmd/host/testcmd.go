@@ -5,6 +5,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -78,8 +79,13 @@ func runTests(ctx context.Context, e *env, files []string, junit string) error {
 	d, ddiags := host.Load(ctx, e.config, log)
 	if ddiags.HasErrors() {
 		fmt.Fprint(e.stderr, deployment.Format(ddiags))
+		if host.FileIsValid(ddiags) {
+			return fail(exitFailed, "%s is valid, but the host cannot start on this machine as it is (above); nothing was run", e.config)
+		}
 		return fail(exitUsage, "%s is not valid; nothing was run", e.config)
 	}
+	executes := slices.ContainsFunc(cases, func(c *testCase) bool { return c.Execute })
+	d.Host.ExplainOnly = !executes
 	h, err := host.New(d, log)
 	if err != nil {
 		return fail(exitUsage, "%v", err)
@@ -91,9 +97,15 @@ func runTests(ctx context.Context, e *env, files []string, junit string) error {
 		h.Stop(sctx)
 	}()
 	for _, p := range h.Status() {
-		if p.State.String() != "ACTIVE" {
-			fmt.Fprintf(e.stderr, "host: warning: plugin %s is %s in the test host: %s\n", p.Name, p.State, p.LastError)
+		if p.State.String() == "ACTIVE" {
+			continue
 		}
+		if executes && p.Critical {
+			// Every call it makes would be denied, or go unrecorded (an
+			// audit log another host writes): say why, run nothing.
+			return fail(exitFailed, "critical plugin %s is %s in the test host: %s; the cases that execute cannot run: nothing was run", p.Name, p.State, p.LastError)
+		}
+		fmt.Fprintf(e.stderr, "host: warning: plugin %s is %s in the test host: %s\n", p.Name, p.State, p.LastError)
 	}
 
 	self := admin.LocalPrincipal(os.Getuid())

@@ -95,6 +95,7 @@ func TestImage(t *testing.T) {
 		t.Errorf("plugkit/run is not the user's: %+v", h)
 	}
 	t.Run("runs the sample deployment", func(t *testing.T) { runImage(t, layers[0]) })
+	t.Run("runs as the Kubernetes Deployment", func(t *testing.T) { runAsPod(t, layers[0]) })
 }
 
 // checkStatic fails the test unless the ELF binary asks for no interpreter

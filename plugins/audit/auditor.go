@@ -13,6 +13,7 @@ import (
 
 	"github.com/plugkit-go/plugkit/plugins/audit/auditlog"
 	"github.com/plugkit-go/plugkit/shared/sdk"
+	"github.com/plugkit-go/plugkit/shared/wire"
 )
 
 const (
@@ -88,6 +89,15 @@ func (a *auditor) start(s settings, log hclog.Logger) error {
 	a.record = s.record
 	a.failOpen = s.failOpen
 	if p != nil {
+		if err := otherHostWriter(s.path); err != nil {
+			if os.Getenv(wire.EnvExplainOnly) != "1" {
+				p.f.Close()
+				return err
+			}
+			// A host that only explains never writes: it may run beside
+			// the one that does.
+			log.Info("audit log written by another host; this host only explains, so nothing will be written", "path", s.path)
+		}
 		a.pending = p
 		log.Info("audit log is locked by another process: results wait until it lets go "+
 			"(the process before a reload; otherwise a second audit plugin on the same file)", "path", s.path)

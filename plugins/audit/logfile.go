@@ -146,6 +146,9 @@ func openFile(s settings, log hclog.Logger) (f *os.File, created bool, err error
 // continueLog verifies the log f, whose lock the caller holds, and makes
 // the logFile that continues its chain. The caller closes f on error.
 func continueLog(f *os.File, s settings, created bool, fsync func(*os.File) error, log hclog.Logger) (*logFile, error) {
+	if err := recordWriter(s.path); err != nil {
+		log.Warn("a second writer of this log will not be told who writes it", "error", err)
+	}
 	size, cut, err := cutPartialLine(f)
 	if err != nil {
 		return nil, fmt.Errorf("audit log %s: %w", s.path, err)

@@ -63,6 +63,18 @@ var Handshake = plugin.HandshakeConfig{
 	MagicCookieValue: "5f0c2a9e4b7d41c8a3e6d1b9f27c8e04",
 }
 
+// EnvHost is set in every plugin's environment to the host process's id:
+// two processes of a plugin with the same value belong to one host (a hot
+// reload's old and new process), so a file one of them holds is handed
+// over, not fought over.
+const EnvHost = "PLUGKIT_HOST"
+
+// EnvExplainOnly is set to "1" in a plugin's environment when its host
+// makes no call for real (`host test` without a case that executes): a
+// plugin may then leave alone what only a real call needs, such as a log
+// another host writes.
+const EnvExplainOnly = "PLUGKIT_EXPLAIN_ONLY"
+
 // PluginName is the single entry of the go-plugin plugin map: what the host
 // Dispenses and what the plugin serves.
 const PluginName = "plugkit"
