@@ -70,14 +70,14 @@ func runTests(ctx context.Context, e *env, files []string, junit string) error {
 		diags = append(diags, d...)
 	}
 	if diags.HasErrors() {
-		fmt.Fprint(e.stderr, deployment.Format(diags))
+		fmt.Fprint(e.stderr, shownText(deployment.Format(diags)))
 		return fail(exitUsage, "the test files have errors; nothing was run")
 	}
 
 	log := newLogger(e, "warn")
 	d, ddiags := host.Load(ctx, e.config, log)
 	if ddiags.HasErrors() {
-		fmt.Fprint(e.stderr, deployment.Format(ddiags))
+		fmt.Fprint(e.stderr, shownText(deployment.Format(ddiags)))
 		return fail(exitUsage, "%s is not valid; nothing was run", e.config)
 	}
 	h, err := host.New(d, log)
@@ -92,7 +92,7 @@ func runTests(ctx context.Context, e *env, files []string, junit string) error {
 	}()
 	for _, p := range h.Status() {
 		if p.State.String() != "ACTIVE" {
-			fmt.Fprintf(e.stderr, "host: warning: plugin %s is %s in the test host: %s\n", p.Name, p.State, p.LastError)
+			fmt.Fprintf(e.stderr, "host: warning: plugin %s is %s in the test host: %s\n", shown(p.Name), p.State, shown(p.LastError))
 		}
 	}
 
@@ -198,9 +198,9 @@ func printCase(e *env, r caseResult) {
 	if !r.Pass {
 		status = "FAIL"
 	}
-	fmt.Fprintf(e.stdout, "--- %s: %s (%.2fs)\n", status, r.Name, r.Seconds)
+	fmt.Fprintf(e.stdout, "--- %s: %s (%.2fs)\n", status, shown(r.Name), r.Seconds)
 	if !r.Pass {
-		fmt.Fprintf(e.stdout, "    %s:%d: %s\n", r.File, r.Line, r.Failure)
+		fmt.Fprintf(e.stdout, "    %s:%d: %s\n", shown(r.File), r.Line, shown(r.Failure))
 	}
 }
 
