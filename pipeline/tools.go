@@ -95,6 +95,9 @@ type Tools struct {
 	idPrefix string
 	seq      atomic.Uint64
 	inflight atomic.Int64 // calls in Execute now, whatever their snapshot
+	// naming makes a registration's name check and the registration one
+	// step (see checkNames).
+	naming sync.Mutex
 }
 
 // InFlight is how many calls are running now, stages 0 to 5.
@@ -253,6 +256,9 @@ type snapshot struct {
 
 	tools    map[string]*registered
 	absent   map[string]string // tool → why it is missing
+	// nameIdx is the lookalike index of tools and absent (see names),
+	// built on first use.
+	nameIdx atomic.Pointer[nameIndex]
 	holds    []hold
 	pre      []entry[PreExecuteFunc]
 	guards   []entry[GuardFunc]
@@ -332,6 +338,11 @@ func (t *Tools) compile() {
 	// One read of every changed point, so that a reload's swap is seen whole.
 	gen, all, versions := t.k.Points().Changed(known, allPoints...)
 	s.gen, s.versions = gen, versions
+	_, toolsChanged := all[PointTools]
+	_, absentChanged := all[PointAbsent]
+	if prev != nil && !toolsChanged && !absentChanged {
+		s.nameIdx.Store(prev.nameIdx.Load())
+	}
 	if list, ok := all[PointTools]; ok {
 		s.tools = make(map[string]*registered, len(list))
 		for _, c := range list {
@@ -456,6 +467,11 @@ func (r *Registrar) Register(tool Tool) (*kernel.Effect, error) {
 	if err != nil {
 		return nil, err
 	}
+	r.t.naming.Lock()
+	defer r.t.naming.Unlock()
+	if errs := r.t.checkNames(r.s.Name(), []Tool{tool}); errs != nil {
+		return nil, errs[0]
+	}
 	e, err := r.s.Contribute(PointTools, tool.Name, 0, reg)
 	if err != nil {
 		return nil, r.t.refusal(r.s.Name(), tool.Name, err)
@@ -480,8 +496,14 @@ func (r *Registrar) RegisterTools(replace []*kernel.Effect, tools []Tool) (effec
 		}
 		errs[i] = err
 	}
+	r.t.naming.Lock()
+	defer r.t.naming.Unlock()
+	named := r.t.checkNames(r.s.Name(), tools)
 	for i, tool := range tools {
 		reg, err := compile(tool, r.s.Name())
+		if err == nil && named != nil && named[i] != nil {
+			err = named[i]
+		}
 		if err != nil {
 			setErr(i, err)
 			continue
