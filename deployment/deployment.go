@@ -35,6 +35,9 @@ type Host struct {
 	// MaxResultBytes is every plugin's max_result_bytes unless its own
 	// block says otherwise.
 	MaxResultBytes int
+	// MaxDescriptionBytes bounds each tool's description; a longer one
+	// is held absent with the reason.
+	MaxDescriptionBytes int
 	// LogLevel is one of trace, debug, info, warn, error.
 	LogLevel        string
 	ApprovalTimeout time.Duration
@@ -266,6 +269,9 @@ const (
 	defaultRetryAttempts      = 3
 	defaultRetryBackoff       = 50 * time.Millisecond
 	defaultRetryMaxBackoff    = time.Second
+	// pipeline.DefaultMaxDescriptionBytes, written out (as the restart
+	// defaults below) so that a parsed Deployment shows what applies.
+	defaultMaxDescriptionBytes = 16 << 10
 )
 
 // defaultRestart matches the remote manager's own defaults, written out so

@@ -27,6 +27,7 @@
 //	  auto_mtls         = true              # default true
 //	  max_message_bytes = 67108864          # default 64 MiB
 //	  max_result_bytes  = 16777216          # default 16 MiB: every plugin's, unless its block says
+//	  max_description_bytes = 16384         # default 16 KiB: a tool with a longer description is held absent
 //	  log_level         = "info"            # trace|debug|info|warn|error (default info)
 //	  approval_timeout  = "60s"             # default 60s
 //	  listener_timeout  = "30s"             # default 30s

@@ -103,19 +103,20 @@ func (p *parser) resolve(written string) (abs, shown string) {
 
 func (p *parser) host(hs *hostSyntax) Host {
 	h := Host{
-		AutoMTLS:           true,
-		MaxMessageBytes:    wire.DefaultMaxMessageBytes,
-		MaxResultBytes:     remote.DefaultMaxResultBytes,
-		LogLevel:           defaultLogLevel,
-		ApprovalTimeout:    defaultApprovalTimeout,
-		ListenerTimeout:    defaultListenerTimeout,
-		StartTimeout:       defaultStartTimeout,
-		DrainTimeout:       defaultDrainTimeout,
-		ShutdownTimeout:    defaultShutdownTimeout,
-		MCPMaxSessions:     defaultMCPMaxSessions,
-		MCPMaxConnsPerPeer: defaultMCPMaxConnsPerPeer,
-		MCPIdleTimeout:     defaultMCPIdleTimeout,
-		Policy:             Policy{Timeout: true},
+		AutoMTLS:            true,
+		MaxMessageBytes:     wire.DefaultMaxMessageBytes,
+		MaxResultBytes:      remote.DefaultMaxResultBytes,
+		MaxDescriptionBytes: defaultMaxDescriptionBytes,
+		LogLevel:            defaultLogLevel,
+		ApprovalTimeout:     defaultApprovalTimeout,
+		ListenerTimeout:     defaultListenerTimeout,
+		StartTimeout:        defaultStartTimeout,
+		DrainTimeout:        defaultDrainTimeout,
+		ShutdownTimeout:     defaultShutdownTimeout,
+		MCPMaxSessions:      defaultMCPMaxSessions,
+		MCPMaxConnsPerPeer:  defaultMCPMaxConnsPerPeer,
+		MCPIdleTimeout:      defaultMCPIdleTimeout,
+		Policy:              Policy{Timeout: true},
 	}
 	h.AdminSocket, _ = p.resolve(defaultAdminSocket)
 	p.maxResult = h.MaxResultBytes
@@ -148,6 +149,7 @@ func (p *parser) host(hs *hostSyntax) Host {
 	}
 	h.MaxResultBytes = p.count(body, "max_result_bytes", hs.MaxResultBytes, 1, h.MaxResultBytes)
 	p.maxResult = h.MaxResultBytes
+	h.MaxDescriptionBytes = p.count(body, "max_description_bytes", hs.MaxDescBytes, 1, h.MaxDescriptionBytes)
 	if hs.LogLevel != nil {
 		if !slices.Contains(logLevels, *hs.LogLevel) {
 			p.errorf(valueRange(body, "log_level", def), "Invalid log_level", "log_level %q is not one of %s.", *hs.LogLevel, strings.Join(logLevels, ", "))

@@ -272,3 +272,25 @@ func TestMarkAbsent(t *testing.T) {
 	release()
 	wantCode(t, tools.Execute(ctx, "add", json.RawMessage(`{}`), "c"), pipeline.CodeUnknownTool)
 }
+
+// A description longer than MaxDescriptionBytes holds its tool absent: it
+// is listed with the reason and its description cut to the bound, and a
+// call to it is refused; one at the bound is served.
+func TestLongDescriptionIsHeld(t *testing.T) {
+	ctx := testCtx(t)
+	k, tools := newTools(t, pipeline.Options{MaxDescriptionBytes: 10})
+	load(t, k, fakePlugin{name: "P", tools: []pipeline.Tool{
+		{Name: "long", Description: "ééééééé", Execute: okBody(1)}, // 14 bytes
+		{Name: "fits", Description: "0123456789", Execute: okBody(2)},
+	}}.plugin())
+	long, ok := tools.Lookup("long")
+	if !ok || !strings.Contains(long.Held, "the description is 14 bytes, over the max_description_bytes limit of 10") || long.Description != "ééééé" {
+		t.Fatalf("long: %+v, want it held, its description cut at a character", long)
+	}
+	r := tools.Execute(ctx, "long", json.RawMessage(`{}`), "c")
+	wantCode(t, r, pipeline.CodeUnknownTool)
+	if !strings.Contains(r.Error.Message, "max_description_bytes") {
+		t.Errorf("the refusal does not say why: %s", r.Error.Message)
+	}
+	wantCode(t, tools.Execute(ctx, "fits", json.RawMessage(`{}`), "c"), "")
+}

@@ -60,11 +60,20 @@ type Options struct {
 	// on a virtual machine), so by default one call in
 	// DefaultStageSample is timed; 1 times every call.
 	StageSample uint64
+	// MaxDescriptionBytes bounds a tool's description: a longer one is
+	// registered held absent, with the reason, its description cut to
+	// the bound. Zero means DefaultMaxDescriptionBytes.
+	MaxDescriptionBytes int
 	// Tracer, when set, gives every call a span with a child per stage it
 	// reaches; what a stage calls (a plugin's RPC) is that stage's child.
 	// Nil: no spans, and nothing spent on them.
 	Tracer trace.Tracer
 }
+
+// DefaultMaxDescriptionBytes is Options.MaxDescriptionBytes when it is 0:
+// 16 KiB, far above any real tool's description, and far below what a
+// client would send a model in every tools/list.
+const DefaultMaxDescriptionBytes = 16 << 10
 
 // DefaultStageSample is Options.StageSample when it is 0.
 const DefaultStageSample = 8
@@ -110,6 +119,9 @@ func New(k *kernel.Kernel, opts Options) *Tools {
 	}
 	if opts.StageSample == 0 {
 		opts.StageSample = DefaultStageSample
+	}
+	if opts.MaxDescriptionBytes <= 0 {
+		opts.MaxDescriptionBytes = DefaultMaxDescriptionBytes
 	}
 	log := opts.Logger
 	if log == nil {
@@ -254,11 +266,11 @@ type snapshot struct {
 	gen      uint64
 	versions map[string]uint64
 
-	tools    map[string]*registered
-	absent   map[string]string // tool → why it is missing
+	tools  map[string]*registered
+	absent map[string]string // tool → why it is missing
 	// nameIdx is the lookalike index of tools and absent (see names),
 	// built on first use.
-	nameIdx atomic.Pointer[nameIndex]
+	nameIdx  atomic.Pointer[nameIndex]
 	holds    []hold
 	pre      []entry[PreExecuteFunc]
 	guards   []entry[GuardFunc]
@@ -463,7 +475,7 @@ func (r *Registrar) Tools() *Tools { return r.t }
 // Register adds a tool. A duplicate name is refused with an error naming the
 // plugin that owns it.
 func (r *Registrar) Register(tool Tool) (*kernel.Effect, error) {
-	reg, err := compile(tool, r.s.Name())
+	reg, err := compile(tool, r.s.Name(), r.t.opts.MaxDescriptionBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -500,7 +512,7 @@ func (r *Registrar) RegisterTools(replace []*kernel.Effect, tools []Tool) (effec
 	defer r.t.naming.Unlock()
 	named := r.t.checkNames(r.s.Name(), tools)
 	for i, tool := range tools {
-		reg, err := compile(tool, r.s.Name())
+		reg, err := compile(tool, r.s.Name(), r.t.opts.MaxDescriptionBytes)
 		if err == nil && named != nil && named[i] != nil {
 			err = named[i]
 		}

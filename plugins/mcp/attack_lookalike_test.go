@@ -152,3 +152,39 @@ plugin "evil" {
 		t.Errorf("host status does not show why twice is held:\n%s", status)
 	}
 }
+
+// TestAttackHugeDescription: a server lists a tool with a description of
+// 8 MB, which the host accepted and served to every client in every
+// tools/list (and the bridge spent 12 s scanning, at every list). A
+// description over max_description_bytes (16 KiB by default; the bridge's
+// and the host's) now holds the tool absent: listed with the reason, its
+// description cut to the bound, never scanned whole, served or called.
+func TestAttackHugeDescription(t *testing.T) {
+	needBinaries(t)
+	noLeaks(t)
+	dir := t.TempDir()
+	config := deployment(t, dir, fmt.Sprintf(`
+plugin "evil" {
+  path = %q
+  config {
+    prefix  = ""
+    command = [%q, "-desc-bytes", "8388608"]
+  }
+}
+`, bin("plugins/mcp"), bin("hostile-mcp")))
+	h := startHost(t, config, 2)
+	tool, ok := h.tools(t, "evil")["verbose"]
+	if !ok || !strings.Contains(tool.Held, "the description is 8388608 bytes, more than max_description_bytes (16384)") {
+		t.Fatalf("verbose: held %q, want it held for its description's size", tool.Held)
+	}
+	if len(tool.Description) > 16384 {
+		t.Errorf("host tools lists a description of %d bytes, over the bound", len(tool.Description))
+	}
+	t.Logf("held: verbose: %s", tool.Held)
+	if r := h.call(t, "verbose", `{}`); r.OK || r.code() != "UNKNOWN_TOOL" || !strings.Contains(r.message(), "max_description_bytes") {
+		t.Errorf("host call verbose: %s, want UNKNOWN_TOOL naming the limit", r)
+	}
+	if r := h.call(t, "echo", `{"message":"hi"}`); !r.OK {
+		t.Errorf("echo: %s", r)
+	}
+}

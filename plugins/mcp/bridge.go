@@ -245,6 +245,11 @@ func (b *bridge) toolSpec(t *mcp.Tool) (sdk.Tool, error) {
 			held = append(held, why)
 		}
 	}
+	full := t // the definition pinned is the server's, whole
+	if why, cut := b.set.limits.boundText(t); why != "" {
+		held = append(held, why)
+		t = cut
+	}
 	readOnly, destructive, idempotent, notes := b.set.trust.hints(t.Name, t.Annotations)
 	flags := scanTool(t)
 	for _, f := range flags {
@@ -253,7 +258,7 @@ func (b *bridge) toolSpec(t *mcp.Tool) (sdk.Tool, error) {
 	if len(flags) > 0 && b.set.trust.block {
 		held = append(held, fmt.Sprintf("description failed the check %s (descriptions = \"block\")", flags[0].rule))
 	}
-	def := definitionOf(t)
+	def := definitionOf(full)
 	if why := b.set.trust.pinHeld(t.Name, def); why != "" {
 		held = append(held, why)
 	}
