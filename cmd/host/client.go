@@ -312,7 +312,7 @@ func reload(ctx context.Context, e *env, args []string) error {
 	if e.json {
 		return printJSON(e.stdout, admin.Message{Message: msg})
 	}
-	fmt.Fprintln(e.stdout, shown(msg))
+	fmt.Fprintln(e.stdout, shownText(msg))
 	return nil
 }
 
