@@ -29,6 +29,8 @@ func rawControl(out string) (rune, bool) {
 // (status: the name in TOOLS or the refusal that quotes it). Now every
 // string the CLI prints from a plugin or a server shows its control
 // characters escaped, and --json output carries them as JSON escapes.
+// (The name also breaks the MCP name rule, so the tool is held absent;
+// its name still reaches the screen, in the listing and the reason.)
 func TestAttackEscapesInToolText(t *testing.T) {
 	needBinaries(t)
 	noLeaks(t)
@@ -55,7 +57,15 @@ plugin "evil" {
 			t.Errorf("host %s does not show the escape sequence escaped:\n%s", strings.Join(args, " "), out)
 		}
 	}
-	if out, _, _ := cli(t, "tools", "-c", config); !strings.Contains(out, `Lists things.\x1b[2J\u009b2J\u202edesrever OK`) {
-		t.Errorf("host tools does not show the description escaped:\n%s", out)
+	// The name breaks the MCP name rule, so the tool is held: the table
+	// shows why (quoting the name), --json the description too.
+	if out, _, _ := cli(t, "tools", "-c", config); !strings.Contains(out, `\x1b]0;owned\x07\x1b[31mred\u202eeman`) || !strings.Contains(out, "held absent: the name breaks the MCP tool name rule") {
+		t.Errorf("host tools does not show the name escaped and why it is held:\n%s", out)
+	}
+	if out, _, _ := cli(t, "tools", "--json", "-c", config); !strings.Contains(out, `Lists things.\u001b[2J\u009b2J\u202edesrever\rOK`) {
+		t.Errorf("host tools --json does not show the description escaped:\n%s", out)
+	}
+	if out, _, _ := cli(t, "status", "-c", config); !strings.Contains(out, `evil: tools held absent:`) || !strings.Contains(out, `the name has "\x1b" at byte 0`) {
+		t.Errorf("host status does not show the held name escaped:\n%s", out)
 	}
 }
