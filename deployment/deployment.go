@@ -40,6 +40,9 @@ type Host struct {
 	// MaxArgumentBytes bounds a call's arguments (stage 0, every front
 	// end) unless the block of the tool's plugin says otherwise.
 	MaxArgumentBytes int
+	// MaxDescriptionBytes bounds each tool's description; a longer one
+	// is held absent with the reason.
+	MaxDescriptionBytes int
 	// LogLevel is one of trace, debug, info, warn, error.
 	LogLevel        string
 	ApprovalTimeout time.Duration
@@ -274,6 +277,9 @@ const (
 	// maxRunDirBytes is the plugin manager's longest socket folder base
 	// (a Unix socket's path is at most 107 bytes).
 	maxRunDirBytes = 107 - 65
+	// defaultMaxDescriptionBytes is the pipeline's default bound on a
+	// tool's description.
+	defaultMaxDescriptionBytes = 16 << 10
 )
 
 // defaultRestart matches the plugin manager's own defaults, written out so

@@ -28,6 +28,7 @@
 //	  max_message_bytes = 67108864          # default 64 MiB
 //	  max_result_bytes  = 16777216          # default 16 MiB: every plugin's, unless its block says
 //	  max_argument_bytes = 4194304          # default 4 MiB: a call's arguments, checked first in stage 0
+//	  max_description_bytes = 16384         # default 16 KiB: a tool with a longer description is held absent
 //	  log_level         = "info"            # trace|debug|info|warn|error (default info)
 //	  approval_timeout  = "60s"             # default 60s
 //	  listener_timeout  = "30s"             # default 30s

@@ -104,20 +104,21 @@ func (p *parser) resolve(written string) (abs, shown string) {
 
 func (p *parser) host(hs *hostSyntax) Host {
 	h := Host{
-		AutoMTLS:           true,
-		MaxMessageBytes:    defaultMaxMessageBytes,
-		MaxResultBytes:     defaultMaxResultBytes,
-		MaxArgumentBytes:   defaultMaxArgumentBytes,
-		LogLevel:           defaultLogLevel,
-		ApprovalTimeout:    defaultApprovalTimeout,
-		ListenerTimeout:    defaultListenerTimeout,
-		StartTimeout:       defaultStartTimeout,
-		DrainTimeout:       defaultDrainTimeout,
-		ShutdownTimeout:    defaultShutdownTimeout,
-		MCPMaxSessions:     defaultMCPMaxSessions,
-		MCPMaxConnsPerPeer: defaultMCPMaxConnsPerPeer,
-		MCPIdleTimeout:     defaultMCPIdleTimeout,
-		Policy:             Policy{Timeout: true},
+		AutoMTLS:            true,
+		MaxMessageBytes:     defaultMaxMessageBytes,
+		MaxResultBytes:      defaultMaxResultBytes,
+		MaxArgumentBytes:    defaultMaxArgumentBytes,
+		MaxDescriptionBytes: defaultMaxDescriptionBytes,
+		LogLevel:            defaultLogLevel,
+		ApprovalTimeout:     defaultApprovalTimeout,
+		ListenerTimeout:     defaultListenerTimeout,
+		StartTimeout:        defaultStartTimeout,
+		DrainTimeout:        defaultDrainTimeout,
+		ShutdownTimeout:     defaultShutdownTimeout,
+		MCPMaxSessions:      defaultMCPMaxSessions,
+		MCPMaxConnsPerPeer:  defaultMCPMaxConnsPerPeer,
+		MCPIdleTimeout:      defaultMCPIdleTimeout,
+		Policy:              Policy{Timeout: true},
 	}
 	h.AdminSocket, _ = p.resolve(defaultAdminSocket)
 	p.maxResult = h.MaxResultBytes
@@ -173,6 +174,7 @@ func (p *parser) host(hs *hostSyntax) Host {
 	h.MaxResultBytes = p.count(body, "max_result_bytes", hs.MaxResultBytes, 1, h.MaxResultBytes)
 	h.MaxArgumentBytes = p.count(body, "max_argument_bytes", hs.MaxArgBytes, 1, h.MaxArgumentBytes)
 	p.maxResult = h.MaxResultBytes
+	h.MaxDescriptionBytes = p.count(body, "max_description_bytes", hs.MaxDescBytes, 1, h.MaxDescriptionBytes)
 	if hs.LogLevel != nil {
 		if !slices.Contains(logLevels, *hs.LogLevel) {
 			p.errorf(valueRange(body, "log_level", def), "Invalid log_level", "log_level %q is not one of %s.", *hs.LogLevel, strings.Join(logLevels, ", "))

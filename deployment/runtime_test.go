@@ -30,6 +30,9 @@ func TestDefaultsAreTheRuntimes(t *testing.T) {
 	if maxRunDirBytes != remote.MaxSocketBase {
 		t.Errorf("maxRunDirBytes = %d, the plugin manager's is %d", maxRunDirBytes, remote.MaxSocketBase)
 	}
+	if defaultMaxDescriptionBytes != pipeline.DefaultMaxDescriptionBytes {
+		t.Errorf("defaultMaxDescriptionBytes = %d, the pipeline's is %d", defaultMaxDescriptionBytes, pipeline.DefaultMaxDescriptionBytes)
+	}
 	if defaultMaxArgumentBytes != pipeline.DefaultMaxArgumentBytes {
 		t.Errorf("defaultMaxArgumentBytes = %d, the pipeline's is %d", defaultMaxArgumentBytes, pipeline.DefaultMaxArgumentBytes)
 	}

@@ -39,6 +39,7 @@ type hostSyntax struct {
 	MaxMessageBytes *int           `hcl:"max_message_bytes,optional"`
 	MaxResultBytes  *int           `hcl:"max_result_bytes,optional"`
 	MaxArgBytes     *int           `hcl:"max_argument_bytes,optional"`
+	MaxDescBytes    *int           `hcl:"max_description_bytes,optional"`
 	LogLevel        *string        `hcl:"log_level,optional"`
 	ApprovalTimeout *string        `hcl:"approval_timeout,optional"`
 	ListenerTimeout *string        `hcl:"listener_timeout,optional"`

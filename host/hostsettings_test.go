@@ -27,7 +27,7 @@ func TestSettingNames(t *testing.T) {
 		"MaxArgumentBytes": "max_argument_bytes", "MCPAllowedOrigins": "mcp_allowed_origins",
 		"EgressResolver": "egress_resolver", "ReceiptsFrom": "receipts_from",
 		"ReceiptsFromRange": "receipts_from_range", // never reported: see below
-		"RunDir":            "run_dir", "ExplainOnly": "explain_only",
+		"RunDir":            "run_dir", "ExplainOnly": "explain_only", "MaxDescriptionBytes": "max_description_bytes",
 	}
 	typ := reflect.TypeOf(deployment.Host{})
 	for i := 0; i < typ.NumField(); i++ {

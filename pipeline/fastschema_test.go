@@ -85,7 +85,7 @@ var slowSchemas = []string{
 func compileForTest(t testing.TB, schema string) *registered {
 	t.Helper()
 	reg, err := compile(Tool{Name: "t", Description: "d", Parameters: json.RawMessage(schema),
-		Execute: func(context.Context, *Execution) (any, error) { return nil, nil }}, "P")
+		Execute: func(context.Context, *Execution) (any, error) { return nil, nil }}, "P", DefaultMaxDescriptionBytes)
 	if err != nil {
 		t.Fatalf("compile %s: %v", schema, err)
 	}
@@ -507,7 +507,7 @@ func TestFastSchemaAgreesOnGenerated(t *testing.T) {
 	for range schemas {
 		text := generated(r)
 		reg, err := compile(Tool{Name: "t", Description: "d", Parameters: json.RawMessage(text),
-			Execute: func(context.Context, *Execution) (any, error) { return nil, nil }}, "P")
+			Execute: func(context.Context, *Execution) (any, error) { return nil, nil }}, "P", DefaultMaxDescriptionBytes)
 		if err != nil {
 			t.Fatalf("generated an invalid schema %s: %v", text, err)
 		}
@@ -563,7 +563,7 @@ func FuzzFastSchema(f *testing.F) {
 			return
 		}
 		reg, err := compile(Tool{Name: "t", Description: "d", Parameters: json.RawMessage(schema),
-			Execute: func(context.Context, *Execution) (any, error) { return nil, nil }}, "P")
+			Execute: func(context.Context, *Execution) (any, error) { return nil, nil }}, "P", DefaultMaxDescriptionBytes)
 		if err != nil || reg.fast == nil {
 			return
 		}

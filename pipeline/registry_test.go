@@ -44,10 +44,10 @@ func TestRegisterRefuses(t *testing.T) {
 	}
 }
 
-// A tool's name is any non-empty string: it is not a URL, even though the
-// schema compiler wants one.
-func TestToolNamesAreFree(t *testing.T) {
-	for _, name := range []string{"my tool", "a/b", "#x", "x#y", "?q=1", "%zz", "é", "..", "tool:other"} {
+// A tool's name follows the MCP character set; within it, a name with '.'
+// or '-' is not read as a URL, even though the schema compiler wants one.
+func TestToolNamesFollowTheMCPCharacterSet(t *testing.T) {
+	for _, name := range []string{"a.b", "x-y", "..x", "files.read_file", "A9"} {
 		t.Run(name, func(t *testing.T) {
 			ctx := testCtx(t)
 			k, tools := newTools(t, pipeline.Options{})
@@ -58,6 +58,49 @@ func TestToolNamesAreFree(t *testing.T) {
 			wantCode(t, r, "")
 			wantCode(t, tools.Execute(ctx, name, json.RawMessage(`{"a":"x","b":2}`), "c"), pipeline.CodeInvalidArguments)
 		})
+	}
+	for _, name := range []string{"my tool", "a/b", "#x", "?q=1", "%zz", "é", "..", "tool:other", "../x", "t\x00", strings.Repeat("a", 129)} {
+		t.Run("refused "+name[:min(len(name), 20)], func(t *testing.T) {
+			k, tools := newTools(t, pipeline.Options{})
+			_, err := k.Load(fakePlugin{name: "P", tools: []pipeline.Tool{{
+				Name: name, Description: "d", Execute: addBody,
+			}}}.plugin())
+			if err == nil || !strings.Contains(err.Error(), "MCP tool name rule") {
+				t.Fatalf("registering %q: %v, want the name refused", name, err)
+			}
+			if n := len(tools.List()); n != 0 {
+				t.Fatalf("%d tools registered", n)
+			}
+		})
+	}
+}
+
+// A name that differs from a served one only by case or by characters that
+// look alike is refused, whoever registers it and whichever batch it is
+// in; a held tool is exempt (it is never served).
+func TestLookalikeToolNamesAreRefused(t *testing.T) {
+	k, tools := newTools(t, pipeline.Options{})
+	load(t, k, fakePlugin{name: "P", tools: []pipeline.Tool{{Name: "read_file", Description: "d", Execute: okBody(1)}}}.plugin())
+	for _, name := range []string{"READ_FILE", "Read_file", "read_fiIe", "read_fi1e", "Read_FiIe"} {
+		_, err := k.Load(fakePlugin{name: "Q" + name, tools: []pipeline.Tool{{Name: name, Description: "d", Execute: okBody(2)}}}.plugin())
+		if err == nil || !strings.Contains(err.Error(), `looks like the tool "read_file" (of plugin P)`) {
+			t.Errorf("registering %q beside read_file: %v, want it refused as a lookalike", name, err)
+		}
+	}
+	_, err := k.Load(fakePlugin{name: "R", tools: []pipeline.Tool{
+		{Name: "t0ol", Description: "d", Execute: okBody(3)},
+		{Name: "tool", Description: "d", Execute: okBody(3)},
+	}}.plugin())
+	if err == nil || !strings.Contains(err.Error(), `register tool "tool": it looks like the tool "t0ol" (of plugin R)`) {
+		t.Errorf("a batch with two lookalikes: %v, want the second refused", err)
+	}
+	load(t, k, fakePlugin{name: "H", tools: []pipeline.Tool{{Name: "READ_FILE", Description: "d", Held: "a lookalike", Execute: okBody(4)}}}.plugin())
+	names := []string{}
+	for _, ti := range tools.List() {
+		names = append(names, ti.Name)
+	}
+	if want := []string{"READ_FILE", "read_file"}; !slices.Equal(names, want) {
+		t.Errorf("tools %v, want %v", names, want)
 	}
 }
 
@@ -228,4 +271,26 @@ func TestMarkAbsent(t *testing.T) {
 	release()
 	release()
 	wantCode(t, tools.Execute(ctx, "add", json.RawMessage(`{}`), "c"), pipeline.CodeUnknownTool)
+}
+
+// A description longer than MaxDescriptionBytes holds its tool absent: it
+// is listed with the reason and its description cut to the bound, and a
+// call to it is refused; one at the bound is served.
+func TestLongDescriptionIsHeld(t *testing.T) {
+	ctx := testCtx(t)
+	k, tools := newTools(t, pipeline.Options{MaxDescriptionBytes: 10})
+	load(t, k, fakePlugin{name: "P", tools: []pipeline.Tool{
+		{Name: "long", Description: "ééééééé", Execute: okBody(1)}, // 14 bytes
+		{Name: "fits", Description: "0123456789", Execute: okBody(2)},
+	}}.plugin())
+	long, ok := tools.Lookup("long")
+	if !ok || !strings.Contains(long.Held, "the description is 14 bytes, over the max_description_bytes limit of 10") || long.Description != "ééééé" {
+		t.Fatalf("long: %+v, want it held, its description cut at a character", long)
+	}
+	r := tools.Execute(ctx, "long", json.RawMessage(`{}`), "c")
+	wantCode(t, r, pipeline.CodeUnknownTool)
+	if !strings.Contains(r.Error.Message, "max_description_bytes") {
+		t.Errorf("the refusal does not say why: %s", r.Error.Message)
+	}
+	wantCode(t, tools.Execute(ctx, "fits", json.RawMessage(`{}`), "c"), "")
 }

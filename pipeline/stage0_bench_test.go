@@ -13,7 +13,7 @@ func benchTool(b *testing.B) *registered {
 	reg, err := compile(Tool{
 		Name: "add", Description: "Adds.", Execute: func(context.Context, *Execution) (any, error) { return nil, nil },
 		Parameters: json.RawMessage(`{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}},"required":["a","b"]}`),
-	}, "P")
+	}, "P", DefaultMaxDescriptionBytes)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
@@ -131,8 +132,9 @@ func (r *registered) fullSchema() (*jsonschema.Schema, error) {
 }
 
 // compile checks a tool's fields and compiles its schema once, at
-// registration, so that no call pays for it.
-func compile(t Tool, owner string) (*registered, error) {
+// registration, so that no call pays for it. A description longer than
+// maxDesc bytes holds the tool absent (see boundDescription).
+func compile(t Tool, owner string, maxDesc int) (*registered, error) {
 	var missing []error
 	if t.Name == "" {
 		missing = append(missing, errors.New("name is required"))
@@ -146,6 +148,7 @@ func compile(t Tool, owner string) (*registered, error) {
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("register tool %q: %w", t.Name, errors.Join(missing...))
 	}
+	t = boundDescription(t, maxDesc)
 	params := t.Parameters
 	if len(bytes.TrimSpace(params)) == 0 {
 		params = anyObject
@@ -187,4 +190,27 @@ func compileSchema(name string, doc any) (*jsonschema.Schema, error) {
 		return nil, fmt.Errorf("register tool %q: parameters are not a valid JSON Schema: %w", name, err)
 	}
 	return schema, nil
+}
+
+// boundDescription holds t absent when its description is longer than max
+// bytes: a description is sent to every client in every tools/list and
+// read by the model, so one of megabytes costs every session (and may bury
+// instructions in bulk). The registry keeps the first max bytes (cut at a
+// character's start) so that the tool is listed with why it is held.
+func boundDescription(t Tool, max int) Tool {
+	if max <= 0 || len(t.Description) <= max {
+		return t
+	}
+	why := fmt.Sprintf("the description is %d bytes, over the max_description_bytes limit of %d", len(t.Description), max)
+	cut := max
+	for cut > 0 && !utf8.RuneStart(t.Description[cut]) {
+		cut--
+	}
+	t.Description = t.Description[:cut]
+	if t.Held == "" {
+		t.Held = why
+	} else {
+		t.Held += "; " + why
+	}
+	return t
 }

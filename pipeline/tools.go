@@ -60,6 +60,10 @@ type Options struct {
 	// on a virtual machine), so by default one call in
 	// DefaultStageSample is timed; 1 times every call.
 	StageSample uint64
+	// MaxDescriptionBytes bounds a tool's description: a longer one is
+	// registered held absent, with the reason, its description cut to
+	// the bound. Zero means DefaultMaxDescriptionBytes.
+	MaxDescriptionBytes int
 	// Tracer, when set, gives every call a span with a child per stage it
 	// reaches; what a stage calls (a plugin's RPC) is that stage's child.
 	// Nil: no spans, and nothing spent on them.
@@ -74,6 +78,11 @@ type Options struct {
 // DefaultMaxArgumentBytes is Options.MaxArgumentBytes when it is 0: the
 // MCP SDK's request body limit, which bounded MCP calls before.
 const DefaultMaxArgumentBytes = 4 << 20
+
+// DefaultMaxDescriptionBytes is Options.MaxDescriptionBytes when it is 0:
+// 16 KiB, far above any real tool's description, and far below what a
+// client would send a model in every tools/list.
+const DefaultMaxDescriptionBytes = 16 << 10
 
 // DefaultStageSample is Options.StageSample when it is 0.
 const DefaultStageSample = 8
@@ -104,6 +113,9 @@ type Tools struct {
 	idPrefix string
 	seq      atomic.Uint64
 	inflight atomic.Int64 // calls in Execute now, whatever their snapshot
+	// naming makes a registration's name check and the registration one
+	// step (see checkNames).
+	naming sync.Mutex
 }
 
 // InFlight is how many calls are running now, stages 0 to 5.
@@ -119,6 +131,9 @@ func New(k *kernel.Kernel, opts Options) *Tools {
 	}
 	if opts.MaxArgumentBytes <= 0 {
 		opts.MaxArgumentBytes = DefaultMaxArgumentBytes
+	}
+	if opts.MaxDescriptionBytes <= 0 {
+		opts.MaxDescriptionBytes = DefaultMaxDescriptionBytes
 	}
 	log := opts.Logger
 	if log == nil {
@@ -263,8 +278,11 @@ type snapshot struct {
 	gen      uint64
 	versions map[string]uint64
 
-	tools    map[string]*registered
-	absent   map[string]string // tool → why it is missing
+	tools  map[string]*registered
+	absent map[string]string // tool → why it is missing
+	// nameIdx is the lookalike index of tools and absent (see names),
+	// built on first use.
+	nameIdx  atomic.Pointer[nameIndex]
 	holds    []hold
 	pre      []entry[PreExecuteFunc]
 	guards   []entry[GuardFunc]
@@ -347,6 +365,11 @@ func (t *Tools) compile() {
 	// One read of every changed point, so that a reload's swap is seen whole.
 	gen, all, versions := t.k.Points().Changed(known, allPoints...)
 	s.gen, s.versions = gen, versions
+	_, toolsChanged := all[PointTools]
+	_, absentChanged := all[PointAbsent]
+	if prev != nil && !toolsChanged && !absentChanged {
+		s.nameIdx.Store(prev.nameIdx.Load())
+	}
 	if list, ok := all[PointTools]; ok {
 		s.tools = make(map[string]*registered, len(list))
 		s.maxArgs = t.opts.MaxArgumentBytes
@@ -479,9 +502,14 @@ func (r *Registrar) Tools() *Tools { return r.t }
 // Register adds a tool. A duplicate name is refused with an error naming the
 // plugin that owns it.
 func (r *Registrar) Register(tool Tool) (*kernel.Effect, error) {
-	reg, err := compile(tool, r.s.Name())
+	reg, err := compile(tool, r.s.Name(), r.t.opts.MaxDescriptionBytes)
 	if err != nil {
 		return nil, err
+	}
+	r.t.naming.Lock()
+	defer r.t.naming.Unlock()
+	if errs := r.t.checkNames(r.s.Name(), []Tool{tool}); errs != nil {
+		return nil, errs[0]
 	}
 	e, err := r.s.Contribute(PointTools, tool.Name, 0, reg)
 	if err != nil {
@@ -507,8 +535,14 @@ func (r *Registrar) RegisterTools(replace []*kernel.Effect, tools []Tool) (effec
 		}
 		errs[i] = err
 	}
+	r.t.naming.Lock()
+	defer r.t.naming.Unlock()
+	named := r.t.checkNames(r.s.Name(), tools)
 	for i, tool := range tools {
-		reg, err := compile(tool, r.s.Name())
+		reg, err := compile(tool, r.s.Name(), r.t.opts.MaxDescriptionBytes)
+		if err == nil && named != nil && named[i] != nil {
+			err = named[i]
+		}
 		if err != nil {
 			setErr(i, err)
 			continue

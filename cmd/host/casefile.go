@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 
+	"github.com/plugkit-go/plugkit/internal/hclbound"
 	"github.com/plugkit-go/plugkit/pipeline"
 )
 
@@ -54,17 +54,18 @@ type testCase struct {
 
 var caseFileSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: "case", LabelNames: []string{"name"}}}}
 
+// caseFileLimits bound a case file before the HCL parser sees it: the
+// parser recurses once per level of nesting, and a stack overflow ends the
+// process (package hclbound).
+var caseFileLimits = hclbound.Limits{What: "test file", MaxBytes: maxCaseFileBytes}
+
 // parseCaseFile reads one case file.
 func parseCaseFile(path string) ([]*testCase, hcl.Diagnostics) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "cannot read the test file", Detail: err.Error(), Subject: &hcl.Range{Filename: path}}}
+	src, diags := caseFileLimits.ReadFile(path)
+	if diags.HasErrors() {
+		return nil, diags
 	}
-	if fi.Size() > maxCaseFileBytes {
-		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "test file too large",
-			Detail: fmt.Sprintf("%d bytes, over the limit of %d", fi.Size(), maxCaseFileBytes), Subject: &hcl.Range{Filename: path}}}
-	}
-	f, diags := hclparse.NewParser().ParseHCLFile(path)
+	f, diags := hclparse.NewParser().ParseHCL(src, path)
 	if diags.HasErrors() {
 		return nil, diags
 	}

@@ -128,7 +128,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		// The command printed its answer already (a call that is not ok).
 		return code
 	}
-	fmt.Fprintln(stderr, "host:", msg)
+	fmt.Fprintln(stderr, "host:", shownText(msg)) // an error may take several lines
 	if hint != "" {
 		fmt.Fprintln(stderr, hint)
 	}

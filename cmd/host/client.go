@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,9 +21,14 @@ import (
 )
 
 func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := w.Write(jsonShown(buf.Bytes()))
+	return err
 }
 
 func status(ctx context.Context, e *env, _ []string) error {
@@ -57,16 +63,16 @@ func status(ctx context.Context, e *env, _ []string) error {
 		if p.Sandbox.Egress != "" {
 			sandbox += ", egress: " + p.Sandbox.Egress
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", name, state, pid, orDash(p.Uptime), p.Restarts, orDash(sandbox), orDash(strings.Join(p.Tools, ",")), orDash(p.LastError))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", shown(name), shown(state), pid, orDash(p.Uptime), p.Restarts, orDash(shown(sandbox)), orDash(shown(strings.Join(p.Tools, ","))), orDash(shown(p.LastError)))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	for _, p := range st.Plugins {
 		if len(p.Sandbox.Gaps) > 0 {
-			fmt.Fprintf(e.stdout, "\n%s: sandbox partial, not enforced:\n", p.Name)
+			fmt.Fprintf(e.stdout, "\n%s: sandbox partial, not enforced:\n", shown(p.Name))
 			for _, g := range p.Sandbox.Gaps {
-				fmt.Fprintf(e.stdout, "  %s\n", g)
+				fmt.Fprintf(e.stdout, "  %s\n", shown(g.String()))
 			}
 		}
 	}
@@ -74,15 +80,15 @@ func status(ctx context.Context, e *env, _ []string) error {
 	printEgress(e.stdout, st.Plugins)
 	for _, p := range st.Plugins {
 		if len(p.Held) > 0 {
-			fmt.Fprintf(e.stdout, "\n%s: tools held absent:\n", p.Name)
+			fmt.Fprintf(e.stdout, "\n%s: tools held absent:\n", shown(p.Name))
 			for _, h := range p.Held {
-				fmt.Fprintf(e.stdout, "  %s\n", h)
+				fmt.Fprintf(e.stdout, "  %s\n", shown(h))
 			}
 		}
 	}
 	for _, p := range st.Plugins {
 		if p.Problem != "" {
-			fmt.Fprintf(e.stdout, "\n%s: problem: %s\n", p.Name, p.Problem)
+			fmt.Fprintf(e.stdout, "\n%s: problem: %s\n", shown(p.Name), shown(p.Problem))
 		}
 	}
 	printExits(e.stdout, st.Plugins)
@@ -105,9 +111,9 @@ func printLimits(w io.Writer, plugins []admin.PluginStatus) {
 		names[key] = append(names[key], p.Name)
 	}
 	for _, key := range order {
-		fmt.Fprintf(w, "\nlimits of %s, and what enforces them:\n", strings.Join(names[key], ", "))
+		fmt.Fprintf(w, "\nlimits of %s, and what enforces them:\n", shown(strings.Join(names[key], ", ")))
 		for _, l := range strings.Split(key, "\n") {
-			fmt.Fprintf(w, "  %s\n", l)
+			fmt.Fprintf(w, "  %s\n", shown(l))
 		}
 	}
 }
@@ -133,7 +139,7 @@ func printExits(w io.Writer, plugins []admin.PluginStatus) {
 		if p.LastExit == "" {
 			continue
 		}
-		fmt.Fprintf(w, "\n%s: last exit: %s\n", p.Name, p.LastExit)
+		fmt.Fprintf(w, "\n%s: last exit: %s\n", shown(p.Name), shown(p.LastExit))
 		switch n := len(p.Stderr); {
 		case n == 1:
 			fmt.Fprintln(w, "  stderr (last line):")
@@ -141,7 +147,7 @@ func printExits(w io.Writer, plugins []admin.PluginStatus) {
 			fmt.Fprintf(w, "  stderr (last %d lines):\n", n)
 		}
 		for _, line := range p.Stderr {
-			fmt.Fprintf(w, "    %s\n", line)
+			fmt.Fprintf(w, "    %s\n", shown(line))
 		}
 	}
 }
@@ -186,7 +192,7 @@ func tools(ctx context.Context, e *env, _ []string) error {
 			hints = append([]string{"HELD"}, hints...)
 			desc = "held absent: " + t.Held
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.Name, t.Owner, orDash(strings.Join(hints, ",")), parameterSummary(t.Parameters), oneLine(desc))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", shown(t.Name), shown(t.Owner), orDash(shown(strings.Join(hints, ","))), shown(parameterSummary(t.Parameters)), oneLine(desc))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -197,9 +203,9 @@ func tools(ctx context.Context, e *env, _ []string) error {
 		if len(t.Notes) == 0 {
 			continue
 		}
-		fmt.Fprintf(e.stdout, "\n%s:\n", t.Name)
+		fmt.Fprintf(e.stdout, "\n%s:\n", shown(t.Name))
 		for _, n := range t.Notes {
-			fmt.Fprintf(e.stdout, "  %s\n", n)
+			fmt.Fprintf(e.stdout, "  %s\n", shown(n))
 		}
 	}
 	return nil
@@ -258,7 +264,7 @@ func call(ctx context.Context, e *env, args []string) error {
 		var v any
 		if json.Unmarshal(r.Value, &v) == nil {
 			if s, ok := v.(string); ok {
-				fmt.Fprintln(e.stdout, s)
+				fmt.Fprintln(e.stdout, shownText(s))
 			} else {
 				_ = printJSON(e.stdout, v)
 			}
@@ -268,7 +274,7 @@ func call(ctx context.Context, e *env, args []string) error {
 		if r.DecidedBy != "" {
 			line += " (decided by " + r.DecidedBy + ")"
 		}
-		fmt.Fprintln(e.stdout, line)
+		fmt.Fprintln(e.stdout, shown(line))
 	}
 	if !r.OK {
 		return fail(exitFailed, "")
@@ -288,7 +294,7 @@ func prompt(e *env, q admin.Question) bool {
 	if red, hits, err := promptScanner.RedactJSON([]byte(args)); err == nil && len(hits) > 0 {
 		args = string(red)
 	}
-	fmt.Fprintf(e.stderr, "%s\n  tool: %s\n  arguments: %s\n  for: %s\nAllow? [y/N] ", q.Question, q.Tool, args, q.For)
+	fmt.Fprintf(e.stderr, "%s\n  tool: %s\n  arguments: %s\n  for: %s\nAllow? [y/N] ", shown(q.Question), shown(q.Tool), shown(args), shown(q.For))
 	line, _ := bufio.NewReader(e.stdin).ReadString('\n')
 	switch strings.ToLower(strings.TrimSpace(line)) {
 	case "y", "yes":
@@ -330,7 +336,7 @@ func reload(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 	} else {
-		fmt.Fprintln(e.stdout, msg)
+		fmt.Fprintln(e.stdout, shownText(msg))
 		if len(restart) > 0 {
 			fmt.Fprintf(e.stdout, "host settings changed, not applied: %s: takes effect at restart\n", strings.Join(restart, ", "))
 		}
@@ -388,15 +394,15 @@ func waitGone(ctx context.Context, pid int) error {
 }
 
 // oneLine keeps a table row on one line: a description's line breaks and
-// control characters (a bridged server's text is not trusted to be tidy)
-// become spaces.
+// tabs become spaces, and its other hidden characters are escaped (see
+// shown).
 func oneLine(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
+	return shown(strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\r' || r == '\t' {
 			return ' '
 		}
 		return r
-	}, s)
+	}, s))
 }
 
 // requestError is the CLI's error for an admin request that failed: the

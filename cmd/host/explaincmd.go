@@ -128,16 +128,16 @@ func explainExit(x pipeline.Explanation) int {
 // printExplanation writes x for a person: one line per listener, then the
 // outcome.
 func printExplanation(w io.Writer, x pipeline.Explanation, args string) {
-	fmt.Fprintf(w, "explain %s %s for %s (dry run: nothing executes)\n", x.Tool, compactJSON(args), x.Principal)
+	fmt.Fprintf(w, "explain %s %s for %s (dry run: nothing executes)\n", shown(x.Tool), shown(compactJSON(args)), shown(x.Principal))
 	switch {
 	case x.Outcome == pipeline.BadArgs:
-		fmt.Fprintf(w, "  stage 0  %-10s tool of %s; arguments invalid   <- decided\n", "host", x.Owner)
+		fmt.Fprintf(w, "  stage 0  %-10s tool of %s; arguments invalid   <- decided\n", "host", shown(x.Owner))
 	case x.Owner != "":
-		fmt.Fprintf(w, "  stage 0  %-10s tool of %s; arguments valid\n", "host", x.Owner)
+		fmt.Fprintf(w, "  stage 0  %-10s tool of %s; arguments valid\n", "host", shown(x.Owner))
 	case x.DecidedBy != "":
 		// No tool of that name, or a critical plugin down: decided
 		// before any listener.
-		fmt.Fprintf(w, "  stage 0  %-10s %s   <- decided\n", x.DecidedBy, x.Outcome)
+		fmt.Fprintf(w, "  stage 0  %-10s %s   <- decided\n", shown(x.DecidedBy), shown(x.Outcome))
 	}
 	for _, s := range x.Steps {
 		line := fmt.Sprintf("  stage %d  %-10s %s", s.Stage, s.Plugin, s.Verdict)
@@ -150,9 +150,12 @@ func printExplanation(w io.Writer, x pipeline.Explanation, args string) {
 		if s.Decided {
 			line += "   <- decided"
 		}
-		fmt.Fprintln(w, line)
+		fmt.Fprintln(w, shown(line))
 	}
-	fmt.Fprintln(w, outcomeLine(x))
+	// The verdict may take two lines (an ASK and what follows approval).
+	for _, line := range strings.Split(outcomeLine(x), "\n") {
+		fmt.Fprintln(w, shown(line))
+	}
 }
 
 // outcomeLine is the explanation's verdict in one line: `DENIED by safety,

@@ -19,7 +19,7 @@ import (
 func lock(ctx context.Context, e *env, args []string) error {
 	pins, diags := deployment.Lock(e.config)
 	if diags.HasErrors() {
-		fmt.Fprint(e.stderr, deployment.Format(diags))
+		fmt.Fprint(e.stderr, shownText(deployment.Format(diags)))
 		return fail(exitFailed, "%s was not changed", e.config)
 	}
 	tools, terr := e.lockTools(ctx, args)
@@ -59,7 +59,7 @@ func (e *env) lockTools(ctx context.Context, args []string) ([]deployment.ToolPi
 	}
 	ts, err := c.Tools(ctx)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "tool definitions not pinned: %v (start the host, then run host lock again)\n", err)
+		fmt.Fprintf(e.stderr, "tool definitions not pinned: %s (start the host, then run host lock again)\n", shown(err.Error()))
 		return nil, nil
 	}
 	want := toolPins(ts)
@@ -75,7 +75,7 @@ func (e *env) lockTools(ctx context.Context, args []string) ([]deployment.ToolPi
 	}
 	changes, diags := deployment.LockTools(e.config, want)
 	if diags.HasErrors() {
-		fmt.Fprint(e.stderr, deployment.Format(diags))
+		fmt.Fprint(e.stderr, shownText(deployment.Format(diags)))
 		return nil, fail(exitFailed, "tool pins of %s were not changed", e.config)
 	}
 	for _, ch := range changes {
@@ -112,21 +112,21 @@ func toolPins(ts []admin.Tool) map[string]map[string]string {
 
 func printToolPins(e *env, c deployment.ToolPinChange) {
 	if c.Empty() {
-		fmt.Fprintf(e.stdout, "%s: tool definitions already pinned\n", c.Plugin)
+		fmt.Fprintf(e.stdout, "%s: tool definitions already pinned\n", shown(c.Plugin))
 		return
 	}
 	what := "tool definitions pinned"
 	if c.First {
 		what = "tool definitions pinned for the first time"
 	}
-	fmt.Fprintf(e.stdout, "%s: %s (%d new, %d changed, %d removed); reloaded\n", c.Plugin, what, len(c.Added), len(c.Changed), len(c.Removed))
+	fmt.Fprintf(e.stdout, "%s: %s (%d new, %d changed, %d removed); reloaded\n", shown(c.Plugin), what, len(c.Added), len(c.Changed), len(c.Removed))
 	for _, t := range c.Added {
-		fmt.Fprintf(e.stdout, "  + %s\n", t)
+		fmt.Fprintf(e.stdout, "  + %s\n", shown(t))
 	}
 	for _, t := range slices.Sorted(maps.Keys(c.Changed)) {
-		fmt.Fprintf(e.stdout, "  ~ %s: %s changed\n", t, strings.Join(c.Changed[t], ", "))
+		fmt.Fprintf(e.stdout, "  ~ %s: %s changed\n", shown(t), shown(strings.Join(c.Changed[t], ", ")))
 	}
 	for _, t := range c.Removed {
-		fmt.Fprintf(e.stdout, "  - %s\n", t)
+		fmt.Fprintf(e.stdout, "  - %s\n", shown(t))
 	}
 }

@@ -30,14 +30,14 @@ func serveMCP(ctx context.Context, e *env, _ []string) error {
 	boot := newLogger(e, "warn")
 	d, diags := host.Load(ctx, e.config, boot)
 	if diags.HasErrors() {
-		fmt.Fprint(e.stderr, deployment.Format(diags))
+		fmt.Fprint(e.stderr, shownText(deployment.Format(diags)))
 		if host.FileIsValid(diags) {
 			return fail(exitFailed, "%s is valid, but the host cannot start on this machine as it is (above); nothing was started", e.config)
 		}
 		return fail(exitFailed, "%s is not valid; nothing was started", e.config)
 	}
 	if len(diags) > 0 {
-		fmt.Fprint(e.stderr, deployment.Format(diags)) // stderr: stdout is the protocol's
+		fmt.Fprint(e.stderr, shownText(deployment.Format(diags))) // stderr: stdout is the protocol's
 	}
 	log := newLogger(e, d.Host.LogLevel)
 	// Its plugins are known to every host as plugins (package lineage).

@@ -35,11 +35,11 @@ func validate(ctx context.Context, e *env, _ []string) error {
 	log := newLogger(e, "warn")
 	d, diags := host.Load(ctx, e.config, log)
 	if diags.HasErrors() {
-		fmt.Fprint(e.stderr, deployment.Format(diags))
+		fmt.Fprint(e.stderr, shownText(deployment.Format(diags)))
 		return fail(exitFailed, "")
 	}
 	if len(diags) > 0 {
-		fmt.Fprint(e.stderr, deployment.Format(diags))
+		fmt.Fprint(e.stderr, shownText(deployment.Format(diags)))
 	}
 	fmt.Fprintf(e.stdout, "%s: ok (%d plugins)\n", e.config, len(d.Plugins))
 	if sup, err := host.SandboxSupport(); err == nil {
@@ -59,7 +59,7 @@ func runHost(ctx context.Context, e *env, _ []string) error {
 	boot := newLogger(e, "info")
 	d, diags := host.Load(ctx, e.config, boot)
 	if diags.HasErrors() {
-		fmt.Fprint(e.stderr, deployment.Format(diags))
+		fmt.Fprint(e.stderr, shownText(deployment.Format(diags)))
 		if host.FileIsValid(diags) {
 			return fail(exitFailed, "%s is valid, but the host cannot start on this machine as it is (above); nothing was started", e.config)
 		}
@@ -67,7 +67,7 @@ func runHost(ctx context.Context, e *env, _ []string) error {
 	}
 	if len(diags) > 0 {
 		// Warnings: a sandbox the kernel enforces only in part, above all.
-		fmt.Fprint(e.stderr, deployment.Format(diags))
+		fmt.Fprint(e.stderr, shownText(deployment.Format(diags)))
 	}
 	log := newLogger(e, d.Host.LogLevel)
 	setExitBound(d.Host.ShutdownTimeout)

@@ -71,14 +71,14 @@ func runTests(ctx context.Context, e *env, files []string, junit string) error {
 		diags = append(diags, d...)
 	}
 	if diags.HasErrors() {
-		fmt.Fprint(e.stderr, deployment.Format(diags))
+		fmt.Fprint(e.stderr, shownText(deployment.Format(diags)))
 		return fail(exitUsage, "the test files have errors; nothing was run")
 	}
 
 	log := newLogger(e, "warn")
 	d, ddiags := host.Load(ctx, e.config, log)
 	if ddiags.HasErrors() {
-		fmt.Fprint(e.stderr, deployment.Format(ddiags))
+		fmt.Fprint(e.stderr, shownText(deployment.Format(ddiags)))
 		if host.FileIsValid(ddiags) {
 			return fail(exitFailed, "%s is valid, but the host cannot start on this machine as it is (above); nothing was run", e.config)
 		}
@@ -103,9 +103,9 @@ func runTests(ctx context.Context, e *env, files []string, junit string) error {
 		if executes && p.Critical {
 			// Every call it makes would be denied, or go unrecorded (an
 			// audit log another host writes): say why, run nothing.
-			return fail(exitFailed, "critical plugin %s is %s in the test host: %s; the cases that execute cannot run: nothing was run", p.Name, p.State, p.LastError)
+			return fail(exitFailed, "critical plugin %s is %s in the test host: %s; the cases that execute cannot run: nothing was run", shown(p.Name), p.State, shown(p.LastError))
 		}
-		fmt.Fprintf(e.stderr, "host: warning: plugin %s is %s in the test host: %s\n", p.Name, p.State, p.LastError)
+		fmt.Fprintf(e.stderr, "host: warning: plugin %s is %s in the test host: %s\n", shown(p.Name), p.State, shown(p.LastError))
 	}
 
 	self := admin.LocalPrincipal(os.Getuid())
@@ -210,9 +210,9 @@ func printCase(e *env, r caseResult) {
 	if !r.Pass {
 		status = "FAIL"
 	}
-	fmt.Fprintf(e.stdout, "--- %s: %s (%.2fs)\n", status, r.Name, r.Seconds)
+	fmt.Fprintf(e.stdout, "--- %s: %s (%.2fs)\n", status, shown(r.Name), r.Seconds)
 	if !r.Pass {
-		fmt.Fprintf(e.stdout, "    %s:%d: %s\n", r.File, r.Line, r.Failure)
+		fmt.Fprintf(e.stdout, "    %s:%d: %s\n", shown(r.File), r.Line, shown(r.Failure))
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/plugkit-go/plugkit/shared/sdk"
+	"github.com/plugkit-go/plugkit/shared/toolname"
 )
 
 // bridge is one server's session and the tools registered for it.
@@ -224,34 +225,6 @@ func (b *bridge) register(ctx context.Context, want map[string]sdk.Tool) error {
 	return nil
 }
 
-// list is the server's tools as they are to be registered, by the server's
-// names: tools/list under start_timeout, at most max_tools of them.
-func (b *bridge) list(ctx context.Context) (map[string]sdk.Tool, error) {
-	ctx, cancel := b.set.limits.control(ctx)
-	defer cancel()
-	want := map[string]sdk.Tool{}
-	n := 0
-	for t, err := range b.cs.Tools(ctx, nil) {
-		if err != nil {
-			err = b.set.limits.timedOut("tools/list", err)
-			return nil, fmt.Errorf("tools/list of the MCP server %s: %w", b.set.describe(), err)
-		}
-		if n++; n > b.set.limits.maxTools {
-			return nil, fmt.Errorf("tools/list of the MCP server %s: %w", b.set.describe(), b.set.limits.tooManyTools())
-		}
-		if !b.set.bridged(t.Name) {
-			continue
-		}
-		spec, err := b.toolSpec(t)
-		if err != nil {
-			b.log.Warn("tool not bridged", "tool", t.Name, "error", err)
-			continue
-		}
-		want[t.Name] = spec
-	}
-	return want, nil
-}
-
 // sameSpec compares what the host knows of a tool.
 func sameSpec(a, b sdk.Tool) bool {
 	return a.Name == b.Name && a.Description == b.Description && a.Parameters == b.Parameters &&
@@ -282,6 +255,11 @@ func (b *bridge) toolSpec(t *mcp.Tool) (sdk.Tool, error) {
 			held = append(held, why)
 		}
 	}
+	full := t // the definition pinned is the server's, whole
+	if why, cut := b.set.limits.boundText(t); why != "" {
+		held = append(held, why)
+		t = cut
+	}
 	readOnly, destructive, idempotent, notes := b.set.trust.hints(t.Name, t.Annotations)
 	flags := scanTool(t)
 	for _, f := range flags {
@@ -290,7 +268,7 @@ func (b *bridge) toolSpec(t *mcp.Tool) (sdk.Tool, error) {
 	if len(flags) > 0 && b.set.trust.block {
 		held = append(held, fmt.Sprintf("description failed the check %s (descriptions = \"block\")", flags[0].rule))
 	}
-	def := definitionOf(t)
+	def := definitionOf(full)
 	if why := b.set.trust.pinHeld(t.Name, def); why != "" {
 		held = append(held, why)
 	}
@@ -317,16 +295,24 @@ func (b *bridge) toolSpec(t *mcp.Tool) (sdk.Tool, error) {
 			return b.call(ctx, name, call.Arguments)
 		},
 	}
+	if err := toolname.Check(spec.Name); err != nil {
+		held = append(held, "the name breaks the MCP tool name rule: "+err.Error())
+	}
 	if len(held) > 0 {
-		spec.Held = strings.Join(held, "; ")
-		// A host that does not know Held would serve the tool: refuse here
-		// too.
-		why := spec.Held
-		spec.Execute = func(context.Context, *sdk.Call) (any, error) {
-			return nil, fmt.Errorf("tool %s is held absent: %s", name, why)
-		}
+		spec = holdTool(spec, name, strings.Join(held, "; "))
 	}
 	return spec, nil
+}
+
+// holdTool is spec held absent for why: listed with why, never served.
+func holdTool(spec sdk.Tool, name, why string) sdk.Tool {
+	spec.Held = why
+	// A host that does not know Held would serve the tool: refuse here
+	// too.
+	spec.Execute = func(context.Context, *sdk.Call) (any, error) {
+		return nil, fmt.Errorf("tool %s is held absent: %s", name, why)
+	}
+	return spec
 }
 
 // call runs tools/call. Cancelling ctx (the pipeline call was cancelled or

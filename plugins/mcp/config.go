@@ -33,6 +33,7 @@ type Config struct {
 	StartTimeout        string `json:"start_timeout,omitempty" doc:"Bounds the whole start (starting the server, initialize and tools/list, however often tried) and every other control request to the server (default \"30s\", the host's start timeout)."`
 	MaxTools            int    `json:"max_tools,omitempty" doc:"The most tools the server may list (default 1000); a longer list is refused."`
 	MaxSchemaBytes      int    `json:"max_schema_bytes,omitempty" doc:"The largest input or output schema of one tool, in bytes (default 262144); a tool with a larger one is held absent."`
+	MaxDescriptionBytes int    `json:"max_description_bytes,omitempty" doc:"The largest description or title of one tool, in bytes (default 16384, as the host's max_description_bytes); a tool with a larger one is held absent, unscanned."`
 	MaxAnswerBytes      int    `json:"max_answer_bytes,omitempty" doc:"The largest message the server may send, in bytes (default 16777216); a larger one ends the session."`
 	ListChangedInterval string `json:"list_changed_interval,omitempty" doc:"list_changed notifications are coalesced: at most one tools/list per interval (default \"1s\")."`
 }
@@ -86,6 +87,7 @@ const configRules = `{
     "pin": {"enum": ["strict", "new-ok"]},
     "max_tools": {"minimum": 1},
     "max_schema_bytes": {"minimum": 1},
+    "max_description_bytes": {"minimum": 1},
     "max_answer_bytes": {"minimum": 1024}
   }
 }`

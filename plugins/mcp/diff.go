@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -69,6 +70,7 @@ func (b *bridge) apply(ctx context.Context, want map[string]sdk.Tool) (added, di
 	if err != nil {
 		return 0, 0, err
 	}
+	b.holdRefused(ctx, d.add, regs, errs)
 	keyOf := map[string]string{} // registered name → server name
 	for name, spec := range want {
 		keyOf[spec.Name] = name
@@ -95,4 +97,41 @@ func (b *bridge) apply(ctx context.Context, want map[string]sdk.Tool) (added, di
 		added++
 	}
 	return added, len(d.drop), nil
+}
+
+// holdRefused registers again, held absent with the host's reason, each
+// tool of add the host refused (a name that looks like another plugin's
+// tool, or that breaks the name rule once prefixed), so that the refusal
+// shows in host tools and host status rather than only in the log. Where
+// it is registered so, regs[i] and errs[i] are set to that registration.
+// A name the host refuses even held (taken, or reserved for another
+// plugin) stays refused.
+func (b *bridge) holdRefused(ctx context.Context, add []sdk.Tool, regs []registration, errs []error) {
+	var held []sdk.Tool
+	var at []int
+	for i, spec := range add {
+		if errs == nil || errs[i] == nil || spec.Held != "" {
+			continue
+		}
+		// The SDK names the tool before the host's error, which names it
+		// too: once is enough.
+		pre := fmt.Sprintf("register tool %q: ", spec.Name)
+		why := strings.Replace(errs[i].Error(), pre+pre, pre, 1)
+		held = append(held, holdTool(spec, spec.Name, "the host refused it: "+why))
+		at = append(at, i)
+	}
+	if len(held) == 0 {
+		return
+	}
+	hregs, herrs, err := b.batch(ctx, held, nil)
+	if err != nil {
+		return
+	}
+	for j, i := range at {
+		if herrs != nil && herrs[j] != nil || hregs[j] == nil {
+			continue
+		}
+		b.log.Warn("tool held absent: the host refused its name", "tool", add[i].Name, "error", errs[i])
+		regs[i], errs[i] = hregs[j], nil
+	}
 }

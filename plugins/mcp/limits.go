@@ -7,8 +7,10 @@ import (
 	"io"
 	"net/http"
 	"os/exec"
+	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -25,6 +27,10 @@ import (
 //     costs the host memory and time in proportion);
 //   - a tool whose input or output schema is larger than max_schema_bytes
 //     is held absent;
+//   - so is a tool whose description or title is larger than
+//     max_description_bytes, before its text is scanned (the description
+//     checks cost about 1.5 µs a byte: 12 s for an 8 MB description, at
+//     every tools/list);
 //   - list_changed notifications are coalesced: at most one tools/list per
 //     list_changed_interval, however many arrive.
 
@@ -32,6 +38,7 @@ const (
 	defaultStartTimeout        = 30 * time.Second
 	defaultMaxTools            = 1000
 	defaultMaxSchemaBytes      = 256 << 10
+	defaultMaxDescBytes        = 16 << 10 // the host's max_description_bytes default
 	defaultMaxAnswerBytes      = 16 << 20
 	defaultListChangedInterval = time.Second
 )
@@ -42,11 +49,12 @@ type limits struct {
 	maxSchema    int
 	maxAnswer    int
 	listInterval time.Duration
+	maxDesc      int
 }
 
 func (l *limits) check(cfg Config) []string {
 	var errs []string
-	*l = limits{defaultStartTimeout, defaultMaxTools, defaultMaxSchemaBytes, defaultMaxAnswerBytes, defaultListChangedInterval}
+	*l = limits{defaultStartTimeout, defaultMaxTools, defaultMaxSchemaBytes, defaultMaxAnswerBytes, defaultListChangedInterval, defaultMaxDescBytes}
 	dur := func(name, v string, into *time.Duration) {
 		if v == "" {
 			return
@@ -72,6 +80,7 @@ func (l *limits) check(cfg Config) []string {
 	num("max_tools", cfg.MaxTools, 1, &l.maxTools)
 	num("max_schema_bytes", cfg.MaxSchemaBytes, 1, &l.maxSchema)
 	num("max_answer_bytes", cfg.MaxAnswerBytes, 1024, &l.maxAnswer)
+	num("max_description_bytes", cfg.MaxDescriptionBytes, 1, &l.maxDesc)
 	return errs
 }
 
@@ -99,6 +108,31 @@ func (l *limits) schemaTooLarge(which string, n int) string {
 		return fmt.Sprintf("%s is %d bytes, more than max_schema_bytes (%d)", which, n, l.maxSchema)
 	}
 	return ""
+}
+
+// boundText holds a tool whose description or title is larger than
+// max_description_bytes: it returns why ("" if not) and a copy of t with
+// both cut to the bound, which is what is scanned and sent to the host.
+func (l *limits) boundText(t *mcp.Tool) (string, *mcp.Tool) {
+	var why []string
+	c := *t
+	for _, f := range []struct {
+		name string
+		text *string
+	}{{"description", &c.Description}, {"title", &c.Title}} {
+		if n := len(*f.text); n > l.maxDesc {
+			why = append(why, fmt.Sprintf("the %s is %d bytes, more than max_description_bytes (%d)", f.name, n, l.maxDesc))
+			cut := l.maxDesc
+			for cut > 0 && !utf8.RuneStart((*f.text)[cut]) {
+				cut--
+			}
+			*f.text = (*f.text)[:cut]
+		}
+	}
+	if why == nil {
+		return "", t
+	}
+	return strings.Join(why, "; "), &c
 }
 
 // commandTransport is mcp.CommandTransport with a bound on the size of one
