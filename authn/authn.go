@@ -29,7 +29,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
-	"github.com/plugkit-go/plugkit/pipeline"
+	"github.com/plugkit-go/plugkit/shared/identity"
 )
 
 // Config says which credentials are accepted; at least one of its fields
@@ -163,7 +163,7 @@ func challenge(w http.ResponseWriter, metadata, why string) {
 	http.Error(w, why, http.StatusUnauthorized)
 }
 
-func tokenInfo(p pipeline.Principal, exp time.Time, scopes []string) *auth.TokenInfo {
+func tokenInfo(p identity.Principal, exp time.Time, scopes []string) *auth.TokenInfo {
 	p = p.Bounded()
 	return &auth.TokenInfo{
 		Scopes:     scopes,
@@ -198,10 +198,10 @@ func SubjectTokenOf(ti *auth.TokenInfo) string {
 
 // PrincipalOf is the principal Verify found for a request; ok is false
 // for token info it did not make (or none).
-func PrincipalOf(ti *auth.TokenInfo) (p pipeline.Principal, ok bool) {
+func PrincipalOf(ti *auth.TokenInfo) (p identity.Principal, ok bool) {
 	if ti == nil {
-		return pipeline.Principal{}, false
+		return identity.Principal{}, false
 	}
-	p, ok = ti.Extra["plugkit/principal"].(pipeline.Principal)
+	p, ok = ti.Extra["plugkit/principal"].(identity.Principal)
 	return p, ok
 }

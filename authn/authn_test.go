@@ -17,7 +17,7 @@ import (
 
 	"github.com/plugkit-go/plugkit/authn"
 	"github.com/plugkit-go/plugkit/internal/testissuer"
-	"github.com/plugkit-go/plugkit/pipeline"
+	"github.com/plugkit-go/plugkit/shared/identity"
 )
 
 // TestKeysRoundTrip: a key made with NewKey is found by Lookup under its
@@ -111,7 +111,7 @@ func TestRequire(t *testing.T) {
 	}
 	refused := map[string]int{}
 	a.OnRefused = func(reason string) { refused[reason]++ }
-	var seen []pipeline.Principal
+	var seen []identity.Principal
 	srv := httptest.NewServer(a.Require(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, _ := authn.PrincipalOf(auth.TokenInfoFromContext(r.Context()))
 		seen = append(seen, p)
@@ -162,7 +162,7 @@ func TestOAuthTokens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var seen []pipeline.Principal
+	var seen []identity.Principal
 	srv := httptest.NewServer(a.Require(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, _ := authn.PrincipalOf(auth.TokenInfoFromContext(r.Context()))
 		seen = append(seen, p)

@@ -17,7 +17,6 @@ import (
 	"github.com/hashicorp/hcl/v2/hclparse"
 
 	"github.com/plugkit-go/plugkit/internal/hclbound"
-	"github.com/plugkit-go/plugkit/pipeline"
 	"github.com/plugkit-go/plugkit/shared/identity"
 )
 
@@ -54,7 +53,7 @@ type Keys struct {
 
 type keyEntry struct {
 	sum       [sha256.Size]byte
-	principal pipeline.Principal
+	principal identity.Principal
 }
 
 var keyName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
@@ -113,7 +112,7 @@ func LoadKeys(path string) (*Keys, hcl.Diagnostics) {
 			bad("Invalid key attributes", "key %q: %v.", ks.Name, err)
 			continue
 		}
-		e := keyEntry{principal: pipeline.Principal{ID: ks.Name, Kind: kind, Attributes: ks.Attributes}}
+		e := keyEntry{principal: identity.Principal{ID: ks.Name, Kind: kind, Attributes: ks.Attributes}}
 		copy(e.sum[:], sum)
 		k.entries = append(k.entries, e)
 	}
@@ -138,7 +137,7 @@ func checkAttributes(attrs []string) error {
 
 // Lookup returns the principal of key; ok is false when no entry has its
 // hash. Every entry is compared, in constant time, whatever matches.
-func (k *Keys) Lookup(key string) (p pipeline.Principal, ok bool) {
+func (k *Keys) Lookup(key string) (p identity.Principal, ok bool) {
 	sum := sha256.Sum256([]byte(key))
 	for _, e := range k.entries {
 		if subtle.ConstantTimeCompare(sum[:], e.sum[:]) == 1 {

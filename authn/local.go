@@ -11,7 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
-	"github.com/plugkit-go/plugkit/pipeline"
+	"github.com/plugkit-go/plugkit/shared/identity"
 )
 
 // Local serves MCP over loopback HTTP without credentials to one OS user:
@@ -33,14 +33,14 @@ type Local struct {
 	// Peer tells who is at the other end of a connection (peeruid).
 	Peer func(net.Conn) (LocalPeer, error)
 	// Principal is the principal of the user UID.
-	Principal func(uid int) pipeline.Principal
+	Principal func(uid int) identity.Principal
 	// OnRefused, when set, is told of each request refused ("other_user",
 	// "unknown_user" when the peer could not be told, or a PeerRefusal's
 	// reason); it must not block.
 	OnRefused func(reason string)
 
 	once sync.Once
-	p    pipeline.Principal
+	p    identity.Principal
 }
 
 // LocalPeer is what is known of a connection's other end.

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/plugkit-go/plugkit/pipeline"
+	"github.com/plugkit-go/plugkit/shared/identity"
 )
 
 // TestLocalRefusesPlugins: a connection of the host's user is served only
@@ -35,7 +35,7 @@ func TestLocalRefusesPlugins(t *testing.T) {
 			var refused []string
 			l := &Local{UID: 1000,
 				Peer:      func(net.Conn) (LocalPeer, error) { return tc.peer, tc.err },
-				Principal: func(uid int) pipeline.Principal { return pipeline.Principal{ID: "local:me", Kind: "local"} },
+				Principal: func(uid int) identity.Principal { return identity.Principal{ID: "local:me", Kind: "local"} },
 				OnRefused: func(r string) { refused = append(refused, r) },
 			}
 			srv := httptest.NewUnstartedServer(l.Require(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -15,7 +15,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
-	"github.com/plugkit-go/plugkit/pipeline"
 	"github.com/plugkit-go/plugkit/shared/identity"
 )
 
@@ -140,7 +139,7 @@ func (o *oauth) verify(ctx context.Context, token string) (*auth.TokenInfo, erro
 	}
 	exp, _ := claims.GetExpirationTime()
 	scopes := strings.Fields(stringClaim(claims["scope"]))
-	p := pipeline.Principal{ID: sub, Kind: o.cfg.Kind}
+	p := identity.Principal{ID: sub, Kind: o.cfg.Kind}
 	for _, s := range scopes {
 		p.Attributes = append(p.Attributes, "scope:"+s)
 	}
