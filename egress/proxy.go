@@ -320,28 +320,41 @@ func response(code int, msg string) string {
 		code, http.StatusText(code), len(body), body)
 }
 
-// tunnel serves CONNECT: once the destination is dialled, bytes flow both
-// ways; a TLS ClientHello's server name, when one is sent, must be the
-// CONNECT host.
-func (p *Proxy) tunnel(c net.Conn, br *bufio.Reader, req *http.Request, ev *Event) (reply string) {
-	host, port, err := target(req.Host, 0)
+// open checks and dials the destination authority names (def is the port
+// when it names none) and tracks the connection; when up is nil, reply is
+// what to answer (empty when nothing is). The caller ends the tracking
+// (wg.Done, untrack).
+func (p *Proxy) open(authority string, def uint16, bad string, ev *Event) (up net.Conn, reply string) {
+	host, port, err := target(authority, def)
 	if err != nil {
-		ev.Reason = "bad CONNECT target: " + err.Error()
-		return response(http.StatusBadRequest, ev.Reason)
+		ev.Reason = bad + ": " + err.Error()
+		return nil, response(http.StatusBadRequest, ev.Reason)
 	}
 	ev.Host, ev.Port = host, port
-	up, err := p.dial(p.ctx, host, port, ev)
+	up, err = p.dial(p.ctx, host, port, ev)
 	if err != nil {
 		ev.Reason = err.Error()
-		return response(refusal(err), ev.Reason)
+		return nil, response(refusal(err), ev.Reason)
 	}
 	if !p.trackConn(up) {
 		_ = up.Close()
 		ev.Reason = "proxy closed"
-		return ""
+		return nil, ""
+	}
+	return up, ""
+}
+
+// tunnel serves CONNECT: once the destination is dialled, bytes flow both
+// ways; a TLS ClientHello's server name, when one is sent, must be the
+// CONNECT host.
+func (p *Proxy) tunnel(c net.Conn, br *bufio.Reader, req *http.Request, ev *Event) (reply string) {
+	up, reply := p.open(req.Host, 0, "bad CONNECT target", ev)
+	if up == nil {
+		return reply
 	}
 	defer p.wg.Done()
 	defer p.untrack(up)
+	host := ev.Host
 	if _, err := io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
 		ev.Allowed, ev.Reason = true, err.Error()
 		return ""
@@ -388,21 +401,9 @@ func (p *Proxy) forward(c net.Conn, br *bufio.Reader, req *http.Request, ev *Eve
 		ev.Reason = fmt.Sprintf("%s %s: only CONNECT or an absolute http:// URL may be proxied", req.Method, req.RequestURI)
 		return response(http.StatusBadRequest, ev.Reason)
 	}
-	host, port, err := target(req.URL.Host, 80)
-	if err != nil {
-		ev.Reason = "bad URL host: " + err.Error()
-		return response(http.StatusBadRequest, ev.Reason)
-	}
-	ev.Host, ev.Port = host, port
-	up, err := p.dial(p.ctx, host, port, ev)
-	if err != nil {
-		ev.Reason = err.Error()
-		return response(refusal(err), ev.Reason)
-	}
-	if !p.trackConn(up) {
-		_ = up.Close()
-		ev.Reason = "proxy closed"
-		return ""
+	up, reply := p.open(req.URL.Host, 80, "bad URL host", ev)
+	if up == nil {
+		return reply
 	}
 	defer p.wg.Done()
 	defer p.untrack(up)
