@@ -86,6 +86,9 @@ type instance struct {
 	// soloRetry is set while a call is retried alone in this process: its
 	// death then is the call's doing and not counted as a crash.
 	soloRetry atomic.Bool
+	// crashedAt is when watch counted this process's exit as a crash
+	// (guarded by mp.mu): the entry a proven crashing argument takes back.
+	crashedAt time.Time
 
 	stopOnce sync.Once
 	stopping chan struct{} // closed when the host stops it on purpose

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -20,9 +21,10 @@ import (
 // budget, after which every call is DENIED. When the process dies during
 // such a call, the call waits for the next process and asks the same
 // filter again with no other stage-1 call of the plugin in flight. If the
-// process dies again, the arguments did it: the call is DENIED, that exit
-// is not counted toward the restart budget, and the same arguments to the
-// same tool are denied from then on without being sent. Calls that only
+// process dies again, the arguments did it: the call is DENIED, neither
+// exit is counted toward the restart budget (the first is taken back, the
+// second never counted), and the same arguments to the same tool are
+// denied from then on without being sent. Calls that only
 // shared the first crash are served by their retry.
 //
 // Not covered: wrapping pre-execute listeners and guards (a started guard
@@ -166,7 +168,24 @@ func (mp *managed) errPoison(again bool) error {
 	if again {
 		return fmt.Errorf("plugin %s: this call's arguments crashed its pre-execute listener when retried alone before; denied without asking it", mp.spec.Name)
 	}
-	return fmt.Errorf("plugin %s: this call's arguments crashed its pre-execute listener twice, the second time alone; denied (that exit is not counted toward its restart budget)", mp.spec.Name)
+	return fmt.Errorf("plugin %s: this call's arguments crashed its pre-execute listener twice, the second time alone; denied, and neither exit counts toward its restart budget", mp.spec.Name)
+}
+
+// refund takes back the crash counted for the process dead, whose call's
+// arguments have now crashed the next process alone: the first crash was
+// theirs too, or else varied crashing arguments could still spend the
+// budget one counted crash each. The restart stays in the plugin's count
+// (Status.Restarts), which says what happened; only the budget forgets it.
+func (mp *managed) refund(dead *instance) {
+	mp.mu.Lock()
+	defer mp.mu.Unlock()
+	if dead.crashedAt.IsZero() {
+		return // not counted (yet, or at all), or refunded already
+	}
+	if i := slices.Index(mp.crashes, dead.crashedAt); i >= 0 {
+		mp.crashes = slices.Delete(mp.crashes, i, i+1)
+	}
+	dead.crashedAt = time.Time{}
 }
 
 // activatedCh is closed the next time the plugin turns ACTIVE or FAILED.
@@ -317,6 +336,7 @@ func (mp *managed) retryAlone(ctx context.Context, dead *instance, slot int, e *
 		return nil, in.callErr(name, err)
 	}
 	mp.addPoison(k)
+	mp.refund(dead)
 	in.log.Error("a call's arguments crashed the plugin's pre-execute listener alone; the call is denied and the exit not counted toward its restart budget", "call", e.ID(), "tool", e.Name(), "pid", in.pid)
 	return nil, mp.errPoison(false)
 }

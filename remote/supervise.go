@@ -241,7 +241,8 @@ func (mp *managed) watch(in *instance) {
 		mp.spared++
 		mp.lastExit += " (while a call was retried alone; not counted)"
 	} else {
-		mp.crashes = append(mp.crashes, time.Now())
+		in.crashedAt = time.Now()
+		mp.crashes = append(mp.crashes, in.crashedAt)
 		mp.restarts++
 	}
 	if in.oomKilled() {

@@ -79,6 +79,24 @@ plugin "safety" {
 	if r, code := callJSON(t, config, "attempt", normal); code != 0 || !r.OK {
 		t.Errorf("a normal call after the poisoned ones: exit %d %+v\n%s", code, r, tail(h.stderr.String()))
 	}
+
+	// Seven different crashing arguments: each crashes it twice (the
+	// restart count says so), and neither crash is charged to the budget,
+	// so it is never FAILED.
+	for i := range 7 {
+		before := pluginStatus(t, config, "safety")
+		r, _ := callJSON(t, config, "attempt", fmt.Sprintf(`{"what":"poison-%d"}`, i))
+		if r.OK || r.Error == nil || r.Error.Code != "DENIED" || !strings.Contains(r.Error.Message, "the second time alone") {
+			t.Fatalf("varied poisoned call %d: %+v %+v; want DENIED naming the crash alone\n%s", i, r, r.Error, tail(h.stderr.String()))
+		}
+		st = waitServing(t, config, "safety", before.PID)
+		if st.Restarts != before.Restarts+1 {
+			t.Errorf("varied poisoned call %d: restarts %d → %d; want its first crash counted", i, before.Restarts, st.Restarts)
+		}
+	}
+	if r, code := callJSON(t, config, "attempt", normal); code != 0 || !r.OK {
+		t.Errorf("a normal call after the varied poisoned ones: exit %d %+v\n%s", code, r, tail(h.stderr.String()))
+	}
 }
 
 // waitServing waits for plugin to be ACTIVE after two exits: its process
