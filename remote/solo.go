@@ -174,7 +174,7 @@ func (mp *managed) errPoison(again bool) error {
 // refund takes back the crash counted for the process dead, whose call's
 // arguments have now crashed the next process alone: the first crash was
 // theirs too, or else varied crashing arguments could still spend the
-// budget one counted crash each. The restart stays in the plugin's count
+// budget one counted crash each. That restart stays in the plugin's count
 // (Status.Restarts), which says what happened; only the budget forgets it.
 func (mp *managed) refund(dead *instance) {
 	mp.mu.Lock()

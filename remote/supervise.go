@@ -56,9 +56,6 @@ type managed struct {
 	poison      map[[32]byte]struct{}
 	poisonOrder [][32]byte
 	activated   chan struct{}
-	// spared counts the exits not counted as crashes: a call's arguments
-	// crashed the process while they were retried alone.
-	spared int
 }
 
 var errGaveUp = errors.New("restart budget exhausted")
@@ -237,8 +234,7 @@ func (mp *managed) watch(in *instance) {
 	mp.lastExit = "process " + strconv.Itoa(in.pid) + " exited unexpectedly: " + in.exitReason()
 	if in.soloRetry.Load() {
 		// A call's arguments did it, asked alone: the call is denied, and
-		// the plugin's budget is not spent on it.
-		mp.spared++
+		// the plugin's budget is not spent on it, nor its restart count.
 		mp.lastExit += " (while a call was retried alone; not counted)"
 	} else {
 		in.crashedAt = time.Now()
