@@ -12,10 +12,24 @@ import (
 // TestCrashSharedByACallIsRetried: a call in flight in a critical plugin's
 // pre-execute filter when its process dies, not by the call's doing, is
 // asked again in the next process and served, where before it was DENIED;
-// the plugin is charged that one crash.
+// the plugin is charged that one crash. Each transport fails the call in
+// its own way when the process dies.
 func TestCrashSharedByACallIsRetried(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts remote.Options
+	}{
+		{"lanes", remote.Options{}},
+		{"stream", remote.Options{NoCallLanes: true}},
+		{"unary", remote.Options{UnaryCalls: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testCrashShared(t, tc.opts) })
+	}
+}
+
+func testCrashShared(t *testing.T, opts remote.Options) {
 	ctx := testCtx(t, time.Minute)
-	h := newHost(t, conformance.Config{}, remote.Options{})
+	h := newHost(t, conformance.Config{}, opts)
 	mustLoad(t, h, conformance.PluginSpec{Name: "bystander", Tools: []conformance.ToolSpec{addTool("")}}, pluginConfig{})
 	mustLoad(t, h, conformance.PluginSpec{Name: "victim", Critical: true, Pre: []conformance.PreSpec{{
 		Behaviour: conformance.PreHangFirstFilter, Tools: []string{"add"}, Log: "pre",
