@@ -165,10 +165,19 @@ func (mp *managed) addPoison(k [32]byte) {
 // errPoison is the error of a call whose arguments crashed a critical
 // plugin's listener alone; stage 1 denies the call with it.
 func (mp *managed) errPoison(again bool) error {
+	name, _ := mp.specNow()
 	if again {
-		return fmt.Errorf("plugin %s: this call's arguments crashed its pre-execute listener when retried alone before; denied without asking it", mp.spec.Name)
+		return fmt.Errorf("plugin %s: this call's arguments crashed its pre-execute listener when retried alone before; denied without asking it", name)
 	}
-	return fmt.Errorf("plugin %s: this call's arguments crashed its pre-execute listener twice, the second time alone; denied, and neither exit counts toward its restart budget", mp.spec.Name)
+	return fmt.Errorf("plugin %s: this call's arguments crashed its pre-execute listener twice, the second time alone; denied, and neither exit counts toward its restart budget", name)
+}
+
+// specNow is the plugin's name and restart backoff cap, read under mu (a
+// reload replaces its spec).
+func (mp *managed) specNow() (string, time.Duration) {
+	mp.mu.Lock()
+	defer mp.mu.Unlock()
+	return mp.spec.Name, mp.spec.Restart.MaxBackoff
 }
 
 // refund takes back the crash counted for the process dead, whose call's
@@ -211,7 +220,8 @@ func (mp *managed) signalState() {
 // failed says it is FAILED, and will not come back by itself. (Between
 // versions the plugin may have no scope for a moment: that is waited out.)
 func (mp *managed) serving() (in *instance, failed bool) {
-	s, ok := mp.m.k.Scope(mp.spec.Name)
+	plugin, _ := mp.specNow()
+	s, ok := mp.m.k.Scope(plugin)
 	if !ok || s == nil {
 		return nil, false
 	}
@@ -280,7 +290,8 @@ func (mp *managed) retryAlone(ctx context.Context, dead *instance, slot int, e *
 		name = "pre-execute listener " + f.name
 	}
 	k := poisonKey(e)
-	bound := time.NewTimer(mp.spec.Restart.MaxBackoff + mp.m.opts.StartTimeout)
+	plugin, maxBackoff := mp.specNow()
+	bound := time.NewTimer(maxBackoff + mp.m.opts.StartTimeout)
 	defer bound.Stop()
 	var in *instance
 	for {
@@ -290,23 +301,23 @@ func (mp *managed) retryAlone(ctx context.Context, dead *instance, slot int, e *
 			break
 		}
 		if failed {
-			return nil, fmt.Errorf("plugin %s: %s: plugin process exited, and the plugin is not coming back to ask again", mp.spec.Name, name)
+			return nil, fmt.Errorf("plugin %s: %s: plugin process exited, and the plugin is not coming back to ask again", plugin, name)
 		}
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return nil, fmt.Errorf("plugin %s: %s: plugin process exited; waiting for its restart to ask again: %w", mp.spec.Name, name, ctx.Err())
+			return nil, fmt.Errorf("plugin %s: %s: plugin process exited; waiting for its restart to ask again: %w", plugin, name, ctx.Err())
 		case <-bound.C:
-			return nil, fmt.Errorf("plugin %s: %s: plugin process exited and did not come back in time to ask again", mp.spec.Name, name)
+			return nil, fmt.Errorf("plugin %s: %s: plugin process exited and did not come back in time to ask again", plugin, name)
 		}
 	}
 	want, _ := dead.preFilterAt(slot)
 	f, ok := in.preFilterAt(slot)
 	if !ok || f.name != want.name {
-		return nil, fmt.Errorf("plugin %s: %s: plugin process exited, and its next process has no such listener to ask again", mp.spec.Name, name)
+		return nil, fmt.Errorf("plugin %s: %s: plugin process exited, and its next process has no such listener to ask again", plugin, name)
 	}
 	if err := mp.solo.lock(ctx); err != nil {
-		return nil, fmt.Errorf("plugin %s: %s: plugin process exited; waiting to ask again alone: %w", mp.spec.Name, name, err)
+		return nil, fmt.Errorf("plugin %s: %s: plugin process exited; waiting to ask again alone: %w", plugin, name, err)
 	}
 	defer mp.solo.unlock()
 	if mp.poisoned(k) {
@@ -315,7 +326,7 @@ func (mp *managed) retryAlone(ctx context.Context, dead *instance, slot int, e *
 	}
 	if in.exited() {
 		// Something else ended it meanwhile: not this call's proof.
-		return nil, fmt.Errorf("plugin %s: %s: plugin process exited, and its next one too before it could be asked again", mp.spec.Name, name)
+		return nil, fmt.Errorf("plugin %s: %s: plugin process exited, and its next one too before it could be asked again", plugin, name)
 	}
 	x, seen := in.execution(e)
 	rctx, cancel := in.filterCtx(ctx)
