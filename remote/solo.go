@@ -24,8 +24,9 @@ import (
 // process dies again, the arguments did it: the call is DENIED, neither
 // exit is counted toward the restart budget (the first is taken back, the
 // second never counted), and the same arguments to the same tool are
-// denied from then on without being sent. Calls that only
-// shared the first crash are served by their retry.
+// denied from then on without being sent. Calls that only shared the
+// first crash are served by their retry. While a retry alone runs (up to
+// the listener timeout), the plugin's other stage-1 calls wait for it.
 //
 // Not covered: wrapping pre-execute listeners and guards (a started guard
 // of one call may be waited for only after another of its guards, so a
