@@ -28,7 +28,10 @@
 //     old one once no call can still reach it (pipeline.Tools.Quiesce).
 //
 // A critical plugin's result listeners are durable (durable.go): results
-// wait in the host until a process acknowledges them, across crashes.
+// wait in the host until a process acknowledges them, across crashes. A
+// call in one of its pre-execute filters when its process dies is asked
+// again alone in the next one (solo.go); arguments that crash it alone are
+// denied and neither exit is counted toward the restart budget.
 //
 // Where a call into a plugin spends its time, measured on both sides of the
 // boundary, and how to measure it again: docs/remote-call-profile.md.

@@ -185,7 +185,11 @@ func (h *hostService) Listen(ctx context.Context, req *pb.ListenRequest) (*pb.Li
 	var e *kernel.Effect
 	switch req.GetStage() {
 	case pb.Stage_STAGE_PRE_EXECUTE:
-		e, err = reg.OnPreExecute(h.inst.preProxy(h, handler, wrap), tools...)
+		slot := -1
+		if !wrap {
+			slot = h.inst.addPreFilter(req.GetName(), handler)
+		}
+		e, err = reg.OnPreExecute(h.inst.preProxy(h, handler, wrap, slot), tools...)
 	case pb.Stage_STAGE_EXECUTE:
 		e, err = reg.OnExecute(h.inst.execProxy(h, handler, wrap), tools...)
 	case pb.Stage_STAGE_POST_EXECUTE:

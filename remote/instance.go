@@ -75,6 +75,20 @@ type instance struct {
 	scope *kernel.Scope
 	// durable takes its result listeners when the plugin is critical.
 	durable *durableResults
+	// mp is the plugin of a critical process, whose pre-execute filters
+	// retry a call alone when the process dies during it (solo.go); nil
+	// otherwise.
+	mp *managed
+	// preFilters are the pre-execute filters the process registered, in
+	// order: a filter's slot names it in the next process too.
+	preMu      sync.Mutex
+	preFilters []preFilter
+	// soloRetry is set while a call is retried alone in this process: its
+	// death then is the call's doing and not counted as a crash.
+	soloRetry atomic.Bool
+	// crashedAt is when watch counted this process's exit as a crash
+	// (guarded by mp.mu): the entry a proven crashing argument takes back.
+	crashedAt time.Time
 
 	stopOnce sync.Once
 	stopping chan struct{} // closed when the host stops it on purpose

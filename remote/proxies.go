@@ -226,12 +226,24 @@ func (in *instance) approverProxy(handler string) pipeline.ApproverFunc {
 	}
 }
 
-func (in *instance) preProxy(h *hostService, handler string, wrap bool) pipeline.PreExecuteFunc {
+// preProxy is a pre-execute listener; slot is a filter's place among the
+// process's filters (-1 for a wrapper), by which a critical plugin's filter
+// is found again in its next process to retry a call alone (solo.go).
+func (in *instance) preProxy(h *hostService, handler string, wrap bool, slot int) pipeline.PreExecuteFunc {
 	return func(ctx context.Context, e *pipeline.Execution, next pipeline.DecideNext) (pipeline.Decision, error) {
 		if e.DryRun() && !in.dryRun {
 			// A plugin that did not say it understands dry runs might act
 			// on the call: it is not sent one.
 			return pipeline.Decision{}, pipeline.ErrNotAsked
+		}
+		solo := in.mp != nil && !wrap
+		if solo {
+			if in.mp.poisonedCall(e) {
+				return pipeline.Decision{}, in.mp.errPoison(true)
+			}
+			if err := in.mp.solo.enter(ctx); err != nil {
+				return pipeline.Decision{}, fmt.Errorf("plugin %s: pre-execute listener: waiting for a call retried alone: %w", in.name, err)
+			}
 		}
 		x, seen := in.execution(e)
 		req := &pb.PreExecuteRequest{HandlerId: handler, Execution: x}
@@ -258,10 +270,21 @@ func (in *instance) preProxy(h *hostService, handler string, wrap bool) pipeline
 		start := time.Now()
 		resp, err := in.calls.PreExecute(rctx, req)
 		in.timed("pre_execute", start)
+		if solo {
+			in.mp.solo.leave()
+		}
 		if err == nil {
 			seen()
 		}
 		expired := b.stop()
+		if err != nil && solo && in.crashed(rctx, err) {
+			// The process died during the call: these arguments may be why,
+			// or another call's. Ask the next process alone to tell.
+			resp, err = in.mp.retryAlone(ctx, in, slot, e)
+			if err != nil {
+				return pipeline.Decision{}, err
+			}
+		}
 		if err != nil {
 			if expired && ctx.Err() == nil {
 				return pipeline.Decision{}, b.err(in, "pre-execute listener")

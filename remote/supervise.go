@@ -47,6 +47,15 @@ type managed struct {
 	egress     egressCounts
 
 	stops sync.WaitGroup // processes being stopped (endProcess)
+
+	// solo, poison and activated serve the retry alone of a critical
+	// plugin's pre-execute filters (solo.go): the gate, the arguments
+	// proven to crash it alone (poisonOrder oldest first), and a channel
+	// closed when it next turns ACTIVE.
+	solo        soloGate
+	poison      map[[32]byte]struct{}
+	poisonOrder [][32]byte
+	activated   chan struct{}
 }
 
 var errGaveUp = errors.New("restart budget exhausted")
@@ -69,6 +78,7 @@ func (p *plan) apply(ctx context.Context, s *kernel.Scope) error {
 	in.scope = s
 	if p.spec.Critical {
 		in.durable = mp.durableResults()
+		in.mp = mp
 	}
 	if _, err := s.Track("process "+strconv.Itoa(in.pid), func() error { mp.endProcess(in); return nil }); err != nil {
 		in.stop()
@@ -220,10 +230,17 @@ func (mp *managed) watch(in *instance) {
 		mp.mu.Unlock()
 		return
 	}
-	mp.crashes = append(mp.crashes, time.Now())
-	mp.restarts++
 	mp.lastStart = nil
 	mp.lastExit = "process " + strconv.Itoa(in.pid) + " exited unexpectedly: " + in.exitReason()
+	if in.soloRetry.Load() {
+		// A call's arguments did it, asked alone: the call is denied, and
+		// the plugin's budget is not spent on it, nor its restart count.
+		mp.lastExit += " (while a call was retried alone; not counted)"
+	} else {
+		in.crashedAt = time.Now()
+		mp.crashes = append(mp.crashes, in.crashedAt)
+		mp.restarts++
+	}
 	if in.oomKilled() {
 		mp.oomKills++
 	}
@@ -376,5 +393,9 @@ func (m *Manager) onState(sc kernel.StateChange) {
 		mp.releaseHold()
 	} else {
 		mp.holdCalls(strings.ToLower(sc.To.String()))
+	}
+	if sc.To == kernel.Active || sc.To == kernel.Failed {
+		// Calls retried alone wait for either (solo.go).
+		mp.signalState()
 	}
 }

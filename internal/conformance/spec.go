@@ -125,6 +125,11 @@ const (
 	PreHang Pre = "hang"
 	// PreHangFilter is PreHang as a filter (one RPC, no next).
 	PreHangFilter Pre = "hang-filter"
+	// PreHangFirstFilter is a filter that blocks like PreHangFilter on the
+	// first call its log records, across the plugin's processes, and
+	// passes every later one: a call in flight when its process is killed,
+	// which the next process serves. Test plugin only (Log required).
+	PreHangFirstFilter Pre = "hang-first-filter"
 )
 
 // PreSpec is a stage-1 listener.

@@ -153,6 +153,16 @@ func (b *builder) pre(s conformance.PreSpec) (sdk.PreExecuteListener, error) {
 			<-ctx.Done()
 			return sdk.Decision{}, ctx.Err()
 		}
+	case conformance.PreHangFirstFilter:
+		l.Filter = func(ctx context.Context, c *sdk.Call) (sdk.Decision, error) {
+			earlier := b.logs.lines(s.Log)
+			b.logs.add(s.Log, "called")
+			if earlier > 0 {
+				return sdk.Pass(), nil
+			}
+			<-ctx.Done()
+			return sdk.Decision{}, ctx.Err()
+		}
 	default:
 		return l, fmt.Errorf("unknown pre-execute behaviour %q", s.Behaviour)
 	}

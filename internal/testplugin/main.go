@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -260,6 +261,21 @@ func (l *fileLogs) add(name, entry string) {
 	}
 	fmt.Fprintln(f, entry)
 	f.Close()
+}
+
+// lines is how many entries the log holds, those of the plugin's earlier
+// processes included.
+func (l *fileLogs) lines(name string) int {
+	if name == "" || l.dir == "" {
+		return 0
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b, err := os.ReadFile(filepath.Join(l.dir, name+".log"))
+	if err != nil {
+		return 0
+	}
+	return strings.Count(string(b), "\n")
 }
 
 type builder struct{ logs *fileLogs }
