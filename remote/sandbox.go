@@ -99,7 +99,7 @@ func (m *Manager) command(spec Spec, inherit int) (cmd *exec.Cmd, socketDir stri
 		MarkDir:   markDir,
 
 		HostProxyPort: proxyPort,
-		Guarded:   m.opts.Guarded,
+		Guarded:       m.opts.Guarded,
 	})
 	if err != nil {
 		done()
