@@ -57,10 +57,13 @@ type durableResults struct {
 	// alone crashed a process again; last says which was the last.
 	unrecorded     int
 	lastUnrecorded string
-	wake           chan struct{}
-	stop           chan struct{}
-	done           chan struct{}
-	started        bool
+	// inflight is how many results the batch on its way holds (0 for
+	// none): a bound on waiting for it grows with its size.
+	inflight int
+	wake     chan struct{}
+	stop     chan struct{}
+	done     chan struct{}
+	started  bool
 }
 
 type queuedResult struct {
@@ -261,17 +264,26 @@ func (d *durableResults) counts() (queued, resent, dropped int) {
 func (d *durableResults) sendBatch(ctx context.Context, t *target, most int, within time.Duration) (sent, more bool) {
 	if within > 0 {
 		// The batch before it may never come back (a plugin stuck in its
-		// listener): the wait for it counts in the bound, so that stopping
-		// the process is never held up by it.
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, within)
-		defer cancel()
-		if !lockWithin(ctx, &d.send) {
+		// listener): the wait for it is bounded too, so that stopping the
+		// process is never held up by it. It has a bound of its own,
+		// within for each drainBatch of results it holds: it may be a full
+		// batch (durableBatch) a healthy plugin is still working through,
+		// and counting its time against this batch's bound would cut a
+		// drain that is making progress.
+		d.mu.Lock()
+		ahead := max(1, (d.inflight+drainBatch-1)/drainBatch)
+		d.mu.Unlock()
+		lctx, cancel := context.WithTimeout(ctx, within*time.Duration(ahead))
+		locked := lockWithin(lctx, &d.send)
+		cancel()
+		if !locked {
 			d.mu.Lock()
 			more = len(d.queue) > 0
 			d.mu.Unlock()
 			return false, more
 		}
+		ctx, cancel = context.WithTimeout(ctx, within)
+		defer cancel()
 	} else {
 		d.send.Lock()
 	}
@@ -300,11 +312,17 @@ func (d *durableResults) sendBatch(ctx context.Context, t *target, most int, wit
 		}
 	}
 	in := t.in
+	if n > 0 {
+		d.inflight = n
+	}
 	d.mu.Unlock()
 	if n == 0 {
 		return false, true
 	}
 	resp, err := deliver(ctx, in, reqs)
+	d.mu.Lock()
+	d.inflight = 0
+	d.mu.Unlock()
 	if err != nil {
 		in.log.Debug("durable results: delivery not acknowledged; it will be sent again", "results", len(reqs), "error", err)
 		crashed := ctx.Err() == nil && !in.stoppedOnPurpose() && in.waitExited(exitGrace)
