@@ -5,6 +5,7 @@
 //	GET  /v1/status          every plugin: state, pid, uptime, restarts, tools, last error
 //	GET  /v1/tools           every tool: name, owner, hints, parameters
 //	POST /v1/call            one call through the pipeline (a stream, see below)
+//	POST /v1/explain         what a call would do, stages 0-2 as a dry run ({"tool", "arguments", "as"}); nothing executes
 //	POST /v1/answer          the answer to a question asked during a call
 //	POST /v1/reload          restart one plugin ({"plugin": name}) or reload the file ({})
 //	POST /v1/stop            stop the host

@@ -14,7 +14,7 @@ import (
 )
 
 // configJSON converts a config block's body to a JSON object (the rules are
-// in the package documentation). It also returns where each value was
+// in docs/deployment-file.md). It also returns where each value was
 // written, keyed by JSON Pointer ("" is the block itself), so that a schema
 // error at an instance location can be reported in the file.
 func configJSON(body hcl.Body, def hcl.Range) (json.RawMessage, map[string]hcl.Range, hcl.Diagnostics) {

@@ -199,7 +199,7 @@ type Plugin struct {
 	// DisabledTools is the deny-list.
 	DisabledTools []string
 	// Config is the config block as a JSON object ({} without a block); see
-	// the package documentation for how HCL becomes JSON.
+	// docs/deployment-file.md for how HCL becomes JSON.
 	Config json.RawMessage
 	// Range is the plugin block's header (`plugin "name"`).
 	Range hcl.Range

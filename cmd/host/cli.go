@@ -22,7 +22,8 @@ const Version = host.Version
 
 // Exit codes: 0 success, 1 a failure the command reports (a call that is not
 // ok, an invalid file), 2 a usage or connection error; 5 a reload that left
-// host settings for the next start (3 and 4 are explain's).
+// host settings for the next start (3 and 4 are explain's). Each has its
+// row in exitCodes, which the help prints.
 const (
 	exitOK      = 0
 	exitFailed  = 1
@@ -30,6 +31,30 @@ const (
 	exitRestart = 5
 	defaultFile = "config.hcl"
 )
+
+// exitCodes is what each exit code means, as `host --help` says it (and
+// README.md's table; a test holds both to the exit constants).
+var exitCodes = []struct {
+	code  int
+	means string
+}{
+	{exitOK, "success: the command did what it was asked (a call's result is ok)"},
+	{exitFailed, "a failure the command reports: a call that is not ok, an invalid file, a failing policy test"},
+	{exitUsage, "a usage or connection error (no host running, a bad argument)"},
+	{exitWouldDeny, "explain: the call would be denied"},
+	{exitWouldAsk, "explain: the call would be asked about"},
+	{exitRestart, "reload: done, but changed host settings take effect at the next start"},
+}
+
+// exitCodesHelp is the help's paragraph on exit codes.
+func exitCodesHelp() string {
+	var b strings.Builder
+	b.WriteString("Exit codes:\n")
+	for _, c := range exitCodes {
+		fmt.Fprintf(&b, "  %d  %s\n", c.code, c.means)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
 
 // exitError carries an exit code through cobra.
 type exitError struct {
@@ -80,6 +105,17 @@ var commands = []command{
 // run is the whole CLI, testable without a process.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	e := &env{stdin: stdin, stdout: stdout, stderr: stderr}
+	root := newRoot(e)
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	return finish(e, root.ExecuteContext(ctx))
+}
+
+// newRoot is the CLI's command tree: the root's help, its flags, and every
+// command.
+func newRoot(e *env) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "host",
 		Short: "Run plugkit tool plugins behind one permission pipeline",
@@ -88,15 +124,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			"Start with `host run` in one terminal, then use the other commands in another.\n\n" +
 			"The guides are in the docs/ folder of the source tree, one per topic (the\n" +
 			"deployment file, MCP, bridged servers, sandboxing, writing plugins, observing,\n" +
-			"limits); README.md lists them.",
+			"limits); README.md lists them.\n\n" + exitCodesHelp(),
 		Version:       fmt.Sprintf("%s (plugin protocol %d)", Version, wire.ProtocolVersion),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.SetArgs(args)
-	root.SetIn(stdin)
-	root.SetOut(stdout)
-	root.SetErr(stderr)
 	root.PersistentFlags().StringVarP(&e.config, "config", "c", defaultFile, "deployment file")
 	root.PersistentFlags().StringVar(&e.socket, "socket", "", "admin socket of a running host (default: from the deployment file)")
 	root.PersistentFlags().BoolVar(&e.json, "json", false, "print JSON")
@@ -107,7 +139,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		})
 	}
 	root.AddCommand(keyCommand(e), explainCommand(e), testCommand(e))
-	err := root.ExecuteContext(ctx)
+	return root
+}
+
+// finish turns what the command returned into its exit code, saying what
+// went wrong on stderr (and stdout with --json).
+func finish(e *env, err error) int {
+	stdout, stderr := e.stdout, e.stderr
 	if err == nil {
 		return exitOK
 	}

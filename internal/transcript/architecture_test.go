@@ -1,0 +1,122 @@
+package transcript_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestArchitectureNamesEveryPackage: docs/architecture.md's layout table
+// names every package of the module but test support. A row's first cell
+// names folders (`egress/`); a package inside a named folder is named too
+// when the row names its subfolder (`shared/` ... `wire/`). Test support
+// is a package under internal/ that no command or plugin links.
+func TestArchitectureNamesEveryPackage(t *testing.T) {
+	t.Parallel()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command is needed to list the module's packages: %v", err)
+	}
+	list := func(args ...string) []string {
+		t.Helper()
+		cmd := exec.Command(goTool, append([]string{"list"}, args...)...)
+		cmd.Dir = root
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("go list %s: %v", strings.Join(args, " "), err)
+		}
+		return strings.Fields(string(out))
+	}
+	const mod = "github.com/plugkit-go/plugkit/"
+	var mains []string
+	for _, line := range list("-f", "{{.Name}}:{{.ImportPath}}", "./...") {
+		if name, path, _ := strings.Cut(line, ":"); name == "main" && !strings.HasPrefix(path, mod+"internal/") {
+			mains = append(mains, path)
+		}
+	}
+	linked := list(append([]string{"-deps"}, mains...)...)
+	var want []string
+	for _, p := range list("./...") {
+		dir := strings.TrimPrefix(p, mod)
+		if strings.HasPrefix(dir, "internal/") && !slices.Contains(linked, p) {
+			continue // test support
+		}
+		want = append(want, dir)
+	}
+
+	rows := layoutRows(t)
+	for _, dir := range want {
+		if !slices.ContainsFunc(rows, func(r layoutRow) bool { return r.names(dir) }) {
+			t.Errorf("docs/architecture.md's layout table has no row for %s/; add one, with a line from its package doc", dir)
+		}
+	}
+	for _, r := range rows {
+		for _, p := range r.paths {
+			if _, err := os.Stat(filepath.Join(root, p)); err != nil {
+				t.Errorf("docs/architecture.md's layout table names %s/, which is not in the tree", p)
+			}
+		}
+	}
+}
+
+// A layoutRow is a row of the layout table: the folders of its first cell
+// and its whole text.
+type layoutRow struct {
+	paths []string
+	text  string
+}
+
+// names says whether the row names the package in folder dir.
+func (r layoutRow) names(dir string) bool {
+	for _, p := range r.paths {
+		if dir == p {
+			return true
+		}
+		rest, ok := strings.CutPrefix(dir, p+"/")
+		if !ok {
+			continue
+		}
+		first, _, _ := strings.Cut(rest, "/")
+		if strings.Contains(r.text, "`"+first+"`") || strings.Contains(r.text, "`"+first+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// layoutRows reads the table headed "| path | what it holds |".
+func layoutRows(t *testing.T) []layoutRow {
+	t.Helper()
+	page, err := os.ReadFile(filepath.Join(root, "docs", "architecture.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(page), "\n| path | what it holds |\n")
+	if !ok {
+		t.Fatal("docs/architecture.md has no table headed | path | what it holds |")
+	}
+	code := regexp.MustCompile("`([^`]+)`")
+	var rows []layoutRow
+	for i, line := range strings.Split(table, "\n") {
+		if !strings.HasPrefix(line, "|") {
+			break
+		}
+		if i == 0 {
+			continue // the |---| line
+		}
+		first, _, _ := strings.Cut(strings.TrimPrefix(line, "|"), "|")
+		r := layoutRow{text: line}
+		for _, m := range code.FindAllStringSubmatch(first, -1) {
+			r.paths = append(r.paths, strings.TrimSuffix(m[1], "/"))
+		}
+		rows = append(rows, r)
+	}
+	if len(rows) < 10 {
+		t.Fatalf("docs/architecture.md's layout table has only %d rows: is it still read right?", len(rows))
+	}
+	return rows
+}
