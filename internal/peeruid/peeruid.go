@@ -120,6 +120,21 @@ func Find(r io.Reader, client, server netip.AddrPort) (uid int, found bool, err 
 // further than its columns.
 func FindSocket(r io.Reader, client, server netip.AddrPort) (s Socket, found bool, err error) {
 	wantLocal, wantRemote := procAddr(client), procAddr(server)
+	err = scanTable(r, func(line string, f []string) (bool, error) {
+		if !strings.EqualFold(f[1], wantLocal) || !strings.EqualFold(f[2], wantRemote) {
+			return true, nil
+		}
+		s, err = socketOf(line, f)
+		found = err == nil
+		return false, err
+	})
+	return s, found, err
+}
+
+// scanTable calls each with every socket line of a table (its text and
+// fields, at least 10 of them) until each returns false or an error; a
+// line that is not of the table's shape is an error.
+func scanTable(r io.Reader, each func(line string, f []string) (bool, error)) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 512), 4096)
 	first := true
@@ -133,22 +148,26 @@ func FindSocket(r io.Reader, client, server netip.AddrPort) (s Socket, found boo
 		}
 		f := strings.Fields(line)
 		if len(f) < 10 {
-			return Socket{}, false, fmt.Errorf("socket table line %q: %d fields, want at least 10", truncate(line), len(f))
+			return fmt.Errorf("socket table line %q: %d fields, want at least 10", truncate(line), len(f))
 		}
-		if !strings.EqualFold(f[1], wantLocal) || !strings.EqualFold(f[2], wantRemote) {
-			continue
+		if more, err := each(line, f); err != nil || !more {
+			return err
 		}
-		u, err := strconv.ParseUint(f[7], 10, 32)
-		if err != nil {
-			return Socket{}, false, fmt.Errorf("socket table line %q: uid %q: %w", truncate(line), f[7], err)
-		}
-		ino, err := strconv.ParseUint(f[9], 10, 64)
-		if err != nil {
-			return Socket{}, false, fmt.Errorf("socket table line %q: inode %q: %w", truncate(line), f[9], err)
-		}
-		return Socket{UID: int(u), Inode: ino}, true, nil
 	}
-	return Socket{}, false, sc.Err()
+	return sc.Err()
+}
+
+// socketOf reads the uid and inode of a table line's fields f.
+func socketOf(line string, f []string) (Socket, error) {
+	u, err := strconv.ParseUint(f[7], 10, 32)
+	if err != nil {
+		return Socket{}, fmt.Errorf("socket table line %q: uid %q: %w", truncate(line), f[7], err)
+	}
+	ino, err := strconv.ParseUint(f[9], 10, 64)
+	if err != nil {
+		return Socket{}, fmt.Errorf("socket table line %q: inode %q: %w", truncate(line), f[9], err)
+	}
+	return Socket{UID: int(u), Inode: ino}, nil
 }
 
 // procAddr writes ap as the tables do: the address as 32-bit words in the

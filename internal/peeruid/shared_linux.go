@@ -1,11 +1,9 @@
 package peeruid
 
 import (
-	"bufio"
 	"fmt"
 	"net/netip"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 )
@@ -102,30 +100,12 @@ func readTables(n uint64) *tableRead {
 // the table's own upper-case form. A line that is not of the table's shape
 // is an error, as in FindSocket.
 func readTable(f *os.File, into map[string]Socket) error {
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 512), 4096)
-	first := true
-	for sc.Scan() {
-		line := sc.Text()
-		if first {
-			first = false
-			if strings.Contains(line, "local_address") {
-				continue
-			}
-		}
-		fs := strings.Fields(line)
-		if len(fs) < 10 {
-			return fmt.Errorf("socket table line %q: %d fields, want at least 10", truncate(line), len(fs))
-		}
-		u, err := strconv.ParseUint(fs[7], 10, 32)
+	return scanTable(f, func(line string, fs []string) (bool, error) {
+		s, err := socketOf(line, fs)
 		if err != nil {
-			return fmt.Errorf("socket table line %q: uid %q: %w", truncate(line), fs[7], err)
+			return false, err
 		}
-		ino, err := strconv.ParseUint(fs[9], 10, 64)
-		if err != nil {
-			return fmt.Errorf("socket table line %q: inode %q: %w", truncate(line), fs[9], err)
-		}
-		into[strings.ToUpper(fs[1])+" "+strings.ToUpper(fs[2])] = Socket{UID: int(u), Inode: ino}
-	}
-	return sc.Err()
+		into[strings.ToUpper(fs[1])+" "+strings.ToUpper(fs[2])] = s
+		return true, nil
+	})
 }
