@@ -262,6 +262,9 @@ func (s *Server) serve(ctx context.Context, sess *session, req *mcp.CallToolRequ
 		case a := <-asked:
 			asked = nil
 			stopAsking()
+			if a.err != nil {
+				awaitCancel(ctx)
+			}
 			if ctx.Err() == nil {
 				// Cancelled while the user was asked, the call is
 				// ABORTED by the case below, not refused.
@@ -273,6 +276,25 @@ func (s *Server) serve(ctx context.Context, sess *session, req *mcp.CallToolRequ
 			c.cancel()
 			return nil, ctx.Err()
 		}
+	}
+}
+
+// cancelGrace bounds how long a failed elicitation waits for the
+// request's cancellation.
+const cancelGrace = 2 * time.Second
+
+// awaitCancel waits a moment for ctx to end. An elicitation that failed
+// rather than being answered most often failed because the client gave up
+// on the request; over HTTP the client's cancellation of the call travels
+// on a request of its own and can arrive just after the failure. Without
+// the wait a call the client cancelled would be recorded DENIED, not
+// ABORTED.
+func awaitCancel(ctx context.Context) {
+	t := time.NewTimer(cancelGrace)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
 	}
 }
 
