@@ -146,6 +146,9 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 	if err != nil {
 		return nil, err
 	}
+	if stateless(req) {
+		return s.callStateless(ctx, sess, req)
+	}
 	var c *call
 	if state := req.Params.RequestState; state != "" {
 		// A retry after an input-required result: it carries the answer.

@@ -29,6 +29,14 @@
 // newer one gets an input-required result (SEP-2322) whose requestState
 // names the waiting call, and its retry carries the answer.
 //
+// Over streamable HTTP a 2026-07-28 client is served without a session
+// (stateless.go): each request is on its own, and so is each its own
+// caller. Its question's requestState is sealed (sealed.go) over who the
+// call is for, the request and an expiry, with a key replicas may share
+// (UseStateKeys); the call that asked ends ABORTED, and the retry, on any
+// replica holding the key, runs the call again with the answer given to
+// the same question.
+//
 // Over streamable HTTP the server keeps at most Options.MaxSessions sessions
 // (the deployment's mcp_max_sessions): one more closes the session idle
 // longest, and is refused with 503 when every session is busy. A session

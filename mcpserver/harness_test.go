@@ -263,9 +263,9 @@ var transports = []transport{
 	{name: "stdio", connect: connectStdio},
 	// A client of 2025-11-25 is sent elicitation/create during the call.
 	{name: "stdio-2025-11-25", version: "2025-11-25", connect: connectStdio},
-	// Streamable HTTP keeps sessions, which 2026-07-28 does not have, so
-	// the client falls back to 2025-11-25.
-	{name: "http", connect: connectHTTP},
+	// Streamable HTTP keeps a session for a client of 2025-11-25; one of
+	// 2026-07-28 is served without one (stateless_test.go).
+	{name: "http", version: "2025-11-25", connect: connectHTTP},
 }
 
 // connectStdio connects over a pair of OS pipes, as a client that launched

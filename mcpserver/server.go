@@ -100,6 +100,10 @@ type Server struct {
 	// result waits for the client's retry: the approval timeout (after which
 	// the pipeline has denied the call) and a minute to pick up the denial.
 	parkFor time.Duration
+	// sealer seals the questions of calls served without a session
+	// (UseStateKeys); their answers count for askFor, the approval timeout.
+	sealer *sealer
+	askFor time.Duration
 
 	// base ends with Shutdown: every session's calls derive from it. It is
 	// kept in the struct for the reason session.ctx is.
@@ -158,6 +162,7 @@ func New(h *host.Host, opts Options) *Server {
 	s := &Server{
 		h: h, log: log, opts: opts,
 		parkFor:  h.Deployment.Host.ApprovalTimeout + time.Minute,
+		askFor:   h.Deployment.Host.ApprovalTimeout,
 		base:     base,
 		cancel:   cancel,
 		changed:  make(chan struct{}, 1),
@@ -165,6 +170,7 @@ func New(h *host.Host, opts Options) *Server {
 		listed:   map[string]pipeline.ToolInfo{},
 		sessions: map[*mcp.ServerSession]*session{},
 	}
+	s.sealer, _ = newSealer(nil) // a key of its own cannot fail
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "plugkit", Title: "plugkit host", Version: version}, &mcp.ServerOptions{
 		Instructions: "The tools of a plugkit deployment. Every call passes the host's permission pipeline: " +
 			"a policy may deny it (the result says why and who decided) or ask your user to approve it.",
@@ -234,18 +240,22 @@ func ignoreClosed(err error) error {
 }
 
 // Handler is the streamable HTTP handler, served at Path. It keeps one
-// session per client (Mcp-Session-Id), so that a call can be asked about
-// and the client told when the tools change, at most MaxSessions of them
-// (see sessionCap); the SDK rejects requests whose Host header is not a
+// session per client of a protocol before 2026-07-28 (Mcp-Session-Id), so
+// that a call can be asked about and the client told when the tools
+// change, at most MaxSessions of them (see sessionCap); a 2026-07-28
+// client is served without one (stateless.go). The SDK rejects requests whose Host header is not a
 // loopback name (DNS rebinding).
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
+	server := func(*http.Request) *mcp.Server { return s.mcp }
+	sdk := mcp.NewStreamableHTTPHandler(server, &mcp.StreamableHTTPOptions{
 		Logger:              newSlog(s.log.Named("http")),
 		SessionTimeout:      s.opts.SessionIdle,
 		MaxRequestBodyBytes: s.opts.Limits.MaxBodyBytes,
 	})
-	mux.Handle(Path, s.refuseWhileDraining(newSessionCap(s.opts.MaxSessions, s.opts.MaxSessionsPerPrincipal, s.mcp).wrap(exactIDs(s.opts.Limits.MaxBodyBytes, sdk))))
+	sessions := newSessionCap(s.opts.MaxSessions, s.opts.MaxSessionsPerPrincipal, s.mcp).wrap(exactIDs(s.opts.Limits.MaxBodyBytes, sdk))
+	sessionless := exactIDs(s.opts.Limits.MaxBodyBytes, mcp.NewStreamableHTTPHandler(server, s.statelessOptions()))
+	mux.Handle(Path, s.refuseWhileDraining(byEra(sessionless, sessions)))
 	var h http.Handler = mux
 	if s.opts.Authenticate != nil {
 		// Around the whole mux: it may serve paths of its own (an OAuth

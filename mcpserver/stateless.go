@@ -1,0 +1,150 @@
+package mcpserver
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/plugkit-go/plugkit/host"
+)
+
+// Over streamable HTTP the two eras of the protocol share one endpoint. A
+// request whose Mcp-Protocol-Version header is 2026-07-28 or later speaks
+// the sessionless protocol (server/discover, then each request on its
+// own, its version and capabilities in _meta): it goes to the SDK's
+// stateless handler, which serves it with a session of its own that ends
+// with the request. Any other request (initialize, or one carrying an
+// Mcp-Session-Id) goes to the session-keeping handler behind the session
+// cap, as before. Nothing of a stateless request outlives it; an Ask is
+// answered through a sealed requestState (sealed.go) that any replica
+// holding the key opens.
+
+// newProtocol is the first protocol version served without sessions.
+const newProtocol = "2026-07-28"
+
+// protocolHeader carries a streamable HTTP request's protocol version.
+const protocolHeader = "Mcp-Protocol-Version"
+
+// byEra sends a request of the sessionless protocol to stateless and any
+// other to sessions.
+func byEra(stateless, sessions http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if v := r.Header.Get(protocolHeader); v >= newProtocol {
+			stateless.ServeHTTP(w, r)
+			return
+		}
+		sessions.ServeHTTP(w, r)
+	})
+}
+
+// statelessOptions are the SDK handler's for the sessionless protocol: a
+// request's cancellation (its connection closing) cancels its call.
+func (s *Server) statelessOptions() *mcp.StreamableHTTPOptions {
+	return &mcp.StreamableHTTPOptions{
+		Stateless:                    true,
+		PropagateRequestCancellation: true,
+		Logger:                       newSlog(s.log.Named("http")),
+		MaxRequestBodyBytes:          s.opts.Limits.MaxBodyBytes,
+	}
+}
+
+// stateless says whether req came over HTTP without a session: the
+// 2026-07-28 protocol, whose session lasts one request.
+func stateless(req *mcp.CallToolRequest) bool {
+	return req.Session.ID() == "" && req.Extra != nil && req.Extra.Header != nil
+}
+
+// preanswer is the client's answer to a question asked on an earlier
+// request, carried by its retry: it answers the same question about the
+// same call once.
+type preanswer struct {
+	question string // digest of the question's tool and arguments
+	answer   answer
+}
+
+// callStateless serves a tools/call without a session. A retry
+// (requestState set) is checked against its sealed question, then the call
+// runs again from the start with the client's answer ready for that
+// question: the call that asked ended when its request did, on whichever
+// replica it ran.
+func (s *Server) callStateless(ctx context.Context, sess *session, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var pre *preanswer
+	if state := req.Params.RequestState; state != "" {
+		now := time.Now()
+		a, err := s.sealer.open(state, now)
+		if err == nil && (a.Principal != s.principal(req).String() || a.Tool != req.Params.Name ||
+			a.Args != digest(canonicalArgs(req.Params.Arguments))) {
+			err = errState
+		}
+		if err == nil && !s.sealer.spend(a, now) {
+			err = errState
+		}
+		if err != nil {
+			s.log.Warn("refused a retry's requestState", "tool", req.Params.Name, "for", s.principal(req).String())
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+		}
+		s.log.Debug("retry answers an earlier call's question", "asked_by", a.Call, "tool", a.Tool)
+		pre = &preanswer{question: a.Question, answer: approvalFrom(req.Params.InputResponses)}
+	}
+	c, err := s.start(sess, req)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		select {
+		case <-c.done:
+			return toolResult(c.result), nil
+		case q := <-c.questions:
+			if p := pre; p != nil && p.question == questionDigest(q) {
+				// The question the client answered: answered once.
+				pre = nil
+				c.answer(p.answer)
+				continue
+			}
+			// Asked anew: the question goes back sealed, and this call
+			// ends (ABORTED); the retry runs it again.
+			state := s.sealer.seal(sealedAsk{
+				Principal: s.principal(req).String(),
+				Tool:      req.Params.Name,
+				Args:      digest(canonicalArgs(req.Params.Arguments)),
+				Question:  questionDigest(q),
+				Call:      q.ID,
+				Expires:   time.Now().Add(s.askFor).UnixMilli(),
+			})
+			c.cancel()
+			<-c.done
+			return &mcp.CallToolResult{
+				InputRequests: mcp.InputRequestMap{approvalInput: approvalRequest(q)},
+				RequestState:  state,
+			}, nil
+		case <-ctx.Done():
+			c.cancel()
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// questionDigest is what identifies a question across replicas: the tool
+// and arguments it is about, and what it asks.
+func questionDigest(q host.Question) string {
+	return digest(q.Tool, canonicalArgs([]byte(q.Arguments)), q.Question, q.For)
+}
+
+// UseStateKeys makes the server seal requestStates with keys[0] and accept
+// those sealed with any of keys (each StateKeyBytes long). Replicas given
+// the same keys accept each other's; without them, each accepts only its
+// own. Call it before Serve.
+func (s *Server) UseStateKeys(keys [][]byte) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	sl, err := newSealer(keys)
+	if err != nil {
+		return err
+	}
+	s.sealer = sl
+	return nil
+}
