@@ -75,7 +75,12 @@ type Host struct {
 	// normalised) whose requests MCP serves, besides loopback origins on a
 	// loopback listener; a request with another Origin header gets 403.
 	MCPAllowedOrigins []string
-	Policy            Policy
+	// MCPStateKey is the key file (absolute path, LoadStateKeys) that
+	// seals the requestState of a question put to a 2026-07-28 MCP client;
+	// replicas that share it accept each other's. "" for a key of the
+	// process's own.
+	MCPStateKey string
+	Policy      Policy
 	// Sandbox is the default sandbox of every plugin; nil without one.
 	Sandbox *Sandbox
 	// Tracing is where to send OpenTelemetry traces; nil: no tracing.

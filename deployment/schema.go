@@ -53,6 +53,7 @@ type hostSyntax struct {
 	MCPMaxPeerConns *int           `hcl:"mcp_max_conns_per_peer,optional"`
 	MCPIdleTimeout  *string        `hcl:"mcp_idle_timeout,optional"`
 	MCPOrigins      []string       `hcl:"mcp_allowed_origins,optional"`
+	MCPStateKey     *string        `hcl:"mcp_state_key,optional"`
 	Receipts        *bool          `hcl:"receipts,optional"`
 	EgressResolver  *string        `hcl:"egress_resolver,optional"`
 	ReceiptsFrom    *string        `hcl:"receipts_from,optional"`

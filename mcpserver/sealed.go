@@ -13,7 +13,10 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/plugkit-go/plugkit/deployment"
 )
 
 // A stateless (2026-07-28) client's Ask leaves nothing behind on the
@@ -23,7 +26,7 @@ import (
 // again; the sealed question binds the answer to that call alone.
 
 // StateKeyBytes is the size of a requestState key (AES-256).
-const StateKeyBytes = 32
+const StateKeyBytes = deployment.StateKeyBytes
 
 // sealedPrefix marks a sealed requestState and its format's version.
 const sealedPrefix = "pk1."
@@ -65,41 +68,49 @@ type sealedAsk struct {
 // opens, so that a key can be rotated in before it is used (see
 // LoadStateKeys).
 type sealer struct {
-	aeads []cipher.AEAD
+	aeads atomic.Pointer[[]cipher.AEAD] // replaced whole on a reload
+
 
 	mu   sync.Mutex
 	used map[string]int64 // nonce → expiry: states answered on this replica
 }
 
 func newSealer(keys [][]byte) (*sealer, error) {
+	s := &sealer{used: map[string]int64{}}
+	return s, s.setKeys(keys)
+}
+
+// setKeys replaces the keys; with none, a key of this process's own, so
+// that only this replica opens its states.
+func (s *sealer) setKeys(keys [][]byte) error {
 	if len(keys) == 0 {
-		// A key of this process's own: only this replica opens its states.
 		k := make([]byte, StateKeyBytes)
 		rand.Read(k)
 		keys = [][]byte{k}
 	}
-	s := &sealer{used: map[string]int64{}}
+	var aeads []cipher.AEAD
 	for i, k := range keys {
 		if len(k) != StateKeyBytes {
-			return nil, fmt.Errorf("requestState key %d: %d bytes, want %d", i+1, len(k), StateKeyBytes)
+			return fmt.Errorf("requestState key %d: %d bytes, want %d", i+1, len(k), StateKeyBytes)
 		}
 		block, err := aes.NewCipher(k)
 		if err != nil {
-			return nil, fmt.Errorf("requestState key %d: %w", i+1, err)
+			return fmt.Errorf("requestState key %d: %w", i+1, err)
 		}
 		aead, err := cipher.NewGCM(block)
 		if err != nil {
-			return nil, fmt.Errorf("requestState key %d: %w", i+1, err)
+			return fmt.Errorf("requestState key %d: %w", i+1, err)
 		}
-		s.aeads = append(s.aeads, aead)
+		aeads = append(aeads, aead)
 	}
-	return s, nil
+	s.aeads.Store(&aeads)
+	return nil
 }
 
 func (s *sealer) seal(a sealedAsk) string {
 	a.Nonce = rand.Text()
 	plain, _ := json.Marshal(a) // plain strings and a number
-	aead := s.aeads[0]
+	aead := (*s.aeads.Load())[0]
 	nonce := make([]byte, aead.NonceSize())
 	rand.Read(nonce)
 	return sealedPrefix + base64.RawURLEncoding.EncodeToString(aead.Seal(nonce, nonce, plain, sealedAAD))
@@ -116,7 +127,7 @@ func (s *sealer) open(state string, now time.Time) (sealedAsk, error) {
 	if err != nil {
 		return a, errState
 	}
-	for _, aead := range s.aeads {
+	for _, aead := range *s.aeads.Load() {
 		n := aead.NonceSize()
 		if len(box) < n+aead.Overhead() {
 			return a, errState

@@ -134,17 +134,10 @@ func questionDigest(q host.Question) string {
 }
 
 // UseStateKeys makes the server seal requestStates with keys[0] and accept
-// those sealed with any of keys (each StateKeyBytes long). Replicas given
-// the same keys accept each other's; without them, each accepts only its
-// own. Call it before Serve.
+// those sealed with any of keys (each StateKeyBytes long), from now on; it
+// may be called again (a reload). Replicas given the same keys accept each
+// other's; without any, each accepts only its own. On an error the keys in
+// use stay.
 func (s *Server) UseStateKeys(keys [][]byte) error {
-	if len(keys) == 0 {
-		return nil
-	}
-	sl, err := newSealer(keys)
-	if err != nil {
-		return err
-	}
-	s.sealer = sl
-	return nil
+	return s.sealer.setKeys(keys)
 }

@@ -165,6 +165,14 @@ func startMCP(d *deployment.Deployment, h *host.Host, log hclog.Logger) (*mcpFro
 		})
 	}
 	srv := mcpserver.New(h, opts)
+	refreshKeys, err := useStateKey(srv, d.Host.MCPStateKey, log)
+	if err != nil {
+		_ = srv.Shutdown(context.Background())
+		ln.Close()
+		cancel()
+		return nil, err
+	}
+	refreshers = append(refreshers, refreshKeys)
 	served := make(chan error, 1)
 	var stopped atomic.Bool
 	go func() {
