@@ -70,7 +70,6 @@ type sealedAsk struct {
 type sealer struct {
 	aeads atomic.Pointer[[]cipher.AEAD] // replaced whole on a reload
 
-
 	mu   sync.Mutex
 	used map[string]int64 // nonce → expiry: states answered on this replica
 }
