@@ -123,10 +123,12 @@ func auditRecords(t *testing.T, path string) []auditRecord {
 	return out
 }
 
-// connectMCP opens an MCP session with the replica behind endpoint.
+// connectMCP opens an MCP session with the replica behind endpoint: of
+// 2025-11-25, the protocol with sessions these tests are about (a
+// 2026-07-28 client has none; stateless_e2e_test.go).
 func connectMCP(ctx context.Context, endpoint string, hc *http.Client) (*mcp.ClientSession, error) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "replica-test", Version: "1"}, nil)
-	return client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc, MaxRetries: -1}, nil)
+	return client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc, MaxRetries: -1}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 }
 
 // nap calls the nap tool with token.
