@@ -46,6 +46,12 @@ func (s *Server) refuseWhileDraining(next http.Handler) http.Handler {
 			http.Error(w, "no new MCP session: "+host.DrainingMessage, http.StatusServiceUnavailable)
 			return
 		}
+		if r.Header.Get(protocolHeader) >= newProtocol && s.listens(r) {
+			// A 2026-07-28 client's stream of notifications carries no
+			// call's answer; Shutdown ends it.
+			next.ServeHTTP(w, r)
+			return
+		}
 		s.posts.add(1)
 		defer s.posts.add(-1)
 		next.ServeHTTP(w, r)

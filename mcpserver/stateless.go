@@ -1,7 +1,10 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"io"
 	"net/http"
 	"time"
 
@@ -140,4 +143,27 @@ func questionDigest(q host.Question) string {
 // use stay.
 func (s *Server) UseStateKeys(keys [][]byte) error {
 	return s.sealer.setKeys(keys)
+}
+
+// listens says whether r, a POST of the sessionless protocol, is a
+// subscriptions/listen request: a stream held open for notifications that
+// answers no call. The body read is put back for the handler; one larger
+// than the body limit is left for the SDK to refuse.
+func (s *Server) listens(r *http.Request) bool {
+	if r.Body == nil {
+		return false
+	}
+	limit := s.opts.Limits.MaxBodyBytes
+	read, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	r.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(read), r.Body), r.Body}
+	if err != nil || int64(len(read)) > limit {
+		return false
+	}
+	var msg struct {
+		Method string `json:"method"`
+	}
+	return json.Unmarshal(read, &msg) == nil && msg.Method == "subscriptions/listen"
 }

@@ -377,3 +377,35 @@ func (a *audit) codesOf(t *testing.T, tool string, n int) []pipeline.Code {
 
 // codeOK is the code of a call that succeeded.
 const codeOK pipeline.Code = ""
+
+// A 2026-07-28 client learns of a change of the tools on its
+// subscriptions/listen stream, and that stream, which answers no call,
+// does not hold up a drain.
+func TestStatelessListenAndDrain(t *testing.T) {
+	leakCheck(t)
+	ctx := testCtx(t)
+	f, endpoint := statelessFixture(t, stateKey(t))
+	changed := make(chan struct{}, 16)
+	cs := connectVia(t, ctx, newReplicas(t, endpoint, endpoint), newClient(&mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+	}))
+	if err := f.h.Kernel().Restart("demo", nil); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-changed:
+	case <-ctx.Done():
+		t.Fatal("no notifications/tools/list_changed on the listen stream")
+	}
+	if got := call(t, ctx, cs, "echo", `{"text":"hi"}`); got.IsError {
+		t.Fatalf("echo: %q", text(got))
+	}
+	if err := f.h.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := f.srv.Drain(dctx); err != nil {
+		t.Fatalf("drain with a listen stream open: %v", err)
+	}
+}
