@@ -206,6 +206,11 @@ func (t *Tools) ask(ctx context.Context, s *snapshot, e *Execution, d Decision) 
 	select {
 	case ans := <-ch:
 		switch {
+		case ans.err != nil && ctx.Err() != nil:
+			// The approver gave up because the call was cancelled: the
+			// call is ABORTED, as when the cancellation is seen first.
+			outcome = AskCancelled
+			return Fail(CodeAborted, "call cancelled while waiting for approval: "+d.Reason), false
 		case ans.err != nil:
 			outcome = ApprovalFailed
 			return denied("approver "+a.owner+" failed: "+errText(ans.err)+" (asked: "+d.Reason+")", a.owner), false
