@@ -409,3 +409,31 @@ func TestStatelessListenAndDrain(t *testing.T) {
 		t.Fatalf("drain with a listen stream open: %v", err)
 	}
 }
+
+// A key rotated in (UseStateKeys again, as a reload does) opens states the
+// other replica sealed with it, while the replica seals with its own first
+// key.
+func TestStatelessKeyRotation(t *testing.T) {
+	leakCheck(t)
+	ctx := testCtx(t)
+	oldKey, newKey := stateKey(t), stateKey(t)
+	_, endpointA := statelessFixture(t, oldKey)
+	b, endpointB := statelessFixture(t, newKey)
+	user := &elicitor{}
+	user.set(reply("accept", true))
+	cs := connectVia(t, ctx, newReplicas(t, endpointA, endpointB), newClient(&mcp.ClientOptions{ElicitationHandler: user.handle}))
+	refused(t, ctx, cs)
+	if err := b.srv.UseStateKeys(append(newKey, oldKey...)); err != nil {
+		t.Fatal(err)
+	}
+	if got := call(t, ctx, cs, "delete", `{"text":"notes"}`); got.IsError || text(got) != "deleted notes" {
+		t.Fatalf("delete after the rotation: isError %v, text %q", got.IsError, text(got))
+	}
+	if err := b.srv.UseStateKeys([][]byte{[]byte("short")}); err == nil {
+		t.Fatal("a 5-byte key was taken")
+	}
+	// The keys in use stay: B still opens A's states.
+	if got := call(t, ctx, cs, "delete", `{"text":"drafts"}`); got.IsError || text(got) != "deleted drafts" {
+		t.Fatalf("delete after a refused key: isError %v, text %q", got.IsError, text(got))
+	}
+}
