@@ -229,7 +229,7 @@ func (b *bridge) register(ctx context.Context, want map[string]sdk.Tool) error {
 func sameSpec(a, b sdk.Tool) bool {
 	return a.Name == b.Name && a.Description == b.Description && a.Parameters == b.Parameters &&
 		a.Destructive == b.Destructive && a.ReadOnly == b.ReadOnly && a.Idempotent == b.Idempotent &&
-		a.Timeout == b.Timeout && slices.Equal(a.Notes, b.Notes) && a.Held == b.Held && a.Definition == b.Definition
+		a.Timeout == b.Timeout && slices.Equal(a.Notes, b.Notes) && a.Held == b.Held && a.Definition == b.Definition && a.Kind == b.Kind
 }
 
 // toolSpec is the pipeline tool for a server tool. Hints follow MCP's

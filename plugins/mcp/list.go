@@ -50,6 +50,9 @@ func (b *bridge) list(ctx context.Context) (map[string]sdk.Tool, error) {
 		}
 	}
 	holdLookalikes(want)
+	if err := b.offerings(ctx, want); err != nil {
+		return nil, err
+	}
 	return want, nil
 }
 

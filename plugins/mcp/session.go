@@ -198,6 +198,8 @@ func (r *stderrRelay) exitCause(wait time.Duration) string {
 func connect(ctx context.Context, s *settings, t mcp.Transport, relay *stderrRelay, onListChanged func()) (*mcp.ClientSession, error) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "plugkit-mcp-bridge", Version: pluginVersion}, &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { onListChanged() },
+		// A prompt is an entry of the registry as a tool is.
+		PromptListChangedHandler: func(context.Context, *mcp.PromptListChangedRequest) { onListChanged() },
 	})
 	cctx, cancel := s.limits.control(ctx)
 	defer cancel()

@@ -309,7 +309,16 @@ type ToolDescriptor struct {
 	// The host registers the tool as OWNER_name, OWNER being the name the
 	// deployment gave the plugin (which the plugin does not know), so that a
 	// bridged server's tools cannot take another plugin's names.
-	OwnerPrefix   bool `protobuf:"varint,23,opt,name=owner_prefix,json=ownerPrefix,proto3" json:"owner_prefix,omitempty"`
+	OwnerPrefix bool `protobuf:"varint,23,opt,name=owner_prefix,json=ownerPrefix,proto3" json:"owner_prefix,omitempty"`
+	// What the entry is, beside a tool: "" is a tool (tools/list serves it);
+	// "resources" lists a bridged server's resources and resource templates,
+	// "resource" reads one of them (arguments {"uri": ...}, the server's own
+	// URI), "prompt" gets one prompt (arguments: the prompt's). An entry of
+	// another kind is never served as a tool; a call to it passes the five
+	// stages like a tool call, so rules, guards, the secrets scanner and the
+	// audit see every resource read and prompt get. An older host ignores
+	// the field (and would serve the entry as a tool).
+	Kind          string `protobuf:"bytes,24,opt,name=kind,proto3" json:"kind,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -426,6 +435,13 @@ func (x *ToolDescriptor) GetOwnerPrefix() bool {
 		return x.OwnerPrefix
 	}
 	return false
+}
+
+func (x *ToolDescriptor) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
 }
 
 // Execution is the frozen call every stage sees. No stage can change it.
@@ -3960,7 +3976,7 @@ var File_plugkit_proto protoreflect.FileDescriptor
 const file_plugkit_proto_rawDesc = "" +
 	"\n" +
 	"\rplugkit.proto\x12\n" +
-	"plugkit.v1\"\xf0\x02\n" +
+	"plugkit.v1\"\x84\x03\n" +
 	"\x0eToolDescriptor\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12'\n" +
@@ -3978,7 +3994,8 @@ const file_plugkit_proto_rawDesc = "" +
 	"\n" +
 	"definition\x18\x16 \x01(\tR\n" +
 	"definition\x12!\n" +
-	"\fowner_prefix\x18\x17 \x01(\bR\vownerPrefix\"\x87\x02\n" +
+	"\fowner_prefix\x18\x17 \x01(\bR\vownerPrefix\x12\x12\n" +
+	"\x04kind\x18\x18 \x01(\tR\x04kind\"\x87\x02\n" +
 	"\tExecution\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12%\n" +

@@ -1,0 +1,279 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Resources and prompts of bridged servers, governed like tools: the real
+// npm server-everything and the hostile server (a resource carrying a fake
+// credential, a prompt whose text changes) behind the bridge, through host
+// mcp with the Go SDK's client.
+
+// offeringsDeployment writes a deployment with a safety plugin (rules and
+// secrets block given), the blocks given, and an audit that records
+// arguments (so that each read's line names its URI).
+func offeringsDeployment(t *testing.T, dir, safety, blocks string) string {
+	t.Helper()
+	hcl := fmt.Sprintf(`
+host {
+  admin_socket     = "run/host.sock"
+  approval_timeout = "5s"
+}
+plugin "safety" {
+  path     = %q
+  critical = true
+  config {
+%s
+  }
+}
+%s
+plugin "audit" {
+  path = %q
+  config {
+    path             = "run/audit.log"
+    record_arguments = true
+  }
+}
+`, bin("plugins/safety"), safety, blocks, bin("plugins/audit"))
+	path := filepath.Join(dir, "deployment.hcl")
+	if err := os.WriteFile(path, []byte(hcl), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// auditArgs are the audit lines of tool, with their recorded arguments.
+func auditArgs(t testing.TB, dir, tool string) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "run", "audit.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var l struct {
+			Tool      string          `json:"tool"`
+			Arguments json.RawMessage `json:"arguments"`
+		}
+		if json.Unmarshal([]byte(line), &l) == nil && l.Tool == tool {
+			out = append(out, string(l.Arguments))
+		}
+	}
+	return out
+}
+
+func TestResourcesAndPromptsOverMCP(t *testing.T) {
+	needBinaries(t)
+	everything := npmServer(t, "mcp-server-everything")
+	noLeaks(t)
+	dir := t.TempDir()
+	config := offeringsDeployment(t, dir, `
+    deny "no-static-docs" {
+      resources = ["demo://resource/static/document/*"]
+      reason    = "documents stay inside"
+    }
+    secrets {
+      results = "redact"
+    }`, fmt.Sprintf(`
+plugin "everything" {
+  path = %q
+  config {
+    command = [%q]
+    prefix  = "ev"
+  }
+}
+plugin "hostile" {
+  path = %q
+  config {
+    command = [%q, "-resources"]
+  }
+}
+`, bin("plugins/mcp"), everything, bin("plugins/mcp"), bin("hostile-mcp")))
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.Command(bin("host"), "mcp", "-c", config)
+	hostLog := &logBuffer{}
+	cmd.Stderr = hostLog
+	updated := make(chan string, 16)
+	client := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, &mcp.ClientOptions{
+		ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+			select {
+			case updated <- req.Params.URI:
+			default:
+			}
+		},
+	})
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect to host mcp: %v\n%s", err, hostLog)
+	}
+	defer cs.Close()
+
+	const (
+		notes   = "plugkit://hostile/hostile://notes"
+		creds   = "plugkit://hostile/hostile://creds"
+		staticP = "plugkit://everything/demo://resource/static/document/"
+	)
+	t.Run("resources/list: both servers', URIs mapped, a private cache hint", func(t *testing.T) {
+		var uris []string
+		waitFor(t, 60*time.Second, "both servers' resources", func() bool {
+			res, err := cs.ListResources(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			uris = uris[:0]
+			static := false
+			for _, r := range res.Resources {
+				uris = append(uris, r.URI)
+				static = static || strings.HasPrefix(r.URI, staticP)
+			}
+			if static && slices.Contains(uris, notes) {
+				if res.CacheScope != "private" || res.TTLMs <= 0 {
+					t.Errorf("resources/list cache hint: scope %q ttl %d ms, want private and a TTL", res.CacheScope, res.TTLMs)
+				}
+				return true
+			}
+			return false
+		}, hostLog.String)
+		for _, u := range uris {
+			if !strings.HasPrefix(u, "plugkit://everything/demo://") && !strings.HasPrefix(u, "plugkit://hostile/hostile://") {
+				t.Errorf("resource URI %q is not mapped to its server", u)
+			}
+		}
+	})
+	t.Run("resources/templates/list", func(t *testing.T) {
+		res, err := cs.ListResourceTemplates(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, rt := range res.ResourceTemplates {
+			got = append(got, rt.URITemplate)
+		}
+		for _, want := range []string{"plugkit://everything/demo://resource/dynamic/text/{resourceId}", "plugkit://hostile/hostile://item/{id}"} {
+			if !slices.Contains(got, want) {
+				t.Errorf("templates %v, want %s among them", got, want)
+			}
+		}
+	})
+	read := func(t *testing.T, uri string) (string, error) {
+		t.Helper()
+		res, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+		if err != nil {
+			return "", err
+		}
+		if len(res.Contents) != 1 || res.Contents[0].URI != uri {
+			raw, _ := json.Marshal(res)
+			t.Fatalf("read %s: %s, want one content under the same URI", uri, raw)
+		}
+		if res.CacheScope != "private" || res.TTLMs != 0 {
+			t.Errorf("read %s: cache hint scope %q ttl %d, want private and no caching", uri, res.CacheScope, res.TTLMs)
+		}
+		return res.Contents[0].Text, nil
+	}
+	t.Run("resources/read, a template expanded", func(t *testing.T) {
+		if text, err := read(t, notes); err != nil || text != "buy milk" {
+			t.Errorf("read notes: %q %v", text, err)
+		}
+		if text, err := read(t, "plugkit://hostile/hostile://item/7"); err != nil || text != "item 7" {
+			t.Errorf("read item 7: %q %v", text, err)
+		}
+		if text, err := read(t, "plugkit://everything/demo://resource/dynamic/text/1"); err != nil || !strings.Contains(text, "1") {
+			t.Errorf("read dynamic text 1: %q %v", text, err)
+		}
+	})
+	t.Run("a rule denies a URI pattern, naming the rule", func(t *testing.T) {
+		_, err := read(t, staticP+"architecture.md")
+		if err == nil || !strings.Contains(err.Error(), "DENIED") || !strings.Contains(err.Error(), `"no-static-docs"`) {
+			t.Fatalf("read of a denied URI: %v, want DENIED naming the rule", err)
+		}
+	})
+	t.Run("a credential in a resource comes back redacted", func(t *testing.T) {
+		text, err := read(t, creds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(text, "ghp_") || !strings.Contains(text, "deploy token:") {
+			t.Errorf("read creds: %q, want the token redacted", text)
+		}
+	})
+	t.Run("an unknown URI", func(t *testing.T) {
+		if _, err := read(t, "plugkit://nobody/x://y"); err == nil || !strings.Contains(err.Error(), "not found") {
+			t.Errorf("read of an unknown server's URI: %v", err)
+		}
+	})
+	t.Run("prompts/list and prompts/get", func(t *testing.T) {
+		res, err := cs.ListPrompts(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var args *mcp.Prompt
+		var names []string
+		for _, p := range res.Prompts {
+			names = append(names, p.Name)
+			if p.Name == "ev_prompts.args-prompt" {
+				args = p
+			}
+		}
+		if args == nil || !slices.Contains(names, "ev_prompts.simple-prompt") {
+			t.Fatalf("prompts %v, want ev_prompts.simple-prompt and ev_prompts.args-prompt", names)
+		}
+		if len(args.Arguments) != 2 || args.Arguments[0].Name != "city" || !args.Arguments[0].Required || args.Arguments[1].Required {
+			raw, _ := json.Marshal(args)
+			t.Errorf("args-prompt: %s, want city (required) and state", raw)
+		}
+		if res.CacheScope != "private" || res.TTLMs <= 0 {
+			t.Errorf("prompts/list cache hint: scope %q ttl %d", res.CacheScope, res.TTLMs)
+		}
+		got, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "ev_prompts.args-prompt", Arguments: map[string]string{"city": "Paris"}})
+		if err != nil || len(got.Messages) != 1 || got.Messages[0].Content.(*mcp.TextContent).Text != "What's weather in Paris?" {
+			t.Fatalf("get args-prompt: %v %+v", err, got)
+		}
+		got, err = cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "ev_prompts.simple-prompt"})
+		if err != nil || len(got.Messages) != 1 || !strings.Contains(got.Messages[0].Content.(*mcp.TextContent).Text, "simple prompt") {
+			t.Fatalf("get simple-prompt: %v %+v", err, got)
+		}
+		// Stage 0 checks a prompt's arguments as a tool's.
+		if _, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "ev_prompts.args-prompt"}); err == nil || !strings.Contains(err.Error(), "INVALID_ARGUMENTS") {
+			t.Errorf("get args-prompt without its required argument: %v, want INVALID_ARGUMENTS", err)
+		}
+	})
+	t.Run("no entry is served as a tool", func(t *testing.T) {
+		res, err := cs.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tool := range res.Tools {
+			if strings.Contains(tool.Name, "resources.") || strings.Contains(tool.Name, "prompts.") {
+				t.Errorf("tools/list serves %s", tool.Name)
+			}
+		}
+		if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "hostile_resources.read", Arguments: map[string]any{"uri": "hostile://notes"}}); err == nil || !strings.Contains(err.Error(), "not a tool") {
+			t.Errorf("tools/call of the reader: %v, want refused as not a tool", err)
+		}
+	})
+	t.Run("each read and get is an audit line naming its URI", func(t *testing.T) {
+		// notes, item/7 and creds; the dynamic text and the denied
+		// document; the unknown URI named no server, so no call.
+		waitFor(t, 30*time.Second, "the audit lines of the reads", func() bool {
+			return len(auditArgs(t, dir, "hostile_resources.read")) == 3 &&
+				len(auditArgs(t, dir, "ev_resources.read")) == 2 &&
+				len(auditArgs(t, dir, "ev_prompts.args-prompt")) == 2 && len(auditArgs(t, dir, "ev_prompts.simple-prompt")) == 1
+		}, func() string { b, _ := os.ReadFile(filepath.Join(dir, "run", "audit.log")); return string(b) })
+		reads := strings.Join(auditArgs(t, dir, "ev_resources.read"), "\n")
+		if !strings.Contains(reads, `demo://resource/static/document/architecture.md`) || !strings.Contains(reads, `demo://resource/dynamic/text/1`) {
+			t.Errorf("the audit lines of ev_resources.read do not name their URIs:\n%s", reads)
+		}
+	})
+}
