@@ -277,3 +277,58 @@ plugin "hostile" {
 		}
 	})
 }
+
+// A prompt is pinned by host lock like a tool; when its text changes (the
+// server redefines it, seen at the next start) it is held absent with the
+// reason, and host lock accepts it again.
+func TestPinnedPromptRugPull(t *testing.T) {
+	needBinaries(t)
+	noLeaks(t)
+	dir := t.TempDir()
+	pulled := filepath.Join(dir, "pulled")
+	config := deployment(t, dir, hostileBlock("pr", "", "-prompt-text", pulled))
+	h := startHost(t, config, 2)
+	const name = "pr_prompts.greet"
+	waitFor(t, 30*time.Second, name+" registered", func() bool {
+		e, ok := h.entries(t, "pr")[name]
+		return ok && e.Kind == "prompt" && e.Held == ""
+	}, h.log.String)
+	if r := h.call(t, name, `{}`); !r.OK || !strings.Contains(string(r.Value), "Greet the user politely.") {
+		t.Fatalf("%s: %+v", name, r)
+	}
+	out, stderr, code := cli(t, "lock", "-c", config)
+	if code != 0 || !strings.Contains(out, "+ prompt:greet") {
+		t.Fatalf("lock: exit %d\n%s%s", code, out, stderr)
+	}
+	h.waitActive(t, 2)
+
+	// The server's prompt text changes; the bridge sees it when it starts
+	// again.
+	if err := os.WriteFile(pulled, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, stderr, code := cli(t, "reload", "pr", "-c", config); code != 0 {
+		t.Fatalf("reload: exit %d\n%s%s", code, out, stderr)
+	}
+	const why = "definition changed since locked: messages"
+	waitFor(t, 30*time.Second, name+" held", func() bool {
+		return strings.Contains(h.entries(t, "pr")[name].Held, why)
+	}, h.log.String)
+	if e := h.entries(t, "pr")[name]; !hasNote(e, "instruction-tags") {
+		t.Errorf("the changed prompt's text is not flagged: %+v", e.Notes)
+	}
+	r := h.call(t, name, `{}`)
+	if r.OK || r.code() != "UNKNOWN_TOOL" || !strings.Contains(r.message(), why) {
+		t.Fatalf("%s after its text changed: %+v, want UNKNOWN_TOOL naming %q", name, r, why)
+	}
+
+	out, stderr, code = cli(t, "lock", "pr", "-c", config)
+	if code != 0 || !strings.Contains(out, "~ prompt:greet: messages changed") {
+		t.Fatalf("lock pr: exit %d\n%s%s", code, out, stderr)
+	}
+	h.waitActive(t, 2)
+	waitFor(t, 30*time.Second, name+" served again", func() bool {
+		e, ok := h.entries(t, "pr")[name]
+		return ok && e.Held == ""
+	}, h.log.String)
+}
