@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/plugkit-go/plugkit/host"
 	"github.com/plugkit-go/plugkit/pipeline"
 )
 
@@ -40,6 +41,7 @@ const (
 	kindResources = "resources"
 	kindResource  = "resource"
 	kindPrompt    = "prompt"
+	kindSubscribe = "resource_subscribe"
 )
 
 // listTTL is the cache hint on list results: how long a client may use a
@@ -265,4 +267,54 @@ func refusal(res *mcp.CallToolResult) error {
 	e := &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: resultText(res)}
 	e.Data, _ = json.Marshal(res.Meta)
 	return e
+}
+
+// subscribe is the SDK's SubscribeHandler: a call of the server's subscribe
+// entry, so that a rule that denies reading a URI can deny following it
+// too. The SDK records the subscription when it returns nil.
+func (s *Server) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
+	owner, uri, ok := splitURI(req.Params.URI)
+	var entry *pipeline.ToolInfo
+	if ok {
+		for _, e := range s.entries(kindSubscribe) {
+			if e.Owner == owner {
+				entry = &e
+				break
+			}
+		}
+	}
+	if entry == nil {
+		return &jsonrpc.Error{Code: codeResourceNotFound, Message: fmt.Sprintf("resource %s cannot be subscribed to: no bridge that offers resources and takes subscriptions serves it", req.Params.URI)}
+	}
+	args, _ := json.Marshal(map[string]string{"uri": uri})
+	res, err := s.callEntry(ctx, req, entry.Name, args)
+	if err != nil {
+		return err
+	}
+	if res.IsError {
+		return refusal(res)
+	}
+	return nil
+}
+
+// unsubscribe is the SDK's UnsubscribeHandler: the SDK forgets the
+// session's subscription; the server's own stays (see the bridge).
+func unsubscribe(context.Context, *mcp.UnsubscribeRequest) error { return nil }
+
+// resourceUpdated tells the sessions subscribed to a plugin's resource that
+// it changed, in the background (the host's event must not wait for them).
+func (s *Server) resourceUpdated(u host.ResourceUpdate) {
+	s.smu.Lock()
+	if s.closed {
+		s.smu.Unlock()
+		return
+	}
+	// Added under smu while not closed: Shutdown sets closed before it
+	// waits for wg.
+	s.wg.Add(1)
+	s.smu.Unlock()
+	go func() {
+		defer s.wg.Done()
+		_ = s.mcp.ResourceUpdated(s.base, &mcp.ResourceUpdatedNotificationParams{URI: URIScheme + u.Plugin + "/" + u.URI})
+	}()
 }

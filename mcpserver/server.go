@@ -177,15 +177,18 @@ func New(h *host.Host, opts Options) *Server {
 			// Bridged servers' resources and prompts (resources.go,
 			// prompts.go). A resource list's changes are not announced:
 			// its cache hint bounds how stale a client's copy is.
-			Resources: &mcp.ResourceCapabilities{},
+			Resources: &mcp.ResourceCapabilities{Subscribe: true},
 			Prompts:   &mcp.PromptCapabilities{ListChanged: true},
 		},
-		SetCacheable: cacheHints,
+		SetCacheable:       cacheHints,
+		SubscribeHandler:   s.subscribe,
+		UnsubscribeHandler: unsubscribe,
 	})
 	s.mcp.AddReceivingMiddleware(s.refuseUnknown, s.serveResources)
 	s.sync()
 	s.unfollow = []func(){
 		h.OnToolsChanged(s.poke),
+		h.OnResourceUpdated("mcp", s.resourceUpdated),
 		h.OnStateChange("mcp", func(sc kernel.StateChange) {
 			// ACTIVE → ACTIVE is a reload: its tools are new too.
 			if sc.From != sc.To || sc.To == kernel.Active {

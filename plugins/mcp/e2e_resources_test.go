@@ -213,6 +213,56 @@ plugin "hostile" {
 			t.Errorf("read of an unknown server's URI: %v", err)
 		}
 	})
+	waitUpdate := func(t *testing.T, uri string) {
+		t.Helper()
+		deadline := time.After(30 * time.Second)
+		for {
+			select {
+			case got := <-updated:
+				if got == uri {
+					return
+				}
+			case <-deadline:
+				t.Fatalf("no notifications/resources/updated for %s\n%s", uri, hostLog)
+			}
+		}
+	}
+	t.Run("subscribe and receive an update", func(t *testing.T) {
+		if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: notes}); err != nil {
+			t.Fatal(err)
+		}
+		waitUpdate(t, notes) // the hostile server sends one after a subscription
+		// server-everything sends updates of what its client subscribed
+		// to while its toggle-subscriber-updates tool has them on.
+		const dyn = "plugkit://everything/demo://resource/dynamic/text/2"
+		if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: dyn}); err != nil {
+			t.Fatal(err)
+		}
+		toggle := func() {
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ev_toggle-subscriber-updates", Arguments: map[string]any{}})
+			if err != nil || res.IsError {
+				t.Fatalf("ev_toggle-subscriber-updates: %v %+v", err, res)
+			}
+		}
+		toggle()
+		waitUpdate(t, dyn)
+		toggle()
+		// A rule that denies reading a URI denies following it. A
+		// 2026-07-28 client subscribes on a subscriptions/listen stream of
+		// its own, whose refusal the Go SDK's Subscribe does not wait for:
+		// the audit shows it.
+		if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: staticP + "architecture.md"}); err != nil && !strings.Contains(err.Error(), `"no-static-docs"`) {
+			t.Errorf("subscribe to a denied URI: %v, want DENIED naming the rule", err)
+		}
+		waitFor(t, 30*time.Second, "the denied subscription's audit line", func() bool {
+			for _, l := range audit(t, dir) {
+				if l.Tool == "ev_resources.subscribe" && l.Code == "DENIED" {
+					return true
+				}
+			}
+			return false
+		}, hostLog.String)
+	})
 	t.Run("prompts/list and prompts/get", func(t *testing.T) {
 		res, err := cs.ListPrompts(ctx, nil)
 		if err != nil {

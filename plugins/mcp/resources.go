@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -24,6 +25,10 @@ import (
 //     resource templates, with the server's own URIs;
 //   - PREFIX_resources.read (kind "resource"): reads one, arguments
 //     {"uri": the server's own URI};
+//   - PREFIX_resources.subscribe (kind "resource_subscribe"), when the
+//     server takes subscriptions: subscribes to one, arguments {"uri"};
+//     the server's notifications/resources/updated go to the host
+//     (sdk.Context.ResourceUpdated), which tells the subscribed clients;
 //   - PREFIX_prompts.NAME (kind "prompt"), one per prompt: gets it, the
 //     prompt's arguments as the call's (all strings). Its definition is
 //     pinned by host lock under the key "prompt:NAME".
@@ -35,9 +40,11 @@ const (
 	kindResources = sdk.KindResources
 	kindResource  = sdk.KindResource
 	kindPrompt    = sdk.KindPrompt
+	kindSubscribe = sdk.KindResourceSubscribe
 
 	resourcesListName = "resources.list"
 	resourcesReadName = "resources.read"
+	resourcesSubName  = "resources.subscribe"
 	promptNamePrefix  = "prompts."
 	// promptPinPrefix keys a prompt's pin, apart from the tools' pins.
 	promptPinPrefix = "prompt:"
@@ -57,6 +64,9 @@ func (b *bridge) offerings(ctx context.Context, want map[string]sdk.Tool) error 
 	if caps.Resources != nil {
 		want[entryKey+resourcesListName] = b.resourcesListEntry(caps.Resources)
 		want[entryKey+resourcesReadName] = b.resourcesReadEntry()
+		if caps.Resources.Subscribe {
+			want[entryKey+resourcesSubName] = b.resourcesSubscribeEntry()
+		}
 	}
 	if caps.Prompts == nil {
 		return nil
@@ -295,4 +305,64 @@ func (b *bridge) upstream(ctx context.Context, what string, do func(context.Cont
 		return nil, fmt.Errorf("%s: %w", what, ctx.Err())
 	}
 	return v, err
+}
+
+func (b *bridge) resourcesSubscribeEntry() sdk.Tool {
+	return sdk.Tool{
+		Name:        b.set.toolName(resourcesSubName),
+		OwnerPrefix: b.set.ownerPrefix,
+		Kind:        kindSubscribe,
+		Description: fmt.Sprintf("Subscribes to the changes of a resource of the MCP server %s by its URI.", b.set.describe()),
+		Parameters:  `{"type":"object","properties":{"uri":{"type":"string","minLength":1}},"required":["uri"],"additionalProperties":false}`,
+		ReadOnly:    true,
+		Idempotent:  true,
+		Timeout:     b.set.timeout,
+		Execute: func(ctx context.Context, call *sdk.Call) (any, error) {
+			var args struct {
+				URI string `json:"uri"`
+			}
+			if err := call.Bind(&args); err != nil {
+				return nil, err
+			}
+			return b.upstream(ctx, "resources/subscribe", func(ctx context.Context) (any, error) {
+				// The server keeps one subscription per URI for the
+				// bridge, whoever asked; the host tells each subscribed
+				// client. It is not withdrawn when the clients leave: an
+				// update nobody follows is dropped by the host.
+				if err := b.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: args.URI}); err != nil {
+					return nil, fmt.Errorf("resources/subscribe %s on the MCP server %s: %w", args.URI, b.set.describe(), err)
+				}
+				return map[string]any{"subscribed": args.URI}, nil
+			})
+		},
+	}
+}
+
+func (b *bridge) setNotify(fn func(ctx context.Context, uri string) error) {
+	b.mu.Lock()
+	b.notify = fn
+	b.mu.Unlock()
+}
+
+// resourceUpdated passes the server's notifications/resources/updated to
+// the host, in the background: the SDK calls it on the session's reader.
+func (b *bridge) resourceUpdated(uri string) {
+	b.mu.Lock()
+	notify := b.notify
+	if notify == nil || b.closing {
+		b.mu.Unlock()
+		return
+	}
+	// Added under mu while not closing: close sets closing before it
+	// waits for wg.
+	b.wg.Add(1)
+	b.mu.Unlock()
+	go func() {
+		defer b.wg.Done()
+		ctx, cancel := context.WithTimeout(b.base, 10*time.Second)
+		defer cancel()
+		if err := notify(ctx, uri); err != nil && b.base.Err() == nil {
+			b.log.Debug("resource update not passed to the host", "uri", uri, "error", err)
+		}
+	}()
 }

@@ -13,9 +13,10 @@ import (
 // A deny rule's resources and prompts narrow it to resource reads and
 // prompt gets, as tools narrows it to tools:
 //
-//   - resources: URI patterns of the resources a read may not read: the
-//     server's own URI (the uri argument of a "resource" entry), where *
-//     matches any characters, / included, and ? one;
+//   - resources: URI patterns of the resources a read (or a subscription)
+//     may not read: the server's own URI (the uri argument of a "resource"
+//     or "resource_subscribe" entry), where * matches any characters, /
+//     included, and ? one;
 //   - prompts: name globs (path.Match syntax) of the prompt entries
 //     (PREFIX_prompts.NAME) a get may not get.
 //
@@ -87,7 +88,7 @@ func (r *rule) narrowed() bool { return len(r.resources) > 0 || len(r.prompts) >
 // closed.
 func (r *rule) matchOffering(call *sdk.Call) (string, bool) {
 	switch call.Tool.Kind {
-	case sdk.KindResource:
+	case sdk.KindResource, sdk.KindResourceSubscribe:
 		if len(r.resources) == 0 {
 			return "", false
 		}
