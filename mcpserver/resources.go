@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -218,7 +219,9 @@ func (s *Server) entries(kind string) []pipeline.ToolInfo {
 func (s *Server) callEntry(ctx context.Context, req mcp.Request, name string, args json.RawMessage) (*mcp.CallToolResult, error) {
 	ss, _ := req.GetSession().(*mcp.ServerSession)
 	var meta mcp.Meta
-	if p := req.GetParams(); p != nil {
+	// A request without params (resources/list may have none) holds a nil
+	// pointer of its params' type, whose GetMeta would panic.
+	if p := req.GetParams(); p != nil && !reflect.ValueOf(p).IsNil() {
 		if m, ok := p.GetMeta()["traceparent"]; ok {
 			meta = mcp.Meta{"traceparent": m}
 			if st, ok := p.GetMeta()["tracestate"]; ok {
