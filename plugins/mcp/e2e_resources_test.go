@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/plugkit-go/plugkit/internal/testenv"
 )
 
 // Resources and prompts of bridged servers, governed like tools: the real
@@ -381,4 +383,65 @@ func TestPinnedPromptRugPull(t *testing.T) {
 		e, ok := h.entries(t, "pr")[name]
 		return ok && e.Held == ""
 	}, h.log.String)
+}
+
+// The TypeScript SDK's client (1.32) lists and reads resources and gets a
+// prompt of server-everything through host mcp.
+func TestResourcesAndPromptsTypeScriptClient(t *testing.T) {
+	needBinaries(t)
+	everything := npmServer(t, "mcp-server-everything")
+	node := testenv.LookPath(t, "node")
+	noLeaks(t)
+	dir := t.TempDir()
+	config := deployment(t, dir, fmt.Sprintf(`
+plugin "everything" {
+  path = %q
+  config {
+    command = [%q]
+    prefix  = "ev"
+  }
+}
+`, bin("plugins/mcp"), everything))
+	script, err := filepath.Abs(filepath.Join("testdata", "servers", "ts-resources.mjs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const uri = "plugkit://everything/demo://resource/dynamic/text/3"
+	var stderr logBuffer
+	cmd := exec.CommandContext(ctx, node, script, bin("host"), config, uri, "ev_prompts.args-prompt", `{"city":"Lyon"}`)
+	cmd.Dir = dir
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("ts-resources.mjs: %v\n%s", err, stderr.String())
+	}
+	var got struct {
+		Resources, Templates, Prompts []string
+		Read                          mcp.ReadResourceResult
+		Prompt                        struct {
+			Messages []struct {
+				Content struct{ Text string }
+			}
+		}
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%s: %v", out, err)
+	}
+	if !slices.ContainsFunc(got.Resources, func(u string) bool { return strings.HasPrefix(u, "plugkit://everything/demo://resource/static/") }) {
+		t.Errorf("resources %v", got.Resources)
+	}
+	if !slices.Contains(got.Templates, "plugkit://everything/demo://resource/dynamic/text/{resourceId}") {
+		t.Errorf("templates %v", got.Templates)
+	}
+	if !slices.Contains(got.Prompts, "ev_prompts.simple-prompt") {
+		t.Errorf("prompts %v", got.Prompts)
+	}
+	if len(got.Read.Contents) != 1 || got.Read.Contents[0].URI != uri || !strings.Contains(got.Read.Contents[0].Text, "3") {
+		t.Errorf("read %s: %s", uri, out)
+	}
+	if len(got.Prompt.Messages) != 1 || got.Prompt.Messages[0].Content.Text != "What's weather in Lyon?" {
+		t.Errorf("prompt: %s", out)
+	}
 }
