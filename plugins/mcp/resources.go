@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -54,7 +55,8 @@ const (
 )
 
 // offerings adds to want the entries for the server's resources (when it
-// declares the capability) and prompts (listed now).
+// declares the capability) and prompts (listed now). When prompts/list
+// fails, want has the resource entries and no prompt.
 func (b *bridge) offerings(ctx context.Context, want map[string]sdk.Tool) error {
 	init := b.cs.InitializeResult()
 	if init == nil || init.Capabilities == nil {
@@ -72,6 +74,7 @@ func (b *bridge) offerings(ctx context.Context, want map[string]sdk.Tool) error 
 		return nil
 	}
 	n := 0
+	prompts := map[string]sdk.Tool{}
 	for p, err := range b.cs.Prompts(ctx, nil) {
 		if err != nil {
 			err = b.set.limits.timedOut("prompts/list", err)
@@ -81,12 +84,13 @@ func (b *bridge) offerings(ctx context.Context, want map[string]sdk.Tool) error 
 			return fmt.Errorf("prompts/list of the MCP server %s: %w", b.set.describe(), b.set.limits.tooManyTools())
 		}
 		key := entryKey + promptNamePrefix + p.Name
-		if _, ok := want[key]; ok {
-			want[key] = holdTool(want[key], p.Name, "the server listed this prompt more than once in prompts/list; which definition it means is unknown")
+		if _, ok := prompts[key]; ok {
+			prompts[key] = holdTool(prompts[key], p.Name, "the server listed this prompt more than once in prompts/list; which definition it means is unknown")
 			continue
 		}
-		want[key] = b.promptEntry(ctx, p)
+		prompts[key] = b.promptEntry(ctx, p)
 	}
+	maps.Copy(want, prompts)
 	return nil
 }
 
