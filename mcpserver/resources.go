@@ -95,6 +95,14 @@ func (s *Server) serveResources(next mcp.MethodHandler) mcp.MethodHandler {
 				return next(ctx, method, req)
 			}
 			return s.readResource(ctx, rr)
+		case "prompts/get":
+			// A prompt held absent is not the SDK's, which would only say
+			// it does not know it: say why it is held.
+			if gr, ok := req.(*mcp.GetPromptRequest); ok && gr.Params != nil {
+				if t, ok := s.h.Pipeline().Lookup(gr.Params.Name); ok && t.Kind == kindPrompt && t.Held != "" {
+					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("prompt %s is held absent: %s", t.Name, t.Held)}
+				}
+			}
 		}
 		return next(ctx, method, req)
 	}

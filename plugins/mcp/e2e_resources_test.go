@@ -373,6 +373,27 @@ func TestPinnedPromptRugPull(t *testing.T) {
 	if r.OK || r.code() != "UNKNOWN_TOOL" || !strings.Contains(r.message(), why) {
 		t.Fatalf("%s after its text changed: %+v, want UNKNOWN_TOOL naming %q", name, r, why)
 	}
+	// Over MCP: not listed, and a get says why.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.Command(bin("host"), "mcp", "-c", config)
+	hostLog := &logBuffer{}
+	cmd.Stderr = hostLog
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect to host mcp: %v\n%s", err, hostLog)
+	}
+	waitFor(t, 30*time.Second, "host mcp's plugins", func() bool {
+		res, err := cs.ListTools(ctx, nil)
+		return err == nil && slices.ContainsFunc(res.Tools, func(tool *mcp.Tool) bool { return tool.Name == "pr_echo" })
+	}, hostLog.String)
+	if res, err := cs.ListPrompts(ctx, nil); err != nil || slices.ContainsFunc(res.Prompts, func(p *mcp.Prompt) bool { return p.Name == name }) {
+		t.Errorf("prompts/list: %v %+v, want %s left out", err, res, name)
+	}
+	if _, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: name}); err == nil || !strings.Contains(err.Error(), why) {
+		t.Errorf("prompts/get %s: %v, want it held naming %q", name, err, why)
+	}
+	cs.Close()
 
 	out, stderr, code = cli(t, "lock", "pr", "-c", config)
 	if code != 0 || !strings.Contains(out, "~ prompt:greet: messages changed") {
