@@ -171,7 +171,7 @@ func New(h *host.Host, opts Options) *Server {
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "plugkit", Title: "plugkit host", Version: version}, &mcp.ServerOptions{
 		Instructions: "The tools of a plugkit deployment. Every call passes the host's permission pipeline: " +
 			"a policy may deny it (the result says why and who decided) or ask your user to approve it.",
-		Logger:       newSlog(log.Named("sdk")),
+		Logger: newSlog(log.Named("sdk")),
 		Capabilities: &mcp.ServerCapabilities{
 			Tools: &mcp.ToolCapabilities{ListChanged: true},
 			// Bridged servers' resources and prompts (resources.go,
