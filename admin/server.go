@@ -223,7 +223,7 @@ func (s *Server) tools(w http.ResponseWriter, r *http.Request) {
 		tool := Tool{
 			Name: t.Name, Owner: t.Owner, Description: t.Description, Parameters: t.Parameters,
 			Destructive: t.Destructive, ReadOnly: t.ReadOnly, Idempotent: t.Idempotent,
-			Notes: t.Notes, Held: t.Held, Definition: t.Definition,
+			Notes: t.Notes, Held: t.Held, Definition: t.Definition, Kind: t.Kind,
 		}
 		if t.Timeout > 0 {
 			tool.Timeout = t.Timeout.String()

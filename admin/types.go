@@ -76,6 +76,9 @@ type Tool struct {
 	Notes      []string `json:"notes,omitempty"`
 	Held       string   `json:"held,omitempty"`
 	Definition string   `json:"definition,omitempty"`
+	// Kind is "" for a tool, else "resources", "resource" or "prompt"
+	// (see pipeline.ToolInfo.Kind).
+	Kind string `json:"kind,omitempty"`
 }
 
 // CallRequest is POST /v1/call.

@@ -222,6 +222,7 @@ func New(d *deployment.Deployment, log hclog.Logger) (*Host, error) {
 	opts := managerOptions(d.Host)
 	opts.Logger = log
 	opts.OnRPC = h.Metrics.RPC
+	opts.OnResourceUpdated = h.resourceUpdated
 	opts.Tokens = tokenexchange.New(nil)
 	opts.Tokens.OnOutcome = h.Metrics.UpstreamToken
 	opts.OnEgress = h.egressEvent

@@ -118,6 +118,8 @@ type Server struct {
 	touched  map[string]bool // plugins whose state changed since the last sync
 	// listed is what clients were last told; only sync touches it.
 	listed map[string]pipeline.ToolInfo
+	// prompts is what clients were last told of the prompts (prompts.go).
+	prompts map[string]pipeline.ToolInfo
 
 	smu      sync.Mutex
 	sessions map[*mcp.ServerSession]*session
@@ -168,19 +170,31 @@ func New(h *host.Host, opts Options) *Server {
 		changed:  make(chan struct{}, 1),
 		touched:  map[string]bool{},
 		listed:   map[string]pipeline.ToolInfo{},
+		prompts:  map[string]pipeline.ToolInfo{},
 		sessions: map[*mcp.ServerSession]*session{},
 	}
 	s.sealer, _ = newSealer(nil) // a key of its own cannot fail
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "plugkit", Title: "plugkit host", Version: version}, &mcp.ServerOptions{
 		Instructions: "The tools of a plugkit deployment. Every call passes the host's permission pipeline: " +
 			"a policy may deny it (the result says why and who decided) or ask your user to approve it.",
-		Logger:       newSlog(log.Named("sdk")),
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+		Logger: newSlog(log.Named("sdk")),
+		Capabilities: &mcp.ServerCapabilities{
+			Tools: &mcp.ToolCapabilities{ListChanged: true},
+			// Bridged servers' resources and prompts (resources.go,
+			// prompts.go). A resource list's changes are not announced:
+			// its cache hint bounds how stale a client's copy is.
+			Resources: &mcp.ResourceCapabilities{Subscribe: true},
+			Prompts:   &mcp.PromptCapabilities{ListChanged: true},
+		},
+		SetCacheable:       cacheHints,
+		SubscribeHandler:   s.subscribe,
+		UnsubscribeHandler: unsubscribe,
 	})
-	s.mcp.AddReceivingMiddleware(s.refuseUnknown)
+	s.mcp.AddReceivingMiddleware(s.refuseUnknown, s.serveResources)
 	s.sync()
 	s.unfollow = []func(){
 		h.OnToolsChanged(s.poke),
+		h.OnResourceUpdated("mcp", s.resourceUpdated),
 		h.OnStateChange("mcp", func(sc kernel.StateChange) {
 			// ACTIVE → ACTIVE is a reload: its tools are new too.
 			if sc.From != sc.To || sc.To == kernel.Active {

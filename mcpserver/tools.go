@@ -62,9 +62,11 @@ func (s *Server) sync() {
 	seen := make(map[string]bool, len(current))
 	var add []pipeline.ToolInfo
 	for _, t := range current {
-		if t.Held != "" {
+		if t.Held != "" || t.Kind != "" {
 			// Held absent: listed to people (host tools), never to agents;
-			// a call to one is refused by refuseUnknown.
+			// a call to one is refused by refuseUnknown. An entry of a
+			// kind (resources, a prompt) is served as what it is
+			// (resources.go, prompts.go), never as a tool.
 			continue
 		}
 		seen[t.Name] = true
@@ -99,6 +101,7 @@ func (s *Server) sync() {
 		}
 		s.listed[t.Name] = t
 	}
+	s.syncPrompts(current, touched)
 	if len(add) > 0 || len(remove) > 0 {
 		s.log.Debug("tools synced", "tools", len(s.listed), "added", len(add), "removed", len(remove))
 	}

@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -28,6 +29,10 @@ func (s *Server) refuseUnknown(next mcp.MethodHandler) mcp.MethodHandler {
 			return next(ctx, method, req)
 		}
 		if t, ok := s.h.Pipeline().Lookup(cr.Params.Name); ok && t.Held == "" {
+			if t.Kind != "" {
+				// Resources and prompts are served as what they are.
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("%s is not a tool: it offers a %s (resources/read, prompts/get)", cr.Params.Name, t.Kind)}
+			}
 			return next(ctx, method, req)
 		}
 		res, err := s.callTool(ctx, cr)

@@ -38,7 +38,9 @@ type Tool struct {
 	Notes      []string
 	Held       string
 	Definition string
-	Execute    ToolFunc
+	// Kind: see ToolInfo.
+	Kind    string
+	Execute ToolFunc
 }
 
 // ToolInfo describes a registered tool to listeners and clients.
@@ -63,6 +65,11 @@ type ToolInfo struct {
 	Held string
 	// Definition is the pin of the tool's definition as its source gave it.
 	Definition string
+	// Kind is "" for a tool. An entry of another kind (KindResources,
+	// KindResource, KindPrompt) offers a bridged server's resources or a
+	// prompt: it is called through the same five stages as a tool, and
+	// never served as a tool.
+	Kind string
 
 	// rev is set once at registration (see Revision).
 	rev uint64
@@ -83,7 +90,7 @@ func (t Tool) Info(owner string) ToolInfo {
 		Name: t.Name, Description: t.Description, Parameters: t.Parameters,
 		Destructive: t.Destructive, ReadOnly: t.ReadOnly, Idempotent: t.Idempotent,
 		Timeout: t.Timeout, Owner: owner,
-		Notes: slices.Clone(t.Notes), Held: t.Held, Definition: t.Definition,
+		Notes: slices.Clone(t.Notes), Held: t.Held, Definition: t.Definition, Kind: t.Kind,
 	}
 }
 

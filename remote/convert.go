@@ -25,7 +25,7 @@ func toDescriptor(t *pipeline.ToolInfo) *pb.ToolDescriptor {
 		Name: t.Name, Description: t.Description, Parameters: t.Parameters,
 		Destructive: t.Destructive, ReadOnly: t.ReadOnly, Idempotent: t.Idempotent,
 		Timeout: t.Timeout, Owner: t.Owner,
-		Notes: t.Notes, Held: t.Held, Definition: t.Definition,
+		Notes: t.Notes, Held: t.Held, Definition: t.Definition, Kind: t.Kind,
 	})
 }
 
@@ -35,7 +35,7 @@ func fromDescriptor(d *pb.ToolDescriptor) pipeline.Tool {
 		Name: w.Name, Description: w.Description, Parameters: w.Parameters,
 		Destructive: w.Destructive, ReadOnly: w.ReadOnly, Idempotent: w.Idempotent,
 		Timeout: w.Timeout,
-		Notes:   w.Notes, Held: w.Held, Definition: w.Definition,
+		Notes:   w.Notes, Held: w.Held, Definition: w.Definition, Kind: w.Kind,
 	}
 }
 

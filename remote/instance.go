@@ -69,6 +69,9 @@ type instance struct {
 	exportSpans     func(context.Context, string, []byte) error // Options.ExportSpans
 	spanBatches     *rate.Limiter                               // bounds ExportSpans
 	spansDropped    atomic.Int64                                // span batches refused so far
+	onUpdated       func(plugin, uri string)                    // Options.OnResourceUpdated
+	updates         *rate.Limiter                               // bounds ResourceUpdated
+	updatesDropped  atomic.Int64                                // updates refused so far
 	serveHost       []grpc.ServerOption                         // options of the Host service's server
 	obs             *observers
 	// scope is the version of the plugin this process serves (set by apply).
@@ -270,6 +273,8 @@ func (m *Manager) launch(ctx context.Context, spec Spec) (*instance, error) {
 		tracerProvider:  m.opts.TracerProvider,
 		onRPC:           m.opts.OnRPC,
 		exportSpans:     m.opts.ExportSpans,
+		onUpdated:       m.opts.OnResourceUpdated,
+		updates:         rate.NewLimiter(updatesPerSecond, 2*updatesPerSecond),
 		spanBatches:     rate.NewLimiter(spanBatchesPerSecond, 2*spanBatchesPerSecond),
 		serveHost:       serveHost,
 		drainTimeout:    m.opts.DrainTimeout,

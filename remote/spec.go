@@ -157,6 +157,10 @@ type Options struct {
 	// ExportSpans sends on the spans a plugin handed to the host: otlp is an
 	// OTLP ExportTraceServiceRequest.
 	ExportSpans func(ctx context.Context, plugin string, otlp []byte) error
+	// OnResourceUpdated, when set, is told that a resource plugin offers
+	// changed (Host.ResourceUpdated), by the plugin's own URI. It must not
+	// block.
+	OnResourceUpdated func(plugin, uri string)
 	// Tokens obtains the upstream tokens of the plugins whose Spec has an
 	// Upstream; without it their calls are DENIED.
 	Tokens *tokenexchange.Broker

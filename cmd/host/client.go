@@ -175,6 +175,10 @@ func tools(ctx context.Context, e *env, _ []string) error {
 	fmt.Fprintln(tw, "TOOL\tOWNER\tHINTS\tPARAMETERS\tDESCRIPTION")
 	for _, t := range ts {
 		var hints []string
+		if t.Kind != "" {
+			// An entry served as a resource or a prompt, not a tool.
+			hints = append(hints, t.Kind)
+		}
 		if t.ReadOnly {
 			hints = append(hints, "read-only")
 		}

@@ -24,6 +24,10 @@
 //	-desc-bytes N   adds a tool whose description is N bytes
 //	-dup-pages      tools/list in two pages, the tool twice listed once
 //	                on each with different descriptions
+//	-resources      offers resources, one carrying a (fake) credential, a
+//	                template and subscriptions (resources.go)
+//	-prompt-text F  offers the prompt greet, whose text turns to an
+//	                injection once the file F exists
 package main
 
 import (
@@ -66,6 +70,8 @@ func main() {
 	lookalike := flag.String("lookalikes", "", "")
 	descBytes := flag.Int("desc-bytes", 0, "")
 	dupPages := flag.Bool("dup-pages", false, "")
+	resources := flag.Bool("resources", false, "")
+	promptText := flag.String("prompt-text", "", "")
 	flag.Parse()
 
 	if *starts != "" {
@@ -86,7 +92,9 @@ func main() {
 		_, _ = io.Copy(io.Discard, os.Stdin)
 		return
 	}
-	s := mcp.NewServer(&mcp.Implementation{Name: "hostile", Version: "1"}, nil)
+	opts, offer := offerings(*resources, *promptText)
+	s := mcp.NewServer(&mcp.Implementation{Name: "hostile", Version: "1"}, opts)
+	offer(s)
 	var lists atomic.Int64
 	if *count != "" {
 		s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {

@@ -54,6 +54,9 @@ type bridge struct {
 	web *http.Client
 	// listed is what prelist found, until begin registers it.
 	listed map[string]sdk.Tool
+	// notify tells the host a resource changed (resources.go); guarded by
+	// mu, set by Apply once it has the host.
+	notify func(ctx context.Context, uri string) error
 
 	// base is cancelled by close; the sync loop and re-registrations run
 	// under it.
@@ -119,7 +122,7 @@ func (b *bridge) dial(ctx context.Context) error {
 	if st, ok := t.(*mcp.StreamableClientTransport); ok {
 		b.web = st.HTTPClient
 	}
-	cs, err := connect(ctx, b.set, t, relay, b.listChanged)
+	cs, err := connect(ctx, b.set, t, relay, b.listChanged, b.resourceUpdated)
 	if err != nil {
 		b.cancel()
 		if relay != nil {
@@ -229,7 +232,7 @@ func (b *bridge) register(ctx context.Context, want map[string]sdk.Tool) error {
 func sameSpec(a, b sdk.Tool) bool {
 	return a.Name == b.Name && a.Description == b.Description && a.Parameters == b.Parameters &&
 		a.Destructive == b.Destructive && a.ReadOnly == b.ReadOnly && a.Idempotent == b.Idempotent &&
-		a.Timeout == b.Timeout && slices.Equal(a.Notes, b.Notes) && a.Held == b.Held && a.Definition == b.Definition
+		a.Timeout == b.Timeout && slices.Equal(a.Notes, b.Notes) && a.Held == b.Held && a.Definition == b.Definition && a.Kind == b.Kind
 }
 
 // toolSpec is the pipeline tool for a server tool. Hints follow MCP's

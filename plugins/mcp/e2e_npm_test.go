@@ -56,9 +56,24 @@ type hostTool struct {
 	Notes       []string        `json:"notes"`
 	Held        string          `json:"held"`
 	Definition  string          `json:"definition"`
+	Kind        string          `json:"kind"`
 }
 
+// tools are owner's tools as host tools lists them, without the entries
+// for resources and prompts (entries).
 func (h *hostRun) tools(t testing.TB, owner string) map[string]hostTool {
+	t.Helper()
+	m := h.entries(t, owner)
+	for name, tool := range m {
+		if tool.Kind != "" {
+			delete(m, name)
+		}
+	}
+	return m
+}
+
+// entries are all that owner registered: tools, and entries of a kind.
+func (h *hostRun) entries(t testing.TB, owner string) map[string]hostTool {
 	t.Helper()
 	out, stderr, code := cli(t, "tools", "--json", "-c", h.config)
 	if code != 0 {

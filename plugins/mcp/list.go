@@ -50,6 +50,11 @@ func (b *bridge) list(ctx context.Context) (map[string]sdk.Tool, error) {
 		}
 	}
 	holdLookalikes(want)
+	if err := b.offerings(ctx, want); err != nil {
+		// The tools are still bridged; the prompts are left out (absent,
+		// never served unchecked) until a list succeeds.
+		b.log.Warn("prompts not bridged", "server", b.set.describe(), "error", err)
+	}
 	return want, nil
 }
 

@@ -58,10 +58,32 @@ func digest(v any) string {
 	return hex.EncodeToString(sum[:16])
 }
 
+// promptParts are the parts of a prompt's definition, in pin order:
+// messages is the text of a prompt that takes no argument ("null" for
+// one that does, whose text depends on them).
+var promptParts = []string{"title", "description", "arguments", "messages"}
+
+func promptDefinition(p *mcp.Prompt, messages any) definition {
+	d := definition{}
+	parts := map[string]any{"title": p.Title, "description": p.Description, "arguments": p.Arguments, "messages": messages}
+	for _, k := range promptParts {
+		d[k] = digest(parts[k])
+	}
+	return d
+}
+
+// parts are the parts d has, in pin order.
+func (d definition) parts() []string {
+	if _, ok := d["arguments"]; ok {
+		return promptParts
+	}
+	return pinParts
+}
+
 // String is the pin as host lock writes it.
 func (d definition) String() string {
 	parts := make([]string, 0, len(pinParts))
-	for _, p := range pinParts {
+	for _, p := range d.parts() {
 		parts = append(parts, p+"="+d[p])
 	}
 	return strings.Join(parts, " ")
@@ -83,7 +105,7 @@ func parsePin(s string) definition {
 func (d definition) changedSince(pin string) []string {
 	old := parsePin(pin)
 	var changed []string
-	for _, p := range pinParts {
+	for _, p := range d.parts() {
 		if old[p] != d[p] {
 			changed = append(changed, p)
 		}

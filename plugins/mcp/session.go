@@ -195,9 +195,16 @@ func (r *stderrRelay) exitCause(wait time.Duration) string {
 
 // connect initialises an MCP session over t. onListChanged is called on
 // every notifications/tools/list_changed.
-func connect(ctx context.Context, s *settings, t mcp.Transport, relay *stderrRelay, onListChanged func()) (*mcp.ClientSession, error) {
+func connect(ctx context.Context, s *settings, t mcp.Transport, relay *stderrRelay, onListChanged func(), onUpdated func(uri string)) (*mcp.ClientSession, error) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "plugkit-mcp-bridge", Version: pluginVersion}, &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { onListChanged() },
+		// A prompt is an entry of the registry as a tool is.
+		PromptListChangedHandler: func(context.Context, *mcp.PromptListChangedRequest) { onListChanged() },
+		ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+			if req.Params != nil {
+				onUpdated(req.Params.URI)
+			}
+		},
 	})
 	cctx, cancel := s.limits.control(ctx)
 	defer cancel()

@@ -47,6 +47,10 @@ type rule struct {
 	// argument may name (urls.go).
 	urlHosts    []string
 	hasURLHosts bool
+	// resources and prompts narrow the rule to resource reads and prompt
+	// gets (offerings.go).
+	resources []uriPattern
+	prompts   []string
 	// callers and notCallers select the principals the rule applies to
 	// (sdk.Principal.Matches); empty callers means everyone.
 	callers, notCallers []string
@@ -162,10 +166,11 @@ func compileRule(r Rule) (*rule, []error) {
 			c.urlHosts = append(c.urlHosts, norm)
 		}
 	}
+	errs = append(errs, compileOfferings(c, r)...)
 	switch {
-	case len(r.Tools) == 0 && len(r.PathPrefix) == 0 && len(r.Pattern) == 0 && r.URLHosts == nil:
+	case len(r.Tools) == 0 && len(r.PathPrefix) == 0 && len(r.Pattern) == 0 && r.URLHosts == nil && len(r.Resources) == 0 && len(r.Prompts) == 0:
 		// Denying every call is possible, but must be written on purpose.
-		errs = append(errs, errors.New(`the rule denies nothing in particular: set tools, path_prefix, pattern or url_hosts (tools = ["*"] denies every tool)`))
+		errs = append(errs, errors.New(`the rule denies nothing in particular: set tools, path_prefix, pattern, url_hosts, resources or prompts (tools = ["*"] denies every tool)`))
 	case len(r.Arguments) > 0 && len(r.PathPrefix) == 0 && len(r.Pattern) == 0 && r.URLHosts == nil:
 		errs = append(errs, errors.New(`arguments is set but there is no path_prefix, pattern or url_hosts to inspect them with`))
 	}
@@ -188,7 +193,15 @@ func (r *rule) check(_ context.Context, call *sdk.Call) (string, error) {
 	if !ok || !r.appliesTo(call.Principal) {
 		return "", nil
 	}
-	if len(r.prefixes) == 0 && len(r.patterns) == 0 && !r.hasURLHosts {
+	if r.narrowed() {
+		what, ok := r.matchOffering(call)
+		if !ok {
+			return "", nil
+		}
+		if len(r.prefixes) == 0 && len(r.patterns) == 0 && !r.hasURLHosts {
+			return r.deny(what, call.Principal), nil
+		}
+	} else if len(r.prefixes) == 0 && len(r.patterns) == 0 && !r.hasURLHosts {
 		// A tools-only rule (compile refuses a rule with neither tools nor
 		// checks, so tool is set).
 		return r.deny(fmt.Sprintf("tool %q matches %q", call.Name, tool), call.Principal), nil

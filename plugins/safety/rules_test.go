@@ -225,7 +225,7 @@ func TestCompileErrors(t *testing.T) {
 		{name: "an empty glob", cfg: Config{Deny: []Rule{{Name: "e", Tools: []string{""}}}},
 			wants: []string{`deny "e": tools "" is not a valid glob pattern`}},
 		{name: "a rule that names nothing", cfg: Config{Deny: []Rule{{Name: "vague", Reason: "why"}}},
-			wants: []string{`deny "vague": the rule denies nothing in particular: set tools, path_prefix, pattern or url_hosts`}},
+			wants: []string{`deny "vague": the rule denies nothing in particular: set tools, path_prefix, pattern, url_hosts, resources or prompts`}},
 		{name: "arguments without a check", cfg: Config{Deny: []Rule{{Name: "args", Tools: []string{"x"}, Arguments: []string{"cmd"}}}},
 			wants: []string{`deny "args": arguments is set but there is no path_prefix, pattern or url_hosts`}},
 		{name: "an empty prefix", cfg: Config{Deny: []Rule{{Name: "p", PathPrefix: []string{""}}}},

@@ -111,6 +111,8 @@ type Rule struct {
 	PathPrefix []string `json:"path_prefix,omitempty"`
 	Pattern    []string `json:"pattern,omitempty"`
 	URLHosts   []string `json:"url_hosts,omitempty"`
+	Resources  []string `json:"resources,omitempty"`
+	Prompts    []string `json:"prompts,omitempty"`
 	Reason     string   `json:"reason,omitempty"`
 	Callers    []string `json:"callers,omitempty"`
 	NotCallers []string `json:"not_callers,omitempty"`
@@ -165,6 +167,16 @@ const configSchema = `{
             "description": "Deny when an inspected argument carries a URL (scheme://host...) whose host is none of these: host names, or *.example.com for any name below example.com; [] denies every URL.",
             "items": {"type": "string", "minLength": 1}
           },
+          "resources": {
+            "type": "array", "minItems": 1,
+            "description": "The rule applies to resource reads whose URI (the server's own) matches one of these patterns (* any characters, / included; ? one), and to no tool call.",
+            "items": {"type": "string", "minLength": 1}
+          },
+          "prompts": {
+            "type": "array", "minItems": 1,
+            "description": "The rule applies to prompt gets whose prompt (PREFIX_prompts.NAME) matches one of these glob patterns (path.Match syntax), and to no tool call.",
+            "items": {"type": "string", "minLength": 1, "pattern": "` + globPatternJSON + `"}
+          },
           "reason": {"type": "string", "minLength": 1, "description": "Said to the caller when the rule denies; the rule's name is always given too."},
           "callers": {
             "type": "array", "minItems": 1,
@@ -181,7 +193,9 @@ const configSchema = `{
           {"required": ["tools"]},
           {"required": ["path_prefix"]},
           {"required": ["pattern"]},
-          {"required": ["url_hosts"]}
+          {"required": ["url_hosts"]},
+          {"required": ["resources"]},
+          {"required": ["prompts"]}
         ],
         "dependentSchemas": {
           "arguments": {"anyOf": [{"required": ["path_prefix"]}, {"required": ["pattern"]}, {"required": ["url_hosts"]}]}

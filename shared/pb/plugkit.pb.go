@@ -309,7 +309,16 @@ type ToolDescriptor struct {
 	// The host registers the tool as OWNER_name, OWNER being the name the
 	// deployment gave the plugin (which the plugin does not know), so that a
 	// bridged server's tools cannot take another plugin's names.
-	OwnerPrefix   bool `protobuf:"varint,23,opt,name=owner_prefix,json=ownerPrefix,proto3" json:"owner_prefix,omitempty"`
+	OwnerPrefix bool `protobuf:"varint,23,opt,name=owner_prefix,json=ownerPrefix,proto3" json:"owner_prefix,omitempty"`
+	// What the entry is, beside a tool: "" is a tool (tools/list serves it);
+	// "resources" lists a bridged server's resources and resource templates,
+	// "resource" reads one of them (arguments {"uri": ...}, the server's own
+	// URI), "prompt" gets one prompt (arguments: the prompt's). An entry of
+	// another kind is never served as a tool; a call to it passes the five
+	// stages like a tool call, so rules, guards, the secrets scanner and the
+	// audit see every resource read and prompt get. An older host ignores
+	// the field (and would serve the entry as a tool).
+	Kind          string `protobuf:"bytes,24,opt,name=kind,proto3" json:"kind,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -426,6 +435,13 @@ func (x *ToolDescriptor) GetOwnerPrefix() bool {
 		return x.OwnerPrefix
 	}
 	return false
+}
+
+func (x *ToolDescriptor) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
 }
 
 // Execution is the frozen call every stage sees. No stage can change it.
@@ -3955,12 +3971,93 @@ func (*NextResponse_Execute) isNextResponse_Answer() {}
 
 func (*NextResponse_PostExecute) isNextResponse_Answer() {}
 
+type ResourceUpdatedRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The resource's URI, the plugin's own (as its "resources" entry lists it).
+	Uri           string `protobuf:"bytes,1,opt,name=uri,proto3" json:"uri,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResourceUpdatedRequest) Reset() {
+	*x = ResourceUpdatedRequest{}
+	mi := &file_plugkit_proto_msgTypes[59]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResourceUpdatedRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResourceUpdatedRequest) ProtoMessage() {}
+
+func (x *ResourceUpdatedRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugkit_proto_msgTypes[59]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResourceUpdatedRequest.ProtoReflect.Descriptor instead.
+func (*ResourceUpdatedRequest) Descriptor() ([]byte, []int) {
+	return file_plugkit_proto_rawDescGZIP(), []int{59}
+}
+
+func (x *ResourceUpdatedRequest) GetUri() string {
+	if x != nil {
+		return x.Uri
+	}
+	return ""
+}
+
+type ResourceUpdatedResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResourceUpdatedResponse) Reset() {
+	*x = ResourceUpdatedResponse{}
+	mi := &file_plugkit_proto_msgTypes[60]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResourceUpdatedResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResourceUpdatedResponse) ProtoMessage() {}
+
+func (x *ResourceUpdatedResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_plugkit_proto_msgTypes[60]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResourceUpdatedResponse.ProtoReflect.Descriptor instead.
+func (*ResourceUpdatedResponse) Descriptor() ([]byte, []int) {
+	return file_plugkit_proto_rawDescGZIP(), []int{60}
+}
+
 var File_plugkit_proto protoreflect.FileDescriptor
 
 const file_plugkit_proto_rawDesc = "" +
 	"\n" +
 	"\rplugkit.proto\x12\n" +
-	"plugkit.v1\"\xf0\x02\n" +
+	"plugkit.v1\"\x84\x03\n" +
 	"\x0eToolDescriptor\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12'\n" +
@@ -3978,7 +4075,8 @@ const file_plugkit_proto_rawDesc = "" +
 	"\n" +
 	"definition\x18\x16 \x01(\tR\n" +
 	"definition\x12!\n" +
-	"\fowner_prefix\x18\x17 \x01(\bR\vownerPrefix\"\x87\x02\n" +
+	"\fowner_prefix\x18\x17 \x01(\bR\vownerPrefix\x12\x12\n" +
+	"\x04kind\x18\x18 \x01(\tR\x04kind\"\x87\x02\n" +
 	"\tExecution\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12%\n" +
@@ -4229,7 +4327,10 @@ const file_plugkit_proto_rawDesc = "" +
 	"preExecute\x12/\n" +
 	"\aexecute\x18\x02 \x01(\v2\x13.plugkit.v1.OutcomeH\x00R\aexecute\x127\n" +
 	"\fpost_execute\x18\x03 \x01(\v2\x12.plugkit.v1.ReviewH\x00R\vpostExecuteB\b\n" +
-	"\x06answer*j\n" +
+	"\x06answer\"*\n" +
+	"\x16ResourceUpdatedRequest\x12\x10\n" +
+	"\x03uri\x18\x01 \x01(\tR\x03uri\"\x19\n" +
+	"\x17ResourceUpdatedResponse*j\n" +
 	"\aVerdict\x12\x17\n" +
 	"\x13VERDICT_UNSPECIFIED\x10\x00\x12\x10\n" +
 	"\fVERDICT_PASS\x10\x01\x12\x11\n" +
@@ -4266,7 +4367,7 @@ const file_plugkit_proto_rawDesc = "" +
 	"\vCallService\x12\x1e.plugkit.v1.CallServiceRequest\x1a\x1f.plugkit.v1.CallServiceResponse\x12D\n" +
 	"\aObserve\x12\x1a.plugkit.v1.ObserveRequest\x1a\x1b.plugkit.v1.ObserveResponse(\x01\x12E\n" +
 	"\bShutdown\x12\x1b.plugkit.v1.ShutdownRequest\x1a\x1c.plugkit.v1.ShutdownResponse\x129\n" +
-	"\x05Calls\x12\x15.plugkit.v1.CallFrame\x1a\x15.plugkit.v1.CallFrame(\x010\x012\xed\a\n" +
+	"\x05Calls\x12\x15.plugkit.v1.CallFrame\x1a\x15.plugkit.v1.CallFrame(\x010\x012\xc9\b\n" +
 	"\x04Host\x12Q\n" +
 	"\fRegisterTool\x12\x1f.plugkit.v1.RegisterToolRequest\x1a .plugkit.v1.RegisterToolResponse\x12T\n" +
 	"\rRegisterTools\x12 .plugkit.v1.RegisterToolsRequest\x1a!.plugkit.v1.RegisterToolsResponse\x12E\n" +
@@ -4281,7 +4382,8 @@ const file_plugkit_proto_rawDesc = "" +
 	"\aDispose\x12\x1a.plugkit.v1.DisposeRequest\x1a\x1b.plugkit.v1.DisposeResponse\x129\n" +
 	"\x04Next\x12\x17.plugkit.v1.NextRequest\x1a\x18.plugkit.v1.NextResponse\x12T\n" +
 	"\rReportProblem\x12 .plugkit.v1.ReportProblemRequest\x1a!.plugkit.v1.ReportProblemResponse\x12N\n" +
-	"\vExportSpans\x12\x1e.plugkit.v1.ExportSpansRequest\x1a\x1f.plugkit.v1.ExportSpansResponseB)Z'github.com/plugkit-go/plugkit/shared/pbb\x06proto3"
+	"\vExportSpans\x12\x1e.plugkit.v1.ExportSpansRequest\x1a\x1f.plugkit.v1.ExportSpansResponse\x12Z\n" +
+	"\x0fResourceUpdated\x12\".plugkit.v1.ResourceUpdatedRequest\x1a#.plugkit.v1.ResourceUpdatedResponseB)Z'github.com/plugkit-go/plugkit/shared/pbb\x06proto3"
 
 var (
 	file_plugkit_proto_rawDescOnce sync.Once
@@ -4296,7 +4398,7 @@ func file_plugkit_proto_rawDescGZIP() []byte {
 }
 
 var file_plugkit_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_plugkit_proto_msgTypes = make([]protoimpl.MessageInfo, 60)
+var file_plugkit_proto_msgTypes = make([]protoimpl.MessageInfo, 62)
 var file_plugkit_proto_goTypes = []any{
 	(Verdict)(0),                    // 0: plugkit.v1.Verdict
 	(ReviewVerdict)(0),              // 1: plugkit.v1.ReviewVerdict
@@ -4361,7 +4463,9 @@ var file_plugkit_proto_goTypes = []any{
 	(*ExportSpansResponse)(nil),     // 60: plugkit.v1.ExportSpansResponse
 	(*NextRequest)(nil),             // 61: plugkit.v1.NextRequest
 	(*NextResponse)(nil),            // 62: plugkit.v1.NextResponse
-	nil,                             // 63: plugkit.v1.CallFrame.MetadataEntry
+	(*ResourceUpdatedRequest)(nil),  // 63: plugkit.v1.ResourceUpdatedRequest
+	(*ResourceUpdatedResponse)(nil), // 64: plugkit.v1.ResourceUpdatedResponse
+	nil,                             // 65: plugkit.v1.CallFrame.MetadataEntry
 }
 var file_plugkit_proto_depIdxs = []int32{
 	4,  // 0: plugkit.v1.Execution.tool:type_name -> plugkit.v1.ToolDescriptor
@@ -4370,7 +4474,7 @@ var file_plugkit_proto_depIdxs = []int32{
 	7,  // 3: plugkit.v1.Outcome.error:type_name -> plugkit.v1.ToolError
 	0,  // 4: plugkit.v1.Decision.verdict:type_name -> plugkit.v1.Verdict
 	1,  // 5: plugkit.v1.Review.verdict:type_name -> plugkit.v1.ReviewVerdict
-	63, // 6: plugkit.v1.CallFrame.metadata:type_name -> plugkit.v1.CallFrame.MetadataEntry
+	65, // 6: plugkit.v1.CallFrame.metadata:type_name -> plugkit.v1.CallFrame.MetadataEntry
 	5,  // 7: plugkit.v1.ExecuteToolRequest.execution:type_name -> plugkit.v1.Execution
 	5,  // 8: plugkit.v1.PreExecuteRequest.execution:type_name -> plugkit.v1.Execution
 	10, // 9: plugkit.v1.PreExecuteResponse.decision:type_name -> plugkit.v1.Decision
@@ -4418,33 +4522,35 @@ var file_plugkit_proto_depIdxs = []int32{
 	61, // 51: plugkit.v1.Host.Next:input_type -> plugkit.v1.NextRequest
 	57, // 52: plugkit.v1.Host.ReportProblem:input_type -> plugkit.v1.ReportProblemRequest
 	59, // 53: plugkit.v1.Host.ExportSpans:input_type -> plugkit.v1.ExportSpansRequest
-	14, // 54: plugkit.v1.Plugin.Describe:output_type -> plugkit.v1.DescribeResponse
-	16, // 55: plugkit.v1.Plugin.Apply:output_type -> plugkit.v1.ApplyResponse
-	18, // 56: plugkit.v1.Plugin.ExecuteTool:output_type -> plugkit.v1.ExecuteToolResponse
-	20, // 57: plugkit.v1.Plugin.PreExecute:output_type -> plugkit.v1.PreExecuteResponse
-	22, // 58: plugkit.v1.Plugin.Guard:output_type -> plugkit.v1.GuardResponse
-	24, // 59: plugkit.v1.Plugin.WrapExecute:output_type -> plugkit.v1.WrapExecuteResponse
-	26, // 60: plugkit.v1.Plugin.PostExecute:output_type -> plugkit.v1.PostExecuteResponse
-	28, // 61: plugkit.v1.Plugin.Approve:output_type -> plugkit.v1.ApproveResponse
-	30, // 62: plugkit.v1.Plugin.CallService:output_type -> plugkit.v1.CallServiceResponse
-	32, // 63: plugkit.v1.Plugin.Observe:output_type -> plugkit.v1.ObserveResponse
-	35, // 64: plugkit.v1.Plugin.Shutdown:output_type -> plugkit.v1.ShutdownResponse
-	12, // 65: plugkit.v1.Plugin.Calls:output_type -> plugkit.v1.CallFrame
-	37, // 66: plugkit.v1.Host.RegisterTool:output_type -> plugkit.v1.RegisterToolResponse
-	39, // 67: plugkit.v1.Host.RegisterTools:output_type -> plugkit.v1.RegisterToolsResponse
-	42, // 68: plugkit.v1.Host.AddGuard:output_type -> plugkit.v1.AddGuardResponse
-	44, // 69: plugkit.v1.Host.Listen:output_type -> plugkit.v1.ListenResponse
-	46, // 70: plugkit.v1.Host.SetApprover:output_type -> plugkit.v1.SetApproverResponse
-	48, // 71: plugkit.v1.Host.Provide:output_type -> plugkit.v1.ProvideResponse
-	50, // 72: plugkit.v1.Host.CallService:output_type -> plugkit.v1.HostCallServiceResponse
-	52, // 73: plugkit.v1.Host.ExecuteTool:output_type -> plugkit.v1.HostExecuteToolResponse
-	54, // 74: plugkit.v1.Host.Contribute:output_type -> plugkit.v1.ContributeResponse
-	56, // 75: plugkit.v1.Host.Dispose:output_type -> plugkit.v1.DisposeResponse
-	62, // 76: plugkit.v1.Host.Next:output_type -> plugkit.v1.NextResponse
-	58, // 77: plugkit.v1.Host.ReportProblem:output_type -> plugkit.v1.ReportProblemResponse
-	60, // 78: plugkit.v1.Host.ExportSpans:output_type -> plugkit.v1.ExportSpansResponse
-	54, // [54:79] is the sub-list for method output_type
-	29, // [29:54] is the sub-list for method input_type
+	63, // 54: plugkit.v1.Host.ResourceUpdated:input_type -> plugkit.v1.ResourceUpdatedRequest
+	14, // 55: plugkit.v1.Plugin.Describe:output_type -> plugkit.v1.DescribeResponse
+	16, // 56: plugkit.v1.Plugin.Apply:output_type -> plugkit.v1.ApplyResponse
+	18, // 57: plugkit.v1.Plugin.ExecuteTool:output_type -> plugkit.v1.ExecuteToolResponse
+	20, // 58: plugkit.v1.Plugin.PreExecute:output_type -> plugkit.v1.PreExecuteResponse
+	22, // 59: plugkit.v1.Plugin.Guard:output_type -> plugkit.v1.GuardResponse
+	24, // 60: plugkit.v1.Plugin.WrapExecute:output_type -> plugkit.v1.WrapExecuteResponse
+	26, // 61: plugkit.v1.Plugin.PostExecute:output_type -> plugkit.v1.PostExecuteResponse
+	28, // 62: plugkit.v1.Plugin.Approve:output_type -> plugkit.v1.ApproveResponse
+	30, // 63: plugkit.v1.Plugin.CallService:output_type -> plugkit.v1.CallServiceResponse
+	32, // 64: plugkit.v1.Plugin.Observe:output_type -> plugkit.v1.ObserveResponse
+	35, // 65: plugkit.v1.Plugin.Shutdown:output_type -> plugkit.v1.ShutdownResponse
+	12, // 66: plugkit.v1.Plugin.Calls:output_type -> plugkit.v1.CallFrame
+	37, // 67: plugkit.v1.Host.RegisterTool:output_type -> plugkit.v1.RegisterToolResponse
+	39, // 68: plugkit.v1.Host.RegisterTools:output_type -> plugkit.v1.RegisterToolsResponse
+	42, // 69: plugkit.v1.Host.AddGuard:output_type -> plugkit.v1.AddGuardResponse
+	44, // 70: plugkit.v1.Host.Listen:output_type -> plugkit.v1.ListenResponse
+	46, // 71: plugkit.v1.Host.SetApprover:output_type -> plugkit.v1.SetApproverResponse
+	48, // 72: plugkit.v1.Host.Provide:output_type -> plugkit.v1.ProvideResponse
+	50, // 73: plugkit.v1.Host.CallService:output_type -> plugkit.v1.HostCallServiceResponse
+	52, // 74: plugkit.v1.Host.ExecuteTool:output_type -> plugkit.v1.HostExecuteToolResponse
+	54, // 75: plugkit.v1.Host.Contribute:output_type -> plugkit.v1.ContributeResponse
+	56, // 76: plugkit.v1.Host.Dispose:output_type -> plugkit.v1.DisposeResponse
+	62, // 77: plugkit.v1.Host.Next:output_type -> plugkit.v1.NextResponse
+	58, // 78: plugkit.v1.Host.ReportProblem:output_type -> plugkit.v1.ReportProblemResponse
+	60, // 79: plugkit.v1.Host.ExportSpans:output_type -> plugkit.v1.ExportSpansResponse
+	64, // 80: plugkit.v1.Host.ResourceUpdated:output_type -> plugkit.v1.ResourceUpdatedResponse
+	55, // [55:81] is the sub-list for method output_type
+	29, // [29:55] is the sub-list for method input_type
 	29, // [29:29] is the sub-list for extension type_name
 	29, // [29:29] is the sub-list for extension extendee
 	0,  // [0:29] is the sub-list for field type_name
@@ -4466,7 +4572,7 @@ func file_plugkit_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugkit_proto_rawDesc), len(file_plugkit_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   60,
+			NumMessages:   62,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

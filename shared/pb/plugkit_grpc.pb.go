@@ -580,19 +580,20 @@ var Plugin_ServiceDesc = grpc.ServiceDesc{
 }
 
 const (
-	Host_RegisterTool_FullMethodName  = "/plugkit.v1.Host/RegisterTool"
-	Host_RegisterTools_FullMethodName = "/plugkit.v1.Host/RegisterTools"
-	Host_AddGuard_FullMethodName      = "/plugkit.v1.Host/AddGuard"
-	Host_Listen_FullMethodName        = "/plugkit.v1.Host/Listen"
-	Host_SetApprover_FullMethodName   = "/plugkit.v1.Host/SetApprover"
-	Host_Provide_FullMethodName       = "/plugkit.v1.Host/Provide"
-	Host_CallService_FullMethodName   = "/plugkit.v1.Host/CallService"
-	Host_ExecuteTool_FullMethodName   = "/plugkit.v1.Host/ExecuteTool"
-	Host_Contribute_FullMethodName    = "/plugkit.v1.Host/Contribute"
-	Host_Dispose_FullMethodName       = "/plugkit.v1.Host/Dispose"
-	Host_Next_FullMethodName          = "/plugkit.v1.Host/Next"
-	Host_ReportProblem_FullMethodName = "/plugkit.v1.Host/ReportProblem"
-	Host_ExportSpans_FullMethodName   = "/plugkit.v1.Host/ExportSpans"
+	Host_RegisterTool_FullMethodName    = "/plugkit.v1.Host/RegisterTool"
+	Host_RegisterTools_FullMethodName   = "/plugkit.v1.Host/RegisterTools"
+	Host_AddGuard_FullMethodName        = "/plugkit.v1.Host/AddGuard"
+	Host_Listen_FullMethodName          = "/plugkit.v1.Host/Listen"
+	Host_SetApprover_FullMethodName     = "/plugkit.v1.Host/SetApprover"
+	Host_Provide_FullMethodName         = "/plugkit.v1.Host/Provide"
+	Host_CallService_FullMethodName     = "/plugkit.v1.Host/CallService"
+	Host_ExecuteTool_FullMethodName     = "/plugkit.v1.Host/ExecuteTool"
+	Host_Contribute_FullMethodName      = "/plugkit.v1.Host/Contribute"
+	Host_Dispose_FullMethodName         = "/plugkit.v1.Host/Dispose"
+	Host_Next_FullMethodName            = "/plugkit.v1.Host/Next"
+	Host_ReportProblem_FullMethodName   = "/plugkit.v1.Host/ReportProblem"
+	Host_ExportSpans_FullMethodName     = "/plugkit.v1.Host/ExportSpans"
+	Host_ResourceUpdated_FullMethodName = "/plugkit.v1.Host/ResourceUpdated"
 )
 
 // HostClient is the client API for Host service.
@@ -630,6 +631,10 @@ type HostClient interface {
 	// the host started the plugin with PLUGKIT_TRACE=1; otherwise it answers
 	// FAILED_PRECONDITION.
 	ExportSpans(ctx context.Context, in *ExportSpansRequest, opts ...grpc.CallOption) (*ExportSpansResponse, error)
+	// Tells the host that a resource the plugin offers (entries of kind
+	// "resources") changed, so that the clients subscribed to it are told.
+	// An older host answers Unimplemented.
+	ResourceUpdated(ctx context.Context, in *ResourceUpdatedRequest, opts ...grpc.CallOption) (*ResourceUpdatedResponse, error)
 }
 
 type hostClient struct {
@@ -770,6 +775,16 @@ func (c *hostClient) ExportSpans(ctx context.Context, in *ExportSpansRequest, op
 	return out, nil
 }
 
+func (c *hostClient) ResourceUpdated(ctx context.Context, in *ResourceUpdatedRequest, opts ...grpc.CallOption) (*ResourceUpdatedResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ResourceUpdatedResponse)
+	err := c.cc.Invoke(ctx, Host_ResourceUpdated_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // HostServer is the server API for Host service.
 // All implementations must embed UnimplementedHostServer
 // for forward compatibility.
@@ -805,6 +820,10 @@ type HostServer interface {
 	// the host started the plugin with PLUGKIT_TRACE=1; otherwise it answers
 	// FAILED_PRECONDITION.
 	ExportSpans(context.Context, *ExportSpansRequest) (*ExportSpansResponse, error)
+	// Tells the host that a resource the plugin offers (entries of kind
+	// "resources") changed, so that the clients subscribed to it are told.
+	// An older host answers Unimplemented.
+	ResourceUpdated(context.Context, *ResourceUpdatedRequest) (*ResourceUpdatedResponse, error)
 	mustEmbedUnimplementedHostServer()
 }
 
@@ -853,6 +872,9 @@ func (UnimplementedHostServer) ReportProblem(context.Context, *ReportProblemRequ
 }
 func (UnimplementedHostServer) ExportSpans(context.Context, *ExportSpansRequest) (*ExportSpansResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ExportSpans not implemented")
+}
+func (UnimplementedHostServer) ResourceUpdated(context.Context, *ResourceUpdatedRequest) (*ResourceUpdatedResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ResourceUpdated not implemented")
 }
 func (UnimplementedHostServer) mustEmbedUnimplementedHostServer() {}
 func (UnimplementedHostServer) testEmbeddedByValue()              {}
@@ -1109,6 +1131,24 @@ func _Host_ExportSpans_Handler(srv interface{}, ctx context.Context, dec func(in
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Host_ResourceUpdated_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ResourceUpdatedRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HostServer).ResourceUpdated(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Host_ResourceUpdated_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HostServer).ResourceUpdated(ctx, req.(*ResourceUpdatedRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Host_ServiceDesc is the grpc.ServiceDesc for Host service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1167,6 +1207,10 @@ var Host_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ExportSpans",
 			Handler:    _Host_ExportSpans_Handler,
+		},
+		{
+			MethodName: "ResourceUpdated",
+			Handler:    _Host_ResourceUpdated_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -55,6 +55,7 @@ func descriptorOf(t Tool, params json.RawMessage) wire.ToolDescriptor {
 		Name: t.Name, Description: t.Description, Parameters: params,
 		Destructive: t.Destructive, ReadOnly: t.ReadOnly, Idempotent: t.Idempotent, Timeout: t.Timeout,
 		Notes: t.Notes, Held: t.Held, Definition: t.Definition, OwnerPrefix: t.OwnerPrefix,
+		Kind: t.Kind,
 	}
 }
 

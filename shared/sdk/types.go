@@ -90,6 +90,9 @@ type Tool struct {
 	// OwnerPrefix registers the tool as OWNER_Name, OWNER being the name
 	// the deployment gave this plugin (which the plugin is not told).
 	OwnerPrefix bool
+	// Kind is "" for a tool; KindResources, KindResource or KindPrompt
+	// offer a server's resources and prompts instead (see resources.go).
+	Kind string
 	// Execute runs the tool. Its result is encoded as JSON (a
 	// json.RawMessage is sent as is); an error becomes TOOL_ERROR with its
 	// message. ctx is done when the host cancels the call or its deadline

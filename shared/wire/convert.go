@@ -29,6 +29,7 @@ func ToolDescriptorToProto(d ToolDescriptor) *pb.ToolDescriptor {
 		Held:           d.Held,
 		Definition:     d.Definition,
 		OwnerPrefix:    d.OwnerPrefix,
+		Kind:           d.Kind,
 	}
 }
 
@@ -50,6 +51,7 @@ func ToolDescriptorFromProto(m *pb.ToolDescriptor) ToolDescriptor {
 		Held:        m.GetHeld(),
 		Definition:  m.GetDefinition(),
 		OwnerPrefix: m.GetOwnerPrefix(),
+		Kind:        m.GetKind(),
 	}
 }
 
@@ -213,5 +215,5 @@ func durationToMillis(d time.Duration) int64 {
 func isZeroDescriptor(d ToolDescriptor) bool {
 	return d.Name == "" && d.Description == "" && len(d.Parameters) == 0 &&
 		!d.Destructive && !d.ReadOnly && !d.Idempotent && d.Timeout == 0 && d.Owner == "" &&
-		len(d.Notes) == 0 && d.Held == "" && d.Definition == "" && !d.OwnerPrefix
+		len(d.Notes) == 0 && d.Held == "" && d.Definition == "" && !d.OwnerPrefix && d.Kind == ""
 }

@@ -49,6 +49,9 @@ type ToolDescriptor struct {
 	Definition string
 	// OwnerPrefix asks the host to register the tool as OWNER_Name.
 	OwnerPrefix bool
+	// Kind is "" for a tool, else what else the entry is (KindResource
+	// and the others): an entry of a kind is never served as a tool.
+	Kind string
 }
 
 // Execution is the frozen call every stage sees.
