@@ -37,7 +37,7 @@ func TestGuideFileSnippets(t *testing.T) {
 			}
 		}
 	}
-	if found < 1 {
-		t.Errorf("the guides quote %d files, want the Go test example at least", found)
+	if found < 2 {
+		t.Errorf("the guides quote %d files, want the Go and the Python test examples at least", found)
 	}
 }
