@@ -2,7 +2,6 @@ package main
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,32 +19,12 @@ import (
 // printed.
 func TestPythonPackageInstalls(t *testing.T) {
 	needShippedDeployment(t)
-	testenv.NeedPythonPackaging(t)
 	dir := t.TempDir()
-	src := filepath.Join(dir, "src")
-	if err := os.CopyFS(src, os.DirFS("../../sdk/python")); err != nil {
-		t.Fatal(err)
-	}
-	venv := filepath.Join(dir, "venv")
-	py := filepath.Join(venv, "bin", "python")
+	py := testenv.PythonPackage(t, "../../sdk/python")
 	run := func(wd string, args ...string) string {
 		t.Helper()
-		// No PATH, as the host starts a plugin: env finds Debian's python3.
-		cmd := exec.Command("/usr/bin/env", append([]string{"-i", "HOME=" + dir}, args...)...)
-		cmd.Dir = wd
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return string(out)
+		return testenv.RunPython(t, wd, args...)
 	}
-	run(dir, "python3", "-m", "venv", "--system-site-packages", "--without-pip", venv)
-	run(dir, py, "-m", "pip", "install", "--no-build-isolation", "--no-deps", "--no-index", "--disable-pip-version-check", src)
-	// The package, not a folder of this repository, is what imports.
-	if got := run(dir, py, "-c", "import plugkit; print(plugkit.__file__)"); !strings.HasPrefix(got, venv+"/") {
-		t.Fatalf("plugkit imports from %s, not from the virtual environment", got)
-	}
-
 	block := run(dir, py, "-m", "plugkit.new", "greeter")
 	plugin := filepath.Join(dir, "greeter", "plugin.py")
 	head, err := os.ReadFile(plugin)

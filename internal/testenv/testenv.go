@@ -67,7 +67,7 @@ var (
 func NeedPythonPackaging(t testing.TB) {
 	t.Helper()
 	NeedPython(t)
-	cmd := exec.Command("/usr/bin/env", "-i", "python3", "-c", "import pip, setuptools, venv")
+	cmd := exec.Command("/usr/bin/env", "-i", "python3", "-c", "import setuptools, pip, venv")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		Missing(t, "python3 with pip and setuptools (Debian: python3-pip python3-setuptools): %v: %s", err, bytes.TrimSpace(out))
 	}

@@ -6,8 +6,10 @@ a tool and a guard whose ``#!`` line names the Python running this command
 with plugkit.testing; prints the deployment block that runs it.
 """
 
+import os
 import re
 import stat
+import sys
 
 _PLUGIN = '''#!{python}
 """The {name} plugin: a tool, {name}_echo, and a guard on it."""
@@ -74,6 +76,12 @@ if __name__ == "__main__":
 '''
 
 
+def interpreter():
+    """The #! line's program: this Python, which imports this plugkit
+    (empty when Python could not tell, as without PATH)."""
+    return sys.executable or "/usr/bin/env python3"
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) not in (1, 2) or not re.fullmatch(r"[a-z][a-z0-9_]*", argv[0]):
@@ -87,7 +95,7 @@ def main(argv=None):
     os.makedirs(folder, exist_ok=True)
     plugin = os.path.join(folder, "plugin.py")
     with open(plugin, "w") as f:
-        f.write(_PLUGIN.format(name=name, python=sys.executable))
+        f.write(_PLUGIN.format(name=name, python=interpreter()))
     os.chmod(plugin, os.stat(plugin).st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
     with open(os.path.join(folder, "test_plugin.py"), "w") as f:
         f.write(_TEST.format(name=name))
