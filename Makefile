@@ -3,6 +3,8 @@ GO      ?= go
 BIN     := bin
 BENCH   ?= .
 COUNT   ?= 1
+# The Go modules of the repository: the host's, and the plugin SDK's.
+MODULES := . shared
 
 .PHONY: all build plugins run test attack bench bench-peers proto vet clean image sandbox-reset
 
@@ -50,17 +52,22 @@ image:
 
 # Through testlines: go test's lines, each package's as soon as it ends
 # (plain go test holds them back in the order of the package list).
-test:
-	$(GO) vet ./...
-	$(GO) run ./internal/testlines $(GO) test -json -race -count=1 -timeout 30m ./...
+# The plugin SDK (shared/) is a Go module of its own, which the root's
+# ./... does not descend into: every target that lists packages runs in
+# both modules (MODULES), and `make test` runs both even when one fails.
+test: vet
+	@st=0; for m in $(MODULES); do \
+		echo "$(GO) test -C $$m -json -race -count=1 -timeout 30m ./..."; \
+		$(GO) run ./internal/testlines $(GO) test -C $$m -json -race -count=1 -timeout 30m ./... || st=1; \
+	done; exit $$st
 
 # Re-runs the attack scenarios (tests named TestAttack...): bounded,
 # loopback only, each stops by itself.
 attack:
-	$(GO) test -race -count=1 -run Attack ./...
+	@for m in $(MODULES); do $(GO) test -C $$m -race -count=1 -run Attack ./... || exit 1; done
 
 bench:
-	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count $(COUNT) ./...
+	@for m in $(MODULES); do $(GO) test -C $$m -run '^$$' -bench '$(BENCH)' -benchmem -count $(COUNT) ./... || exit 1; done
 
 # plugkit beside the MCP proxies people use (npm's supergateway and
 # mcp-proxy) and the upstream served directly: installs the pinned peers in
@@ -72,7 +79,7 @@ proto:
 	bash shared/gen.sh
 
 vet:
-	$(GO) vet ./...
+	@for m in $(MODULES); do echo "$(GO) vet -C $$m ./..."; $(GO) vet -C $$m ./... || exit 1; done
 
 clean:
 	rm -rf $(BIN) run

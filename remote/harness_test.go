@@ -38,6 +38,9 @@ type processHarness struct {
 	// python runs every plugin under test as internal/pytestplugin, the
 	// test plugin's twin written with the Python SDK.
 	python bool
+	// pythonScript, when set, is the pytestplugin to run instead of the
+	// repository's (a copy on the SDK installed as a package).
+	pythonScript string
 }
 
 // testRestart is the restart policy of the plugins under test: a crash is
@@ -89,6 +92,9 @@ func (h processHarness) New(t *testing.T, cfg conformance.Config) conformance.Ho
 	}
 	if h.python {
 		host.binary = pythonPlugin(t)
+	}
+	if h.pythonScript != "" {
+		host.binary = h.pythonScript
 	}
 	return host
 }

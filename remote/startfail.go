@@ -20,6 +20,9 @@ const unrecognized = "Unrecognized remote plugin message: "
 // something else is quoted. Call it once go-plugin's Kill has returned.
 func startFailure(err error, cmd *exec.Cmd) error {
 	msg := err.Error()
+	if e := protocolMismatch(msg); e != nil {
+		return e
+	}
 	if !strings.HasPrefix(msg, unrecognized) {
 		return err
 	}

@@ -8,16 +8,13 @@ package's conformance harness runs every case against it (TestConformancePython)
 
 import json
 import os
-import sys
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), "..", "..", "sdk", "python"))
-
-import plugkit  # noqa: E402
-from plugkit import Outcome, Plugin, Tool  # noqa: E402
+import plugkit
+from plugkit import Outcome, Plugin, Tool
 
 
 @dataclass

@@ -38,16 +38,16 @@ func LookPath(t testing.TB, name string) string {
 	return p
 }
 
-// NeedPython ends the test through Missing unless Python 3 with grpcio and
-// protobuf is there as a Python plugin finds it: its "#!/usr/bin/env
+// NeedPython ends the test through Missing unless Python 3 with grpcio,
+// protobuf and cryptography is there as a Python plugin finds it: its "#!/usr/bin/env
 // python3" line, in the environment the host gives a plugin (no PATH, so
 // env looks in /bin and /usr/bin).
 func NeedPython(t testing.TB) {
 	t.Helper()
 	pythonOnce.Do(func() {
-		cmd := exec.Command("/usr/bin/env", "-i", "python3", "-c", "import grpc, google.protobuf")
+		cmd := exec.Command("/usr/bin/env", "-i", "python3", "-c", "import grpc, google.protobuf, cryptography")
 		if out, err := cmd.CombinedOutput(); err != nil {
-			pythonErr = fmt.Errorf("python3 with grpcio and protobuf (Debian: python3-grpcio python3-protobuf): %v: %s", err, bytes.TrimSpace(out))
+			pythonErr = fmt.Errorf("python3 with grpcio, protobuf and cryptography (Debian: python3-grpcio python3-protobuf python3-cryptography): %v: %s", err, bytes.TrimSpace(out))
 		}
 	})
 	if pythonErr != nil {
@@ -59,3 +59,16 @@ var (
 	pythonOnce sync.Once
 	pythonErr  error
 )
+
+// NeedPythonPackaging is NeedPython for a test that installs the Python
+// SDK as a package: also pip and setuptools, and the venv module (Debian:
+// python3-pip python3-setuptools; venv is in Python's standard library,
+// used without its ensurepip).
+func NeedPythonPackaging(t testing.TB) {
+	t.Helper()
+	NeedPython(t)
+	cmd := exec.Command("/usr/bin/env", "-i", "python3", "-c", "import setuptools, pip, venv")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		Missing(t, "python3 with pip and setuptools (Debian: python3-pip python3-setuptools): %v: %s", err, bytes.TrimSpace(out))
+	}
+}

@@ -11,7 +11,8 @@ import (
 )
 
 // TestArchitectureNamesEveryPackage: docs/architecture.md's layout table
-// names every package of the module but test support. A row's first cell
+// names every package of the repository's modules (the host's and
+// the SDK's, shared/) but test support. A row's first cell
 // names folders (`egress/`); a package inside a named folder is named too
 // when the row names its subfolder (`shared/` ... `wire/`). Test support
 // is a package under internal/ that no command or plugin links.
@@ -21,16 +22,17 @@ func TestArchitectureNamesEveryPackage(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the go command is needed to list the module's packages: %v", err)
 	}
-	list := func(args ...string) []string {
+	listIn := func(dir string, args ...string) []string {
 		t.Helper()
 		cmd := exec.Command(goTool, append([]string{"list"}, args...)...)
-		cmd.Dir = root
+		cmd.Dir = filepath.Join(root, dir)
 		out, err := cmd.Output()
 		if err != nil {
 			t.Fatalf("go list %s: %v", strings.Join(args, " "), err)
 		}
 		return strings.Fields(string(out))
 	}
+	list := func(args ...string) []string { return listIn(".", args...) }
 	const mod = "github.com/plugkit-go/plugkit/"
 	var mains []string
 	for _, line := range list("-f", "{{.Name}}:{{.ImportPath}}", "./...") {
@@ -40,7 +42,9 @@ func TestArchitectureNamesEveryPackage(t *testing.T) {
 	}
 	linked := list(append([]string{"-deps"}, mains...)...)
 	var want []string
-	for _, p := range list("./...") {
+	// shared/ is the plugin SDK's module of its own, which the root's ./...
+	// does not list.
+	for _, p := range append(list("./..."), listIn("shared", "./...")...) {
 		dir := strings.TrimPrefix(p, mod)
 		if strings.HasPrefix(dir, "internal/") && !slices.Contains(linked, p) {
 			continue // test support

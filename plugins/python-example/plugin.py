@@ -1,14 +1,9 @@
 #!/usr/bin/env python3
 """A plugkit plugin in Python: a tool that counts words, and a guard on it."""
 
-import os
-import sys
 from dataclasses import dataclass, field
 
-# The SDK from this repository (a plugin installed elsewhere puts it on PYTHONPATH).
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), "..", "..", "sdk", "python"))
-
-from plugkit import Plugin, Tool, serve  # noqa: E402
+from plugkit import Plugin, Tool, serve
 
 
 @dataclass
@@ -36,4 +31,7 @@ def apply(p, config):
 
 
 # dry_run: the guard only reads the call, so it answers host explain too.
-serve(Plugin(name="python-example", version="0.1.0", config=Config, inject=["tools"], apply=apply, dry_run=True))
+PLUGIN = Plugin(name="python-example", version="0.1.0", config=Config, inject=["tools"], apply=apply, dry_run=True)
+
+if __name__ == "__main__":  # run by the host; test_plugin.py imports it
+    serve(PLUGIN)

@@ -4,12 +4,8 @@ arguments, same result), calling the same "index" service of the index
 plugin. examples/python.hcl runs the sample deployment with it in place of
 the Go one."""
 
-import os
-import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), "..", "..", "sdk", "python"))
-
-from plugkit import Plugin, Tool, serve  # noqa: E402
+from plugkit import Plugin, Tool, serve
 
 DEFAULT_LIMIT, MAX_LIMIT = 10, 100
 

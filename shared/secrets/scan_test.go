@@ -155,6 +155,9 @@ func TestFalsePositiveCorpus(t *testing.T) {
 			(strings.HasPrefix(slash, "../../plugins/safety/") || strings.HasPrefix(slash, "../../shared/secrets/")) && strings.HasSuffix(slash, "_test.go") {
 			return nil
 		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			return nil // what a link points to is scanned where it is
+		}
 		switch filepath.Ext(p) {
 		case ".go", ".md", ".hcl", ".mod", ".sum", ".proto", ".txt", ".json", ".yaml", ".yml", "":
 		default:

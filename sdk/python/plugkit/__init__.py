@@ -25,12 +25,15 @@ executable, with a ``#!/usr/bin/env python3`` line)::
       }
     }
 
-A sandboxed plugin reads only what its sandbox grants (and /usr, where
-Python lives): the plugin's own folder and this SDK must be in ``read``,
+Install the package (``pip install ./sdk/python``; see
+docs/writing-a-python-plugin.md) and name that Python in the plugin's
+``#!`` line, or keep a ``plugkit`` link to this folder beside the plugin,
+as the plugins in this repository do. A sandboxed plugin reads only what
+its sandbox grants (and /usr, where Python lives): the plugin's own folder
+and the SDK (the virtual environment, or sdk/python) must be in ``read``,
 as above, or the process exits at start with ``ModuleNotFoundError: No
-module named 'plugkit'``. The sample deployment's default sandbox grants
-neither. The plugin finds the SDK on ``PYTHONPATH``, or by putting the
-SDK's folder on ``sys.path`` itself (plugins/python-example does).
+module named 'plugkit'``. ``python3 -m plugkit.new NAME`` makes a new
+plugin, and ``plugkit.testing`` tests one without a host.
 
 What the handlers receive and answer:
 
@@ -57,8 +60,8 @@ an error naming it) and its JSON Schema is what ``host validate`` checks
 the deployment's config block against.
 
 The process exits when the host asks it to, or when the host dies.
-Depends on grpcio and protobuf only (Debian 12: python3-grpcio,
-python3-protobuf).
+Depends on grpcio, protobuf and cryptography (Debian 12: python3-grpcio,
+python3-protobuf, python3-cryptography).
 """
 
 from ._config import ConfigError

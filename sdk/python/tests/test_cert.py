@@ -46,6 +46,19 @@ class CertificateTest(unittest.TestCase):
         self.assertNotIn("=", field)
         self.assertEqual(base64.b64decode(field + "=" * (-len(field) % 4)), c.der)
 
+    def test_a_root_for_both_ends(self):
+        # What Go's crypto/x509 needs of a self-signed root used by a
+        # server and a client: a CA that may sign, both key usages.
+        from cryptography import x509
+        from cryptography.x509.oid import ExtendedKeyUsageOID
+
+        cert = x509.load_der_x509_certificate(Certificate().der)
+        self.assertTrue(cert.extensions.get_extension_for_class(x509.BasicConstraints).value.ca)
+        self.assertTrue(cert.extensions.get_extension_for_class(x509.KeyUsage).value.key_cert_sign)
+        eku = cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
+        self.assertIn(ExtendedKeyUsageOID.SERVER_AUTH, eku)
+        self.assertIn(ExtendedKeyUsageOID.CLIENT_AUTH, eku)
+
     def test_each_is_new(self):
         self.assertNotEqual(Certificate().der, Certificate().der)
 
