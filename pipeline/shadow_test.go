@@ -86,7 +86,7 @@ func TestShadow(t *testing.T) {
 		{name: "nothing in shadow", args: `{"p":"/tmp"}`, outcome: "DENIED", by: "approver", explain: "ASK",
 			steps: "asker:ask(ask_write)* broken:not reached rules:pass(deny_write) rules:pass(deny_secret) broken:failed"},
 		{name: "whole plugins", rules: []pipeline.ShadowRule{{Plugin: "asker"}, {Plugin: "broken"}, {Plugin: "rules"}},
-			args: `{"p":"/etc/secret"}`,
+			args:   `{"p":"/etc/secret"}`,
 			shadow: "1:asker/ask_write:ASK 1:broken/:DENIED 2:rules/deny_write:DENIED 2:rules/deny_secret:DENIED 2:broken/:DENIED",
 			steps:  "asker:shadow ask(ask_write) broken:shadow failed rules:shadow deny(deny_write) rules:shadow deny(deny_secret) broken:shadow failed"},
 		{name: "one rule", rules: []pipeline.ShadowRule{{Plugin: "asker"}, {Plugin: "broken"}, {Plugin: "rules", Rule: "deny_write"}},
