@@ -283,6 +283,9 @@ func (a *auditor) observeInOrder(ctx context.Context, call *sdk.Call, r sdk.Tool
 	if a.record {
 		l.Arguments = auditlog.ArgumentsJSON(call.Arguments)
 	}
+	for _, d := range r.Shadow {
+		l.Shadow = append(l.Shadow, auditlog.Shadow{Stage: d.Stage, Plugin: d.Plugin, Rule: d.Rule, Would: d.Would, Reason: d.Reason})
+	}
 	if err := a.file.append(l); err != nil {
 		return a.writeFailed(ctx, l, call.Name, err)
 	}

@@ -699,7 +699,11 @@ type ToolResult struct {
 	ValueSha256 string `protobuf:"bytes,22,opt,name=value_sha256,json=valueSha256,proto3" json:"value_sha256,omitempty"`
 	// The value's first bytes, possibly cut inside a JSON token (with
 	// value_omitted).
-	ValueHead     []byte `protobuf:"bytes,23,opt,name=value_head,json=valueHead,proto3" json:"value_head,omitempty"`
+	ValueHead []byte `protobuf:"bytes,23,opt,name=value_head,json=valueHead,proto3" json:"value_head,omitempty"`
+	// What listeners in shadow (the deployment's shadow blocks) would have
+	// decided on the call and did not: set on results delivered to stage-5
+	// observers, so that an audit records them.
+	Shadow        []*ShadowDecision `protobuf:"bytes,30,rep,name=shadow,proto3" json:"shadow,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -804,6 +808,94 @@ func (x *ToolResult) GetValueHead() []byte {
 	return nil
 }
 
+func (x *ToolResult) GetShadow() []*ShadowDecision {
+	if x != nil {
+		return x.Shadow
+	}
+	return nil
+}
+
+// ShadowDecision is what a stage-1 listener or guard in shadow would have
+// decided: its Deny, Ask or failure, which the host did not apply.
+type ShadowDecision struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// 1 (pre-execute) or 2 (guards).
+	Stage  int32  `protobuf:"varint,1,opt,name=stage,proto3" json:"stage,omitempty"`
+	Plugin string `protobuf:"bytes,2,opt,name=plugin,proto3" json:"plugin,omitempty"`
+	// The rule it named, if any.
+	Rule string `protobuf:"bytes,3,opt,name=rule,proto3" json:"rule,omitempty"`
+	// DENIED or ASK.
+	Would         string `protobuf:"bytes,4,opt,name=would,proto3" json:"would,omitempty"`
+	Reason        string `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ShadowDecision) Reset() {
+	*x = ShadowDecision{}
+	mi := &file_plugkit_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ShadowDecision) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ShadowDecision) ProtoMessage() {}
+
+func (x *ShadowDecision) ProtoReflect() protoreflect.Message {
+	mi := &file_plugkit_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ShadowDecision.ProtoReflect.Descriptor instead.
+func (*ShadowDecision) Descriptor() ([]byte, []int) {
+	return file_plugkit_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *ShadowDecision) GetStage() int32 {
+	if x != nil {
+		return x.Stage
+	}
+	return 0
+}
+
+func (x *ShadowDecision) GetPlugin() string {
+	if x != nil {
+		return x.Plugin
+	}
+	return ""
+}
+
+func (x *ShadowDecision) GetRule() string {
+	if x != nil {
+		return x.Rule
+	}
+	return ""
+}
+
+func (x *ShadowDecision) GetWould() string {
+	if x != nil {
+		return x.Would
+	}
+	return ""
+}
+
+func (x *ShadowDecision) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 // Outcome is the result of stage 3: the tool call and its wrappers.
 type Outcome struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
@@ -817,7 +909,7 @@ type Outcome struct {
 
 func (x *Outcome) Reset() {
 	*x = Outcome{}
-	mi := &file_plugkit_proto_msgTypes[5]
+	mi := &file_plugkit_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -829,7 +921,7 @@ func (x *Outcome) String() string {
 func (*Outcome) ProtoMessage() {}
 
 func (x *Outcome) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[5]
+	mi := &file_plugkit_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -842,7 +934,7 @@ func (x *Outcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Outcome.ProtoReflect.Descriptor instead.
 func (*Outcome) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{5}
+	return file_plugkit_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Outcome) GetOk() bool {
@@ -882,7 +974,7 @@ type Decision struct {
 
 func (x *Decision) Reset() {
 	*x = Decision{}
-	mi := &file_plugkit_proto_msgTypes[6]
+	mi := &file_plugkit_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -894,7 +986,7 @@ func (x *Decision) String() string {
 func (*Decision) ProtoMessage() {}
 
 func (x *Decision) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[6]
+	mi := &file_plugkit_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -907,7 +999,7 @@ func (x *Decision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Decision.ProtoReflect.Descriptor instead.
 func (*Decision) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{6}
+	return file_plugkit_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Decision) GetVerdict() Verdict {
@@ -945,7 +1037,7 @@ type Review struct {
 
 func (x *Review) Reset() {
 	*x = Review{}
-	mi := &file_plugkit_proto_msgTypes[7]
+	mi := &file_plugkit_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -957,7 +1049,7 @@ func (x *Review) String() string {
 func (*Review) ProtoMessage() {}
 
 func (x *Review) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[7]
+	mi := &file_plugkit_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -970,7 +1062,7 @@ func (x *Review) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Review.ProtoReflect.Descriptor instead.
 func (*Review) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{7}
+	return file_plugkit_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Review) GetVerdict() ReviewVerdict {
@@ -1027,7 +1119,7 @@ type CallFrame struct {
 
 func (x *CallFrame) Reset() {
 	*x = CallFrame{}
-	mi := &file_plugkit_proto_msgTypes[8]
+	mi := &file_plugkit_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1039,7 +1131,7 @@ func (x *CallFrame) String() string {
 func (*CallFrame) ProtoMessage() {}
 
 func (x *CallFrame) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[8]
+	mi := &file_plugkit_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1052,7 +1144,7 @@ func (x *CallFrame) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallFrame.ProtoReflect.Descriptor instead.
 func (*CallFrame) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{8}
+	return file_plugkit_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CallFrame) GetId() uint64 {
@@ -1133,7 +1225,7 @@ type DescribeRequest struct {
 
 func (x *DescribeRequest) Reset() {
 	*x = DescribeRequest{}
-	mi := &file_plugkit_proto_msgTypes[9]
+	mi := &file_plugkit_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1145,7 +1237,7 @@ func (x *DescribeRequest) String() string {
 func (*DescribeRequest) ProtoMessage() {}
 
 func (x *DescribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[9]
+	mi := &file_plugkit_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1158,7 +1250,7 @@ func (x *DescribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeRequest.ProtoReflect.Descriptor instead.
 func (*DescribeRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{9}
+	return file_plugkit_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *DescribeRequest) GetPrepareConfigJson() []byte {
@@ -1215,7 +1307,7 @@ type DescribeResponse struct {
 
 func (x *DescribeResponse) Reset() {
 	*x = DescribeResponse{}
-	mi := &file_plugkit_proto_msgTypes[10]
+	mi := &file_plugkit_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1227,7 +1319,7 @@ func (x *DescribeResponse) String() string {
 func (*DescribeResponse) ProtoMessage() {}
 
 func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[10]
+	mi := &file_plugkit_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1240,7 +1332,7 @@ func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeResponse.ProtoReflect.Descriptor instead.
 func (*DescribeResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{10}
+	return file_plugkit_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *DescribeResponse) GetName() string {
@@ -1340,7 +1432,7 @@ type ApplyRequest struct {
 
 func (x *ApplyRequest) Reset() {
 	*x = ApplyRequest{}
-	mi := &file_plugkit_proto_msgTypes[11]
+	mi := &file_plugkit_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1352,7 +1444,7 @@ func (x *ApplyRequest) String() string {
 func (*ApplyRequest) ProtoMessage() {}
 
 func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[11]
+	mi := &file_plugkit_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1365,7 +1457,7 @@ func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyRequest.ProtoReflect.Descriptor instead.
 func (*ApplyRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{11}
+	return file_plugkit_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ApplyRequest) GetConfigJson() []byte {
@@ -1393,7 +1485,7 @@ type ApplyResponse struct {
 
 func (x *ApplyResponse) Reset() {
 	*x = ApplyResponse{}
-	mi := &file_plugkit_proto_msgTypes[12]
+	mi := &file_plugkit_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1405,7 +1497,7 @@ func (x *ApplyResponse) String() string {
 func (*ApplyResponse) ProtoMessage() {}
 
 func (x *ApplyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[12]
+	mi := &file_plugkit_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1418,7 +1510,7 @@ func (x *ApplyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyResponse.ProtoReflect.Descriptor instead.
 func (*ApplyResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{12}
+	return file_plugkit_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ApplyResponse) GetError() string {
@@ -1445,7 +1537,7 @@ type ExecuteToolRequest struct {
 
 func (x *ExecuteToolRequest) Reset() {
 	*x = ExecuteToolRequest{}
-	mi := &file_plugkit_proto_msgTypes[13]
+	mi := &file_plugkit_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1457,7 +1549,7 @@ func (x *ExecuteToolRequest) String() string {
 func (*ExecuteToolRequest) ProtoMessage() {}
 
 func (x *ExecuteToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[13]
+	mi := &file_plugkit_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1470,7 +1562,7 @@ func (x *ExecuteToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteToolRequest.ProtoReflect.Descriptor instead.
 func (*ExecuteToolRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{13}
+	return file_plugkit_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ExecuteToolRequest) GetHandlerId() string {
@@ -1507,7 +1599,7 @@ type ExecuteToolResponse struct {
 
 func (x *ExecuteToolResponse) Reset() {
 	*x = ExecuteToolResponse{}
-	mi := &file_plugkit_proto_msgTypes[14]
+	mi := &file_plugkit_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1519,7 +1611,7 @@ func (x *ExecuteToolResponse) String() string {
 func (*ExecuteToolResponse) ProtoMessage() {}
 
 func (x *ExecuteToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[14]
+	mi := &file_plugkit_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1532,7 +1624,7 @@ func (x *ExecuteToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteToolResponse.ProtoReflect.Descriptor instead.
 func (*ExecuteToolResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{14}
+	return file_plugkit_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ExecuteToolResponse) GetValueJson() []byte {
@@ -1561,7 +1653,7 @@ type PreExecuteRequest struct {
 
 func (x *PreExecuteRequest) Reset() {
 	*x = PreExecuteRequest{}
-	mi := &file_plugkit_proto_msgTypes[15]
+	mi := &file_plugkit_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1573,7 +1665,7 @@ func (x *PreExecuteRequest) String() string {
 func (*PreExecuteRequest) ProtoMessage() {}
 
 func (x *PreExecuteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[15]
+	mi := &file_plugkit_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1586,7 +1678,7 @@ func (x *PreExecuteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreExecuteRequest.ProtoReflect.Descriptor instead.
 func (*PreExecuteRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{15}
+	return file_plugkit_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *PreExecuteRequest) GetHandlerId() string {
@@ -1625,7 +1717,7 @@ type PreExecuteResponse struct {
 
 func (x *PreExecuteResponse) Reset() {
 	*x = PreExecuteResponse{}
-	mi := &file_plugkit_proto_msgTypes[16]
+	mi := &file_plugkit_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1637,7 +1729,7 @@ func (x *PreExecuteResponse) String() string {
 func (*PreExecuteResponse) ProtoMessage() {}
 
 func (x *PreExecuteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[16]
+	mi := &file_plugkit_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1650,7 +1742,7 @@ func (x *PreExecuteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreExecuteResponse.ProtoReflect.Descriptor instead.
 func (*PreExecuteResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{16}
+	return file_plugkit_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *PreExecuteResponse) GetDecision() *Decision {
@@ -1684,7 +1776,7 @@ type GuardRequest struct {
 
 func (x *GuardRequest) Reset() {
 	*x = GuardRequest{}
-	mi := &file_plugkit_proto_msgTypes[17]
+	mi := &file_plugkit_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1696,7 +1788,7 @@ func (x *GuardRequest) String() string {
 func (*GuardRequest) ProtoMessage() {}
 
 func (x *GuardRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[17]
+	mi := &file_plugkit_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1709,7 +1801,7 @@ func (x *GuardRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GuardRequest.ProtoReflect.Descriptor instead.
 func (*GuardRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{17}
+	return file_plugkit_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GuardRequest) GetHandlerId() string {
@@ -1741,7 +1833,7 @@ type GuardResponse struct {
 
 func (x *GuardResponse) Reset() {
 	*x = GuardResponse{}
-	mi := &file_plugkit_proto_msgTypes[18]
+	mi := &file_plugkit_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1753,7 +1845,7 @@ func (x *GuardResponse) String() string {
 func (*GuardResponse) ProtoMessage() {}
 
 func (x *GuardResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[18]
+	mi := &file_plugkit_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1766,7 +1858,7 @@ func (x *GuardResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GuardResponse.ProtoReflect.Descriptor instead.
 func (*GuardResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{18}
+	return file_plugkit_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *GuardResponse) GetReason() string {
@@ -1802,7 +1894,7 @@ type WrapExecuteRequest struct {
 
 func (x *WrapExecuteRequest) Reset() {
 	*x = WrapExecuteRequest{}
-	mi := &file_plugkit_proto_msgTypes[19]
+	mi := &file_plugkit_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1814,7 +1906,7 @@ func (x *WrapExecuteRequest) String() string {
 func (*WrapExecuteRequest) ProtoMessage() {}
 
 func (x *WrapExecuteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[19]
+	mi := &file_plugkit_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1827,7 +1919,7 @@ func (x *WrapExecuteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WrapExecuteRequest.ProtoReflect.Descriptor instead.
 func (*WrapExecuteRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{19}
+	return file_plugkit_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *WrapExecuteRequest) GetHandlerId() string {
@@ -1865,7 +1957,7 @@ type WrapExecuteResponse struct {
 
 func (x *WrapExecuteResponse) Reset() {
 	*x = WrapExecuteResponse{}
-	mi := &file_plugkit_proto_msgTypes[20]
+	mi := &file_plugkit_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1877,7 +1969,7 @@ func (x *WrapExecuteResponse) String() string {
 func (*WrapExecuteResponse) ProtoMessage() {}
 
 func (x *WrapExecuteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[20]
+	mi := &file_plugkit_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1890,7 +1982,7 @@ func (x *WrapExecuteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WrapExecuteResponse.ProtoReflect.Descriptor instead.
 func (*WrapExecuteResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{20}
+	return file_plugkit_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *WrapExecuteResponse) GetPass() bool {
@@ -1928,7 +2020,7 @@ type PostExecuteRequest struct {
 
 func (x *PostExecuteRequest) Reset() {
 	*x = PostExecuteRequest{}
-	mi := &file_plugkit_proto_msgTypes[21]
+	mi := &file_plugkit_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1940,7 +2032,7 @@ func (x *PostExecuteRequest) String() string {
 func (*PostExecuteRequest) ProtoMessage() {}
 
 func (x *PostExecuteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[21]
+	mi := &file_plugkit_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1953,7 +2045,7 @@ func (x *PostExecuteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PostExecuteRequest.ProtoReflect.Descriptor instead.
 func (*PostExecuteRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{21}
+	return file_plugkit_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *PostExecuteRequest) GetHandlerId() string {
@@ -1995,7 +2087,7 @@ type PostExecuteResponse struct {
 
 func (x *PostExecuteResponse) Reset() {
 	*x = PostExecuteResponse{}
-	mi := &file_plugkit_proto_msgTypes[22]
+	mi := &file_plugkit_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2007,7 +2099,7 @@ func (x *PostExecuteResponse) String() string {
 func (*PostExecuteResponse) ProtoMessage() {}
 
 func (x *PostExecuteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[22]
+	mi := &file_plugkit_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2020,7 +2112,7 @@ func (x *PostExecuteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PostExecuteResponse.ProtoReflect.Descriptor instead.
 func (*PostExecuteResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{22}
+	return file_plugkit_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *PostExecuteResponse) GetReview() *Review {
@@ -2049,7 +2141,7 @@ type ApproveRequest struct {
 
 func (x *ApproveRequest) Reset() {
 	*x = ApproveRequest{}
-	mi := &file_plugkit_proto_msgTypes[23]
+	mi := &file_plugkit_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2061,7 +2153,7 @@ func (x *ApproveRequest) String() string {
 func (*ApproveRequest) ProtoMessage() {}
 
 func (x *ApproveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[23]
+	mi := &file_plugkit_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2074,7 +2166,7 @@ func (x *ApproveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApproveRequest.ProtoReflect.Descriptor instead.
 func (*ApproveRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{23}
+	return file_plugkit_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ApproveRequest) GetHandlerId() string {
@@ -2112,7 +2204,7 @@ type ApproveResponse struct {
 
 func (x *ApproveResponse) Reset() {
 	*x = ApproveResponse{}
-	mi := &file_plugkit_proto_msgTypes[24]
+	mi := &file_plugkit_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2124,7 +2216,7 @@ func (x *ApproveResponse) String() string {
 func (*ApproveResponse) ProtoMessage() {}
 
 func (x *ApproveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[24]
+	mi := &file_plugkit_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2137,7 +2229,7 @@ func (x *ApproveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApproveResponse.ProtoReflect.Descriptor instead.
 func (*ApproveResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{24}
+	return file_plugkit_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ApproveResponse) GetApproved() bool {
@@ -2175,7 +2267,7 @@ type CallServiceRequest struct {
 
 func (x *CallServiceRequest) Reset() {
 	*x = CallServiceRequest{}
-	mi := &file_plugkit_proto_msgTypes[25]
+	mi := &file_plugkit_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2187,7 +2279,7 @@ func (x *CallServiceRequest) String() string {
 func (*CallServiceRequest) ProtoMessage() {}
 
 func (x *CallServiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[25]
+	mi := &file_plugkit_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2200,7 +2292,7 @@ func (x *CallServiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallServiceRequest.ProtoReflect.Descriptor instead.
 func (*CallServiceRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{25}
+	return file_plugkit_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *CallServiceRequest) GetHandlerId() string {
@@ -2242,7 +2334,7 @@ type CallServiceResponse struct {
 
 func (x *CallServiceResponse) Reset() {
 	*x = CallServiceResponse{}
-	mi := &file_plugkit_proto_msgTypes[26]
+	mi := &file_plugkit_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2254,7 +2346,7 @@ func (x *CallServiceResponse) String() string {
 func (*CallServiceResponse) ProtoMessage() {}
 
 func (x *CallServiceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[26]
+	mi := &file_plugkit_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2267,7 +2359,7 @@ func (x *CallServiceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallServiceResponse.ProtoReflect.Descriptor instead.
 func (*CallServiceResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{26}
+	return file_plugkit_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *CallServiceResponse) GetResultJson() []byte {
@@ -2300,7 +2392,7 @@ type ObserveRequest struct {
 
 func (x *ObserveRequest) Reset() {
 	*x = ObserveRequest{}
-	mi := &file_plugkit_proto_msgTypes[27]
+	mi := &file_plugkit_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2312,7 +2404,7 @@ func (x *ObserveRequest) String() string {
 func (*ObserveRequest) ProtoMessage() {}
 
 func (x *ObserveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[27]
+	mi := &file_plugkit_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2325,7 +2417,7 @@ func (x *ObserveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObserveRequest.ProtoReflect.Descriptor instead.
 func (*ObserveRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{27}
+	return file_plugkit_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ObserveRequest) GetHandlerId() string {
@@ -2369,7 +2461,7 @@ type ObserveResponse struct {
 
 func (x *ObserveResponse) Reset() {
 	*x = ObserveResponse{}
-	mi := &file_plugkit_proto_msgTypes[28]
+	mi := &file_plugkit_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2381,7 +2473,7 @@ func (x *ObserveResponse) String() string {
 func (*ObserveResponse) ProtoMessage() {}
 
 func (x *ObserveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[28]
+	mi := &file_plugkit_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2394,7 +2486,7 @@ func (x *ObserveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObserveResponse.ProtoReflect.Descriptor instead.
 func (*ObserveResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{28}
+	return file_plugkit_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ObserveResponse) GetReceived() uint64 {
@@ -2427,7 +2519,7 @@ type Receipt struct {
 
 func (x *Receipt) Reset() {
 	*x = Receipt{}
-	mi := &file_plugkit_proto_msgTypes[29]
+	mi := &file_plugkit_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2439,7 +2531,7 @@ func (x *Receipt) String() string {
 func (*Receipt) ProtoMessage() {}
 
 func (x *Receipt) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[29]
+	mi := &file_plugkit_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2452,7 +2544,7 @@ func (x *Receipt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Receipt.ProtoReflect.Descriptor instead.
 func (*Receipt) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{29}
+	return file_plugkit_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Receipt) GetCallId() string {
@@ -2484,7 +2576,7 @@ type ShutdownRequest struct {
 
 func (x *ShutdownRequest) Reset() {
 	*x = ShutdownRequest{}
-	mi := &file_plugkit_proto_msgTypes[30]
+	mi := &file_plugkit_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2496,7 +2588,7 @@ func (x *ShutdownRequest) String() string {
 func (*ShutdownRequest) ProtoMessage() {}
 
 func (x *ShutdownRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[30]
+	mi := &file_plugkit_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2509,7 +2601,7 @@ func (x *ShutdownRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShutdownRequest.ProtoReflect.Descriptor instead.
 func (*ShutdownRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{30}
+	return file_plugkit_proto_rawDescGZIP(), []int{31}
 }
 
 type ShutdownResponse struct {
@@ -2522,7 +2614,7 @@ type ShutdownResponse struct {
 
 func (x *ShutdownResponse) Reset() {
 	*x = ShutdownResponse{}
-	mi := &file_plugkit_proto_msgTypes[31]
+	mi := &file_plugkit_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2534,7 +2626,7 @@ func (x *ShutdownResponse) String() string {
 func (*ShutdownResponse) ProtoMessage() {}
 
 func (x *ShutdownResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[31]
+	mi := &file_plugkit_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2547,7 +2639,7 @@ func (x *ShutdownResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShutdownResponse.ProtoReflect.Descriptor instead.
 func (*ShutdownResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{31}
+	return file_plugkit_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ShutdownResponse) GetError() string {
@@ -2570,7 +2662,7 @@ type RegisterToolRequest struct {
 
 func (x *RegisterToolRequest) Reset() {
 	*x = RegisterToolRequest{}
-	mi := &file_plugkit_proto_msgTypes[32]
+	mi := &file_plugkit_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2582,7 +2674,7 @@ func (x *RegisterToolRequest) String() string {
 func (*RegisterToolRequest) ProtoMessage() {}
 
 func (x *RegisterToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[32]
+	mi := &file_plugkit_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2595,7 +2687,7 @@ func (x *RegisterToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterToolRequest.ProtoReflect.Descriptor instead.
 func (*RegisterToolRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{32}
+	return file_plugkit_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *RegisterToolRequest) GetHandlerId() string {
@@ -2622,7 +2714,7 @@ type RegisterToolResponse struct {
 
 func (x *RegisterToolResponse) Reset() {
 	*x = RegisterToolResponse{}
-	mi := &file_plugkit_proto_msgTypes[33]
+	mi := &file_plugkit_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2634,7 +2726,7 @@ func (x *RegisterToolResponse) String() string {
 func (*RegisterToolResponse) ProtoMessage() {}
 
 func (x *RegisterToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[33]
+	mi := &file_plugkit_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2647,7 +2739,7 @@ func (x *RegisterToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterToolResponse.ProtoReflect.Descriptor instead.
 func (*RegisterToolResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{33}
+	return file_plugkit_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *RegisterToolResponse) GetRegistrationId() string {
@@ -2671,7 +2763,7 @@ type RegisterToolsRequest struct {
 
 func (x *RegisterToolsRequest) Reset() {
 	*x = RegisterToolsRequest{}
-	mi := &file_plugkit_proto_msgTypes[34]
+	mi := &file_plugkit_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2683,7 +2775,7 @@ func (x *RegisterToolsRequest) String() string {
 func (*RegisterToolsRequest) ProtoMessage() {}
 
 func (x *RegisterToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[34]
+	mi := &file_plugkit_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2696,7 +2788,7 @@ func (x *RegisterToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterToolsRequest.ProtoReflect.Descriptor instead.
 func (*RegisterToolsRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{34}
+	return file_plugkit_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *RegisterToolsRequest) GetTools() []*RegisterToolRequest {
@@ -2723,7 +2815,7 @@ type RegisterToolsResponse struct {
 
 func (x *RegisterToolsResponse) Reset() {
 	*x = RegisterToolsResponse{}
-	mi := &file_plugkit_proto_msgTypes[35]
+	mi := &file_plugkit_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2735,7 +2827,7 @@ func (x *RegisterToolsResponse) String() string {
 func (*RegisterToolsResponse) ProtoMessage() {}
 
 func (x *RegisterToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[35]
+	mi := &file_plugkit_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2748,7 +2840,7 @@ func (x *RegisterToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterToolsResponse.ProtoReflect.Descriptor instead.
 func (*RegisterToolsResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{35}
+	return file_plugkit_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *RegisterToolsResponse) GetResults() []*RegisterToolsResult {
@@ -2771,7 +2863,7 @@ type RegisterToolsResult struct {
 
 func (x *RegisterToolsResult) Reset() {
 	*x = RegisterToolsResult{}
-	mi := &file_plugkit_proto_msgTypes[36]
+	mi := &file_plugkit_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2783,7 +2875,7 @@ func (x *RegisterToolsResult) String() string {
 func (*RegisterToolsResult) ProtoMessage() {}
 
 func (x *RegisterToolsResult) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[36]
+	mi := &file_plugkit_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2796,7 +2888,7 @@ func (x *RegisterToolsResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterToolsResult.ProtoReflect.Descriptor instead.
 func (*RegisterToolsResult) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{36}
+	return file_plugkit_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *RegisterToolsResult) GetRegistrationId() string {
@@ -2826,7 +2918,7 @@ type AddGuardRequest struct {
 
 func (x *AddGuardRequest) Reset() {
 	*x = AddGuardRequest{}
-	mi := &file_plugkit_proto_msgTypes[37]
+	mi := &file_plugkit_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2838,7 +2930,7 @@ func (x *AddGuardRequest) String() string {
 func (*AddGuardRequest) ProtoMessage() {}
 
 func (x *AddGuardRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[37]
+	mi := &file_plugkit_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2851,7 +2943,7 @@ func (x *AddGuardRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddGuardRequest.ProtoReflect.Descriptor instead.
 func (*AddGuardRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{37}
+	return file_plugkit_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *AddGuardRequest) GetHandlerId() string {
@@ -2884,7 +2976,7 @@ type AddGuardResponse struct {
 
 func (x *AddGuardResponse) Reset() {
 	*x = AddGuardResponse{}
-	mi := &file_plugkit_proto_msgTypes[38]
+	mi := &file_plugkit_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2896,7 +2988,7 @@ func (x *AddGuardResponse) String() string {
 func (*AddGuardResponse) ProtoMessage() {}
 
 func (x *AddGuardResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[38]
+	mi := &file_plugkit_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2909,7 +3001,7 @@ func (x *AddGuardResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddGuardResponse.ProtoReflect.Descriptor instead.
 func (*AddGuardResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{38}
+	return file_plugkit_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *AddGuardResponse) GetRegistrationId() string {
@@ -2935,7 +3027,7 @@ type ListenRequest struct {
 
 func (x *ListenRequest) Reset() {
 	*x = ListenRequest{}
-	mi := &file_plugkit_proto_msgTypes[39]
+	mi := &file_plugkit_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2947,7 +3039,7 @@ func (x *ListenRequest) String() string {
 func (*ListenRequest) ProtoMessage() {}
 
 func (x *ListenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[39]
+	mi := &file_plugkit_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2960,7 +3052,7 @@ func (x *ListenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListenRequest.ProtoReflect.Descriptor instead.
 func (*ListenRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{39}
+	return file_plugkit_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ListenRequest) GetHandlerId() string {
@@ -3007,7 +3099,7 @@ type ListenResponse struct {
 
 func (x *ListenResponse) Reset() {
 	*x = ListenResponse{}
-	mi := &file_plugkit_proto_msgTypes[40]
+	mi := &file_plugkit_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3019,7 +3111,7 @@ func (x *ListenResponse) String() string {
 func (*ListenResponse) ProtoMessage() {}
 
 func (x *ListenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[40]
+	mi := &file_plugkit_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3032,7 +3124,7 @@ func (x *ListenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListenResponse.ProtoReflect.Descriptor instead.
 func (*ListenResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{40}
+	return file_plugkit_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ListenResponse) GetRegistrationId() string {
@@ -3053,7 +3145,7 @@ type SetApproverRequest struct {
 
 func (x *SetApproverRequest) Reset() {
 	*x = SetApproverRequest{}
-	mi := &file_plugkit_proto_msgTypes[41]
+	mi := &file_plugkit_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3065,7 +3157,7 @@ func (x *SetApproverRequest) String() string {
 func (*SetApproverRequest) ProtoMessage() {}
 
 func (x *SetApproverRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[41]
+	mi := &file_plugkit_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3078,7 +3170,7 @@ func (x *SetApproverRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetApproverRequest.ProtoReflect.Descriptor instead.
 func (*SetApproverRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{41}
+	return file_plugkit_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *SetApproverRequest) GetHandlerId() string {
@@ -3104,7 +3196,7 @@ type SetApproverResponse struct {
 
 func (x *SetApproverResponse) Reset() {
 	*x = SetApproverResponse{}
-	mi := &file_plugkit_proto_msgTypes[42]
+	mi := &file_plugkit_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3116,7 +3208,7 @@ func (x *SetApproverResponse) String() string {
 func (*SetApproverResponse) ProtoMessage() {}
 
 func (x *SetApproverResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[42]
+	mi := &file_plugkit_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3129,7 +3221,7 @@ func (x *SetApproverResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetApproverResponse.ProtoReflect.Descriptor instead.
 func (*SetApproverResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{42}
+	return file_plugkit_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *SetApproverResponse) GetRegistrationId() string {
@@ -3152,7 +3244,7 @@ type ProvideRequest struct {
 
 func (x *ProvideRequest) Reset() {
 	*x = ProvideRequest{}
-	mi := &file_plugkit_proto_msgTypes[43]
+	mi := &file_plugkit_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3164,7 +3256,7 @@ func (x *ProvideRequest) String() string {
 func (*ProvideRequest) ProtoMessage() {}
 
 func (x *ProvideRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[43]
+	mi := &file_plugkit_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3177,7 +3269,7 @@ func (x *ProvideRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProvideRequest.ProtoReflect.Descriptor instead.
 func (*ProvideRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{43}
+	return file_plugkit_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ProvideRequest) GetHandlerId() string {
@@ -3210,7 +3302,7 @@ type ProvideResponse struct {
 
 func (x *ProvideResponse) Reset() {
 	*x = ProvideResponse{}
-	mi := &file_plugkit_proto_msgTypes[44]
+	mi := &file_plugkit_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3222,7 +3314,7 @@ func (x *ProvideResponse) String() string {
 func (*ProvideResponse) ProtoMessage() {}
 
 func (x *ProvideResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[44]
+	mi := &file_plugkit_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3235,7 +3327,7 @@ func (x *ProvideResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProvideResponse.ProtoReflect.Descriptor instead.
 func (*ProvideResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{44}
+	return file_plugkit_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ProvideResponse) GetRegistrationId() string {
@@ -3256,7 +3348,7 @@ type HostCallServiceRequest struct {
 
 func (x *HostCallServiceRequest) Reset() {
 	*x = HostCallServiceRequest{}
-	mi := &file_plugkit_proto_msgTypes[45]
+	mi := &file_plugkit_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3268,7 +3360,7 @@ func (x *HostCallServiceRequest) String() string {
 func (*HostCallServiceRequest) ProtoMessage() {}
 
 func (x *HostCallServiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[45]
+	mi := &file_plugkit_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3281,7 +3373,7 @@ func (x *HostCallServiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostCallServiceRequest.ProtoReflect.Descriptor instead.
 func (*HostCallServiceRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{45}
+	return file_plugkit_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *HostCallServiceRequest) GetService() string {
@@ -3316,7 +3408,7 @@ type HostCallServiceResponse struct {
 
 func (x *HostCallServiceResponse) Reset() {
 	*x = HostCallServiceResponse{}
-	mi := &file_plugkit_proto_msgTypes[46]
+	mi := &file_plugkit_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3328,7 +3420,7 @@ func (x *HostCallServiceResponse) String() string {
 func (*HostCallServiceResponse) ProtoMessage() {}
 
 func (x *HostCallServiceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[46]
+	mi := &file_plugkit_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3341,7 +3433,7 @@ func (x *HostCallServiceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostCallServiceResponse.ProtoReflect.Descriptor instead.
 func (*HostCallServiceResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{46}
+	return file_plugkit_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *HostCallServiceResponse) GetResultJson() []byte {
@@ -3368,7 +3460,7 @@ type HostExecuteToolRequest struct {
 
 func (x *HostExecuteToolRequest) Reset() {
 	*x = HostExecuteToolRequest{}
-	mi := &file_plugkit_proto_msgTypes[47]
+	mi := &file_plugkit_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3380,7 +3472,7 @@ func (x *HostExecuteToolRequest) String() string {
 func (*HostExecuteToolRequest) ProtoMessage() {}
 
 func (x *HostExecuteToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[47]
+	mi := &file_plugkit_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3393,7 +3485,7 @@ func (x *HostExecuteToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostExecuteToolRequest.ProtoReflect.Descriptor instead.
 func (*HostExecuteToolRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{47}
+	return file_plugkit_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *HostExecuteToolRequest) GetName() string {
@@ -3420,7 +3512,7 @@ type HostExecuteToolResponse struct {
 
 func (x *HostExecuteToolResponse) Reset() {
 	*x = HostExecuteToolResponse{}
-	mi := &file_plugkit_proto_msgTypes[48]
+	mi := &file_plugkit_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3432,7 +3524,7 @@ func (x *HostExecuteToolResponse) String() string {
 func (*HostExecuteToolResponse) ProtoMessage() {}
 
 func (x *HostExecuteToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[48]
+	mi := &file_plugkit_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3445,7 +3537,7 @@ func (x *HostExecuteToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostExecuteToolResponse.ProtoReflect.Descriptor instead.
 func (*HostExecuteToolResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{48}
+	return file_plugkit_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *HostExecuteToolResponse) GetResult() *ToolResult {
@@ -3467,7 +3559,7 @@ type ContributeRequest struct {
 
 func (x *ContributeRequest) Reset() {
 	*x = ContributeRequest{}
-	mi := &file_plugkit_proto_msgTypes[49]
+	mi := &file_plugkit_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3479,7 +3571,7 @@ func (x *ContributeRequest) String() string {
 func (*ContributeRequest) ProtoMessage() {}
 
 func (x *ContributeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[49]
+	mi := &file_plugkit_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3492,7 +3584,7 @@ func (x *ContributeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContributeRequest.ProtoReflect.Descriptor instead.
 func (*ContributeRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{49}
+	return file_plugkit_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ContributeRequest) GetPoint() string {
@@ -3532,7 +3624,7 @@ type ContributeResponse struct {
 
 func (x *ContributeResponse) Reset() {
 	*x = ContributeResponse{}
-	mi := &file_plugkit_proto_msgTypes[50]
+	mi := &file_plugkit_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3544,7 +3636,7 @@ func (x *ContributeResponse) String() string {
 func (*ContributeResponse) ProtoMessage() {}
 
 func (x *ContributeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[50]
+	mi := &file_plugkit_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3557,7 +3649,7 @@ func (x *ContributeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContributeResponse.ProtoReflect.Descriptor instead.
 func (*ContributeResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{50}
+	return file_plugkit_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ContributeResponse) GetRegistrationId() string {
@@ -3576,7 +3668,7 @@ type DisposeRequest struct {
 
 func (x *DisposeRequest) Reset() {
 	*x = DisposeRequest{}
-	mi := &file_plugkit_proto_msgTypes[51]
+	mi := &file_plugkit_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3588,7 +3680,7 @@ func (x *DisposeRequest) String() string {
 func (*DisposeRequest) ProtoMessage() {}
 
 func (x *DisposeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[51]
+	mi := &file_plugkit_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3601,7 +3693,7 @@ func (x *DisposeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DisposeRequest.ProtoReflect.Descriptor instead.
 func (*DisposeRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{51}
+	return file_plugkit_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *DisposeRequest) GetRegistrationId() string {
@@ -3619,7 +3711,7 @@ type DisposeResponse struct {
 
 func (x *DisposeResponse) Reset() {
 	*x = DisposeResponse{}
-	mi := &file_plugkit_proto_msgTypes[52]
+	mi := &file_plugkit_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3631,7 +3723,7 @@ func (x *DisposeResponse) String() string {
 func (*DisposeResponse) ProtoMessage() {}
 
 func (x *DisposeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[52]
+	mi := &file_plugkit_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3644,7 +3736,7 @@ func (x *DisposeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DisposeResponse.ProtoReflect.Descriptor instead.
 func (*DisposeResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{52}
+	return file_plugkit_proto_rawDescGZIP(), []int{53}
 }
 
 type ReportProblemRequest struct {
@@ -3657,7 +3749,7 @@ type ReportProblemRequest struct {
 
 func (x *ReportProblemRequest) Reset() {
 	*x = ReportProblemRequest{}
-	mi := &file_plugkit_proto_msgTypes[53]
+	mi := &file_plugkit_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3669,7 +3761,7 @@ func (x *ReportProblemRequest) String() string {
 func (*ReportProblemRequest) ProtoMessage() {}
 
 func (x *ReportProblemRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[53]
+	mi := &file_plugkit_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3682,7 +3774,7 @@ func (x *ReportProblemRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportProblemRequest.ProtoReflect.Descriptor instead.
 func (*ReportProblemRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{53}
+	return file_plugkit_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *ReportProblemRequest) GetProblem() string {
@@ -3700,7 +3792,7 @@ type ReportProblemResponse struct {
 
 func (x *ReportProblemResponse) Reset() {
 	*x = ReportProblemResponse{}
-	mi := &file_plugkit_proto_msgTypes[54]
+	mi := &file_plugkit_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3712,7 +3804,7 @@ func (x *ReportProblemResponse) String() string {
 func (*ReportProblemResponse) ProtoMessage() {}
 
 func (x *ReportProblemResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[54]
+	mi := &file_plugkit_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3725,7 +3817,7 @@ func (x *ReportProblemResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportProblemResponse.ProtoReflect.Descriptor instead.
 func (*ReportProblemResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{54}
+	return file_plugkit_proto_rawDescGZIP(), []int{55}
 }
 
 type ExportSpansRequest struct {
@@ -3739,7 +3831,7 @@ type ExportSpansRequest struct {
 
 func (x *ExportSpansRequest) Reset() {
 	*x = ExportSpansRequest{}
-	mi := &file_plugkit_proto_msgTypes[55]
+	mi := &file_plugkit_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3751,7 +3843,7 @@ func (x *ExportSpansRequest) String() string {
 func (*ExportSpansRequest) ProtoMessage() {}
 
 func (x *ExportSpansRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[55]
+	mi := &file_plugkit_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3764,7 +3856,7 @@ func (x *ExportSpansRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportSpansRequest.ProtoReflect.Descriptor instead.
 func (*ExportSpansRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{55}
+	return file_plugkit_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *ExportSpansRequest) GetOtlp() []byte {
@@ -3782,7 +3874,7 @@ type ExportSpansResponse struct {
 
 func (x *ExportSpansResponse) Reset() {
 	*x = ExportSpansResponse{}
-	mi := &file_plugkit_proto_msgTypes[56]
+	mi := &file_plugkit_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3794,7 +3886,7 @@ func (x *ExportSpansResponse) String() string {
 func (*ExportSpansResponse) ProtoMessage() {}
 
 func (x *ExportSpansResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[56]
+	mi := &file_plugkit_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3807,7 +3899,7 @@ func (x *ExportSpansResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportSpansResponse.ProtoReflect.Descriptor instead.
 func (*ExportSpansResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{56}
+	return file_plugkit_proto_rawDescGZIP(), []int{57}
 }
 
 type NextRequest struct {
@@ -3820,7 +3912,7 @@ type NextRequest struct {
 
 func (x *NextRequest) Reset() {
 	*x = NextRequest{}
-	mi := &file_plugkit_proto_msgTypes[57]
+	mi := &file_plugkit_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3832,7 +3924,7 @@ func (x *NextRequest) String() string {
 func (*NextRequest) ProtoMessage() {}
 
 func (x *NextRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[57]
+	mi := &file_plugkit_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3845,7 +3937,7 @@ func (x *NextRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NextRequest.ProtoReflect.Descriptor instead.
 func (*NextRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{57}
+	return file_plugkit_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *NextRequest) GetCallToken() string {
@@ -3871,7 +3963,7 @@ type NextResponse struct {
 
 func (x *NextResponse) Reset() {
 	*x = NextResponse{}
-	mi := &file_plugkit_proto_msgTypes[58]
+	mi := &file_plugkit_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3883,7 +3975,7 @@ func (x *NextResponse) String() string {
 func (*NextResponse) ProtoMessage() {}
 
 func (x *NextResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[58]
+	mi := &file_plugkit_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3896,7 +3988,7 @@ func (x *NextResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NextResponse.ProtoReflect.Descriptor instead.
 func (*NextResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{58}
+	return file_plugkit_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *NextResponse) GetAnswer() isNextResponse_Answer {
@@ -3996,7 +4088,7 @@ const file_plugkit_proto_rawDesc = "" +
 	"attributes\"9\n" +
 	"\tToolError\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"\xbe\x02\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"\xf2\x02\n" +
 	"\n" +
 	"ToolResult\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x0e\n" +
@@ -4013,7 +4105,14 @@ const file_plugkit_proto_rawDesc = "" +
 	"value_size\x18\x15 \x01(\x03R\tvalueSize\x12!\n" +
 	"\fvalue_sha256\x18\x16 \x01(\tR\vvalueSha256\x12\x1d\n" +
 	"\n" +
-	"value_head\x18\x17 \x01(\fR\tvalueHead\"e\n" +
+	"value_head\x18\x17 \x01(\fR\tvalueHead\x122\n" +
+	"\x06shadow\x18\x1e \x03(\v2\x1a.plugkit.v1.ShadowDecisionR\x06shadow\"\x80\x01\n" +
+	"\x0eShadowDecision\x12\x14\n" +
+	"\x05stage\x18\x01 \x01(\x05R\x05stage\x12\x16\n" +
+	"\x06plugin\x18\x02 \x01(\tR\x06plugin\x12\x12\n" +
+	"\x04rule\x18\x03 \x01(\tR\x04rule\x12\x14\n" +
+	"\x05would\x18\x04 \x01(\tR\x05would\x12\x16\n" +
+	"\x06reason\x18\x05 \x01(\tR\x06reason\"e\n" +
 	"\aOutcome\x12\x0e\n" +
 	"\x02ok\x18\x01 \x01(\bR\x02ok\x12\x1d\n" +
 	"\n" +
@@ -4296,7 +4395,7 @@ func file_plugkit_proto_rawDescGZIP() []byte {
 }
 
 var file_plugkit_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_plugkit_proto_msgTypes = make([]protoimpl.MessageInfo, 60)
+var file_plugkit_proto_msgTypes = make([]protoimpl.MessageInfo, 61)
 var file_plugkit_proto_goTypes = []any{
 	(Verdict)(0),                    // 0: plugkit.v1.Verdict
 	(ReviewVerdict)(0),              // 1: plugkit.v1.ReviewVerdict
@@ -4307,147 +4406,149 @@ var file_plugkit_proto_goTypes = []any{
 	(*Principal)(nil),               // 6: plugkit.v1.Principal
 	(*ToolError)(nil),               // 7: plugkit.v1.ToolError
 	(*ToolResult)(nil),              // 8: plugkit.v1.ToolResult
-	(*Outcome)(nil),                 // 9: plugkit.v1.Outcome
-	(*Decision)(nil),                // 10: plugkit.v1.Decision
-	(*Review)(nil),                  // 11: plugkit.v1.Review
-	(*CallFrame)(nil),               // 12: plugkit.v1.CallFrame
-	(*DescribeRequest)(nil),         // 13: plugkit.v1.DescribeRequest
-	(*DescribeResponse)(nil),        // 14: plugkit.v1.DescribeResponse
-	(*ApplyRequest)(nil),            // 15: plugkit.v1.ApplyRequest
-	(*ApplyResponse)(nil),           // 16: plugkit.v1.ApplyResponse
-	(*ExecuteToolRequest)(nil),      // 17: plugkit.v1.ExecuteToolRequest
-	(*ExecuteToolResponse)(nil),     // 18: plugkit.v1.ExecuteToolResponse
-	(*PreExecuteRequest)(nil),       // 19: plugkit.v1.PreExecuteRequest
-	(*PreExecuteResponse)(nil),      // 20: plugkit.v1.PreExecuteResponse
-	(*GuardRequest)(nil),            // 21: plugkit.v1.GuardRequest
-	(*GuardResponse)(nil),           // 22: plugkit.v1.GuardResponse
-	(*WrapExecuteRequest)(nil),      // 23: plugkit.v1.WrapExecuteRequest
-	(*WrapExecuteResponse)(nil),     // 24: plugkit.v1.WrapExecuteResponse
-	(*PostExecuteRequest)(nil),      // 25: plugkit.v1.PostExecuteRequest
-	(*PostExecuteResponse)(nil),     // 26: plugkit.v1.PostExecuteResponse
-	(*ApproveRequest)(nil),          // 27: plugkit.v1.ApproveRequest
-	(*ApproveResponse)(nil),         // 28: plugkit.v1.ApproveResponse
-	(*CallServiceRequest)(nil),      // 29: plugkit.v1.CallServiceRequest
-	(*CallServiceResponse)(nil),     // 30: plugkit.v1.CallServiceResponse
-	(*ObserveRequest)(nil),          // 31: plugkit.v1.ObserveRequest
-	(*ObserveResponse)(nil),         // 32: plugkit.v1.ObserveResponse
-	(*Receipt)(nil),                 // 33: plugkit.v1.Receipt
-	(*ShutdownRequest)(nil),         // 34: plugkit.v1.ShutdownRequest
-	(*ShutdownResponse)(nil),        // 35: plugkit.v1.ShutdownResponse
-	(*RegisterToolRequest)(nil),     // 36: plugkit.v1.RegisterToolRequest
-	(*RegisterToolResponse)(nil),    // 37: plugkit.v1.RegisterToolResponse
-	(*RegisterToolsRequest)(nil),    // 38: plugkit.v1.RegisterToolsRequest
-	(*RegisterToolsResponse)(nil),   // 39: plugkit.v1.RegisterToolsResponse
-	(*RegisterToolsResult)(nil),     // 40: plugkit.v1.RegisterToolsResult
-	(*AddGuardRequest)(nil),         // 41: plugkit.v1.AddGuardRequest
-	(*AddGuardResponse)(nil),        // 42: plugkit.v1.AddGuardResponse
-	(*ListenRequest)(nil),           // 43: plugkit.v1.ListenRequest
-	(*ListenResponse)(nil),          // 44: plugkit.v1.ListenResponse
-	(*SetApproverRequest)(nil),      // 45: plugkit.v1.SetApproverRequest
-	(*SetApproverResponse)(nil),     // 46: plugkit.v1.SetApproverResponse
-	(*ProvideRequest)(nil),          // 47: plugkit.v1.ProvideRequest
-	(*ProvideResponse)(nil),         // 48: plugkit.v1.ProvideResponse
-	(*HostCallServiceRequest)(nil),  // 49: plugkit.v1.HostCallServiceRequest
-	(*HostCallServiceResponse)(nil), // 50: plugkit.v1.HostCallServiceResponse
-	(*HostExecuteToolRequest)(nil),  // 51: plugkit.v1.HostExecuteToolRequest
-	(*HostExecuteToolResponse)(nil), // 52: plugkit.v1.HostExecuteToolResponse
-	(*ContributeRequest)(nil),       // 53: plugkit.v1.ContributeRequest
-	(*ContributeResponse)(nil),      // 54: plugkit.v1.ContributeResponse
-	(*DisposeRequest)(nil),          // 55: plugkit.v1.DisposeRequest
-	(*DisposeResponse)(nil),         // 56: plugkit.v1.DisposeResponse
-	(*ReportProblemRequest)(nil),    // 57: plugkit.v1.ReportProblemRequest
-	(*ReportProblemResponse)(nil),   // 58: plugkit.v1.ReportProblemResponse
-	(*ExportSpansRequest)(nil),      // 59: plugkit.v1.ExportSpansRequest
-	(*ExportSpansResponse)(nil),     // 60: plugkit.v1.ExportSpansResponse
-	(*NextRequest)(nil),             // 61: plugkit.v1.NextRequest
-	(*NextResponse)(nil),            // 62: plugkit.v1.NextResponse
-	nil,                             // 63: plugkit.v1.CallFrame.MetadataEntry
+	(*ShadowDecision)(nil),          // 9: plugkit.v1.ShadowDecision
+	(*Outcome)(nil),                 // 10: plugkit.v1.Outcome
+	(*Decision)(nil),                // 11: plugkit.v1.Decision
+	(*Review)(nil),                  // 12: plugkit.v1.Review
+	(*CallFrame)(nil),               // 13: plugkit.v1.CallFrame
+	(*DescribeRequest)(nil),         // 14: plugkit.v1.DescribeRequest
+	(*DescribeResponse)(nil),        // 15: plugkit.v1.DescribeResponse
+	(*ApplyRequest)(nil),            // 16: plugkit.v1.ApplyRequest
+	(*ApplyResponse)(nil),           // 17: plugkit.v1.ApplyResponse
+	(*ExecuteToolRequest)(nil),      // 18: plugkit.v1.ExecuteToolRequest
+	(*ExecuteToolResponse)(nil),     // 19: plugkit.v1.ExecuteToolResponse
+	(*PreExecuteRequest)(nil),       // 20: plugkit.v1.PreExecuteRequest
+	(*PreExecuteResponse)(nil),      // 21: plugkit.v1.PreExecuteResponse
+	(*GuardRequest)(nil),            // 22: plugkit.v1.GuardRequest
+	(*GuardResponse)(nil),           // 23: plugkit.v1.GuardResponse
+	(*WrapExecuteRequest)(nil),      // 24: plugkit.v1.WrapExecuteRequest
+	(*WrapExecuteResponse)(nil),     // 25: plugkit.v1.WrapExecuteResponse
+	(*PostExecuteRequest)(nil),      // 26: plugkit.v1.PostExecuteRequest
+	(*PostExecuteResponse)(nil),     // 27: plugkit.v1.PostExecuteResponse
+	(*ApproveRequest)(nil),          // 28: plugkit.v1.ApproveRequest
+	(*ApproveResponse)(nil),         // 29: plugkit.v1.ApproveResponse
+	(*CallServiceRequest)(nil),      // 30: plugkit.v1.CallServiceRequest
+	(*CallServiceResponse)(nil),     // 31: plugkit.v1.CallServiceResponse
+	(*ObserveRequest)(nil),          // 32: plugkit.v1.ObserveRequest
+	(*ObserveResponse)(nil),         // 33: plugkit.v1.ObserveResponse
+	(*Receipt)(nil),                 // 34: plugkit.v1.Receipt
+	(*ShutdownRequest)(nil),         // 35: plugkit.v1.ShutdownRequest
+	(*ShutdownResponse)(nil),        // 36: plugkit.v1.ShutdownResponse
+	(*RegisterToolRequest)(nil),     // 37: plugkit.v1.RegisterToolRequest
+	(*RegisterToolResponse)(nil),    // 38: plugkit.v1.RegisterToolResponse
+	(*RegisterToolsRequest)(nil),    // 39: plugkit.v1.RegisterToolsRequest
+	(*RegisterToolsResponse)(nil),   // 40: plugkit.v1.RegisterToolsResponse
+	(*RegisterToolsResult)(nil),     // 41: plugkit.v1.RegisterToolsResult
+	(*AddGuardRequest)(nil),         // 42: plugkit.v1.AddGuardRequest
+	(*AddGuardResponse)(nil),        // 43: plugkit.v1.AddGuardResponse
+	(*ListenRequest)(nil),           // 44: plugkit.v1.ListenRequest
+	(*ListenResponse)(nil),          // 45: plugkit.v1.ListenResponse
+	(*SetApproverRequest)(nil),      // 46: plugkit.v1.SetApproverRequest
+	(*SetApproverResponse)(nil),     // 47: plugkit.v1.SetApproverResponse
+	(*ProvideRequest)(nil),          // 48: plugkit.v1.ProvideRequest
+	(*ProvideResponse)(nil),         // 49: plugkit.v1.ProvideResponse
+	(*HostCallServiceRequest)(nil),  // 50: plugkit.v1.HostCallServiceRequest
+	(*HostCallServiceResponse)(nil), // 51: plugkit.v1.HostCallServiceResponse
+	(*HostExecuteToolRequest)(nil),  // 52: plugkit.v1.HostExecuteToolRequest
+	(*HostExecuteToolResponse)(nil), // 53: plugkit.v1.HostExecuteToolResponse
+	(*ContributeRequest)(nil),       // 54: plugkit.v1.ContributeRequest
+	(*ContributeResponse)(nil),      // 55: plugkit.v1.ContributeResponse
+	(*DisposeRequest)(nil),          // 56: plugkit.v1.DisposeRequest
+	(*DisposeResponse)(nil),         // 57: plugkit.v1.DisposeResponse
+	(*ReportProblemRequest)(nil),    // 58: plugkit.v1.ReportProblemRequest
+	(*ReportProblemResponse)(nil),   // 59: plugkit.v1.ReportProblemResponse
+	(*ExportSpansRequest)(nil),      // 60: plugkit.v1.ExportSpansRequest
+	(*ExportSpansResponse)(nil),     // 61: plugkit.v1.ExportSpansResponse
+	(*NextRequest)(nil),             // 62: plugkit.v1.NextRequest
+	(*NextResponse)(nil),            // 63: plugkit.v1.NextResponse
+	nil,                             // 64: plugkit.v1.CallFrame.MetadataEntry
 }
 var file_plugkit_proto_depIdxs = []int32{
 	4,  // 0: plugkit.v1.Execution.tool:type_name -> plugkit.v1.ToolDescriptor
 	6,  // 1: plugkit.v1.Execution.principal:type_name -> plugkit.v1.Principal
 	7,  // 2: plugkit.v1.ToolResult.error:type_name -> plugkit.v1.ToolError
-	7,  // 3: plugkit.v1.Outcome.error:type_name -> plugkit.v1.ToolError
-	0,  // 4: plugkit.v1.Decision.verdict:type_name -> plugkit.v1.Verdict
-	1,  // 5: plugkit.v1.Review.verdict:type_name -> plugkit.v1.ReviewVerdict
-	63, // 6: plugkit.v1.CallFrame.metadata:type_name -> plugkit.v1.CallFrame.MetadataEntry
-	5,  // 7: plugkit.v1.ExecuteToolRequest.execution:type_name -> plugkit.v1.Execution
-	5,  // 8: plugkit.v1.PreExecuteRequest.execution:type_name -> plugkit.v1.Execution
-	10, // 9: plugkit.v1.PreExecuteResponse.decision:type_name -> plugkit.v1.Decision
-	5,  // 10: plugkit.v1.GuardRequest.execution:type_name -> plugkit.v1.Execution
-	5,  // 11: plugkit.v1.WrapExecuteRequest.execution:type_name -> plugkit.v1.Execution
-	9,  // 12: plugkit.v1.WrapExecuteResponse.outcome:type_name -> plugkit.v1.Outcome
-	5,  // 13: plugkit.v1.PostExecuteRequest.execution:type_name -> plugkit.v1.Execution
-	9,  // 14: plugkit.v1.PostExecuteRequest.outcome:type_name -> plugkit.v1.Outcome
-	11, // 15: plugkit.v1.PostExecuteResponse.review:type_name -> plugkit.v1.Review
-	5,  // 16: plugkit.v1.ApproveRequest.execution:type_name -> plugkit.v1.Execution
-	5,  // 17: plugkit.v1.ObserveRequest.execution:type_name -> plugkit.v1.Execution
-	8,  // 18: plugkit.v1.ObserveRequest.result:type_name -> plugkit.v1.ToolResult
-	33, // 19: plugkit.v1.ObserveResponse.receipts:type_name -> plugkit.v1.Receipt
-	4,  // 20: plugkit.v1.RegisterToolRequest.tool:type_name -> plugkit.v1.ToolDescriptor
-	36, // 21: plugkit.v1.RegisterToolsRequest.tools:type_name -> plugkit.v1.RegisterToolRequest
-	40, // 22: plugkit.v1.RegisterToolsResponse.results:type_name -> plugkit.v1.RegisterToolsResult
-	2,  // 23: plugkit.v1.ListenRequest.stage:type_name -> plugkit.v1.Stage
-	3,  // 24: plugkit.v1.ListenRequest.mode:type_name -> plugkit.v1.ListenMode
-	8,  // 25: plugkit.v1.HostExecuteToolResponse.result:type_name -> plugkit.v1.ToolResult
-	10, // 26: plugkit.v1.NextResponse.pre_execute:type_name -> plugkit.v1.Decision
-	9,  // 27: plugkit.v1.NextResponse.execute:type_name -> plugkit.v1.Outcome
-	11, // 28: plugkit.v1.NextResponse.post_execute:type_name -> plugkit.v1.Review
-	13, // 29: plugkit.v1.Plugin.Describe:input_type -> plugkit.v1.DescribeRequest
-	15, // 30: plugkit.v1.Plugin.Apply:input_type -> plugkit.v1.ApplyRequest
-	17, // 31: plugkit.v1.Plugin.ExecuteTool:input_type -> plugkit.v1.ExecuteToolRequest
-	19, // 32: plugkit.v1.Plugin.PreExecute:input_type -> plugkit.v1.PreExecuteRequest
-	21, // 33: plugkit.v1.Plugin.Guard:input_type -> plugkit.v1.GuardRequest
-	23, // 34: plugkit.v1.Plugin.WrapExecute:input_type -> plugkit.v1.WrapExecuteRequest
-	25, // 35: plugkit.v1.Plugin.PostExecute:input_type -> plugkit.v1.PostExecuteRequest
-	27, // 36: plugkit.v1.Plugin.Approve:input_type -> plugkit.v1.ApproveRequest
-	29, // 37: plugkit.v1.Plugin.CallService:input_type -> plugkit.v1.CallServiceRequest
-	31, // 38: plugkit.v1.Plugin.Observe:input_type -> plugkit.v1.ObserveRequest
-	34, // 39: plugkit.v1.Plugin.Shutdown:input_type -> plugkit.v1.ShutdownRequest
-	12, // 40: plugkit.v1.Plugin.Calls:input_type -> plugkit.v1.CallFrame
-	36, // 41: plugkit.v1.Host.RegisterTool:input_type -> plugkit.v1.RegisterToolRequest
-	38, // 42: plugkit.v1.Host.RegisterTools:input_type -> plugkit.v1.RegisterToolsRequest
-	41, // 43: plugkit.v1.Host.AddGuard:input_type -> plugkit.v1.AddGuardRequest
-	43, // 44: plugkit.v1.Host.Listen:input_type -> plugkit.v1.ListenRequest
-	45, // 45: plugkit.v1.Host.SetApprover:input_type -> plugkit.v1.SetApproverRequest
-	47, // 46: plugkit.v1.Host.Provide:input_type -> plugkit.v1.ProvideRequest
-	49, // 47: plugkit.v1.Host.CallService:input_type -> plugkit.v1.HostCallServiceRequest
-	51, // 48: plugkit.v1.Host.ExecuteTool:input_type -> plugkit.v1.HostExecuteToolRequest
-	53, // 49: plugkit.v1.Host.Contribute:input_type -> plugkit.v1.ContributeRequest
-	55, // 50: plugkit.v1.Host.Dispose:input_type -> plugkit.v1.DisposeRequest
-	61, // 51: plugkit.v1.Host.Next:input_type -> plugkit.v1.NextRequest
-	57, // 52: plugkit.v1.Host.ReportProblem:input_type -> plugkit.v1.ReportProblemRequest
-	59, // 53: plugkit.v1.Host.ExportSpans:input_type -> plugkit.v1.ExportSpansRequest
-	14, // 54: plugkit.v1.Plugin.Describe:output_type -> plugkit.v1.DescribeResponse
-	16, // 55: plugkit.v1.Plugin.Apply:output_type -> plugkit.v1.ApplyResponse
-	18, // 56: plugkit.v1.Plugin.ExecuteTool:output_type -> plugkit.v1.ExecuteToolResponse
-	20, // 57: plugkit.v1.Plugin.PreExecute:output_type -> plugkit.v1.PreExecuteResponse
-	22, // 58: plugkit.v1.Plugin.Guard:output_type -> plugkit.v1.GuardResponse
-	24, // 59: plugkit.v1.Plugin.WrapExecute:output_type -> plugkit.v1.WrapExecuteResponse
-	26, // 60: plugkit.v1.Plugin.PostExecute:output_type -> plugkit.v1.PostExecuteResponse
-	28, // 61: plugkit.v1.Plugin.Approve:output_type -> plugkit.v1.ApproveResponse
-	30, // 62: plugkit.v1.Plugin.CallService:output_type -> plugkit.v1.CallServiceResponse
-	32, // 63: plugkit.v1.Plugin.Observe:output_type -> plugkit.v1.ObserveResponse
-	35, // 64: plugkit.v1.Plugin.Shutdown:output_type -> plugkit.v1.ShutdownResponse
-	12, // 65: plugkit.v1.Plugin.Calls:output_type -> plugkit.v1.CallFrame
-	37, // 66: plugkit.v1.Host.RegisterTool:output_type -> plugkit.v1.RegisterToolResponse
-	39, // 67: plugkit.v1.Host.RegisterTools:output_type -> plugkit.v1.RegisterToolsResponse
-	42, // 68: plugkit.v1.Host.AddGuard:output_type -> plugkit.v1.AddGuardResponse
-	44, // 69: plugkit.v1.Host.Listen:output_type -> plugkit.v1.ListenResponse
-	46, // 70: plugkit.v1.Host.SetApprover:output_type -> plugkit.v1.SetApproverResponse
-	48, // 71: plugkit.v1.Host.Provide:output_type -> plugkit.v1.ProvideResponse
-	50, // 72: plugkit.v1.Host.CallService:output_type -> plugkit.v1.HostCallServiceResponse
-	52, // 73: plugkit.v1.Host.ExecuteTool:output_type -> plugkit.v1.HostExecuteToolResponse
-	54, // 74: plugkit.v1.Host.Contribute:output_type -> plugkit.v1.ContributeResponse
-	56, // 75: plugkit.v1.Host.Dispose:output_type -> plugkit.v1.DisposeResponse
-	62, // 76: plugkit.v1.Host.Next:output_type -> plugkit.v1.NextResponse
-	58, // 77: plugkit.v1.Host.ReportProblem:output_type -> plugkit.v1.ReportProblemResponse
-	60, // 78: plugkit.v1.Host.ExportSpans:output_type -> plugkit.v1.ExportSpansResponse
-	54, // [54:79] is the sub-list for method output_type
-	29, // [29:54] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	9,  // 3: plugkit.v1.ToolResult.shadow:type_name -> plugkit.v1.ShadowDecision
+	7,  // 4: plugkit.v1.Outcome.error:type_name -> plugkit.v1.ToolError
+	0,  // 5: plugkit.v1.Decision.verdict:type_name -> plugkit.v1.Verdict
+	1,  // 6: plugkit.v1.Review.verdict:type_name -> plugkit.v1.ReviewVerdict
+	64, // 7: plugkit.v1.CallFrame.metadata:type_name -> plugkit.v1.CallFrame.MetadataEntry
+	5,  // 8: plugkit.v1.ExecuteToolRequest.execution:type_name -> plugkit.v1.Execution
+	5,  // 9: plugkit.v1.PreExecuteRequest.execution:type_name -> plugkit.v1.Execution
+	11, // 10: plugkit.v1.PreExecuteResponse.decision:type_name -> plugkit.v1.Decision
+	5,  // 11: plugkit.v1.GuardRequest.execution:type_name -> plugkit.v1.Execution
+	5,  // 12: plugkit.v1.WrapExecuteRequest.execution:type_name -> plugkit.v1.Execution
+	10, // 13: plugkit.v1.WrapExecuteResponse.outcome:type_name -> plugkit.v1.Outcome
+	5,  // 14: plugkit.v1.PostExecuteRequest.execution:type_name -> plugkit.v1.Execution
+	10, // 15: plugkit.v1.PostExecuteRequest.outcome:type_name -> plugkit.v1.Outcome
+	12, // 16: plugkit.v1.PostExecuteResponse.review:type_name -> plugkit.v1.Review
+	5,  // 17: plugkit.v1.ApproveRequest.execution:type_name -> plugkit.v1.Execution
+	5,  // 18: plugkit.v1.ObserveRequest.execution:type_name -> plugkit.v1.Execution
+	8,  // 19: plugkit.v1.ObserveRequest.result:type_name -> plugkit.v1.ToolResult
+	34, // 20: plugkit.v1.ObserveResponse.receipts:type_name -> plugkit.v1.Receipt
+	4,  // 21: plugkit.v1.RegisterToolRequest.tool:type_name -> plugkit.v1.ToolDescriptor
+	37, // 22: plugkit.v1.RegisterToolsRequest.tools:type_name -> plugkit.v1.RegisterToolRequest
+	41, // 23: plugkit.v1.RegisterToolsResponse.results:type_name -> plugkit.v1.RegisterToolsResult
+	2,  // 24: plugkit.v1.ListenRequest.stage:type_name -> plugkit.v1.Stage
+	3,  // 25: plugkit.v1.ListenRequest.mode:type_name -> plugkit.v1.ListenMode
+	8,  // 26: plugkit.v1.HostExecuteToolResponse.result:type_name -> plugkit.v1.ToolResult
+	11, // 27: plugkit.v1.NextResponse.pre_execute:type_name -> plugkit.v1.Decision
+	10, // 28: plugkit.v1.NextResponse.execute:type_name -> plugkit.v1.Outcome
+	12, // 29: plugkit.v1.NextResponse.post_execute:type_name -> plugkit.v1.Review
+	14, // 30: plugkit.v1.Plugin.Describe:input_type -> plugkit.v1.DescribeRequest
+	16, // 31: plugkit.v1.Plugin.Apply:input_type -> plugkit.v1.ApplyRequest
+	18, // 32: plugkit.v1.Plugin.ExecuteTool:input_type -> plugkit.v1.ExecuteToolRequest
+	20, // 33: plugkit.v1.Plugin.PreExecute:input_type -> plugkit.v1.PreExecuteRequest
+	22, // 34: plugkit.v1.Plugin.Guard:input_type -> plugkit.v1.GuardRequest
+	24, // 35: plugkit.v1.Plugin.WrapExecute:input_type -> plugkit.v1.WrapExecuteRequest
+	26, // 36: plugkit.v1.Plugin.PostExecute:input_type -> plugkit.v1.PostExecuteRequest
+	28, // 37: plugkit.v1.Plugin.Approve:input_type -> plugkit.v1.ApproveRequest
+	30, // 38: plugkit.v1.Plugin.CallService:input_type -> plugkit.v1.CallServiceRequest
+	32, // 39: plugkit.v1.Plugin.Observe:input_type -> plugkit.v1.ObserveRequest
+	35, // 40: plugkit.v1.Plugin.Shutdown:input_type -> plugkit.v1.ShutdownRequest
+	13, // 41: plugkit.v1.Plugin.Calls:input_type -> plugkit.v1.CallFrame
+	37, // 42: plugkit.v1.Host.RegisterTool:input_type -> plugkit.v1.RegisterToolRequest
+	39, // 43: plugkit.v1.Host.RegisterTools:input_type -> plugkit.v1.RegisterToolsRequest
+	42, // 44: plugkit.v1.Host.AddGuard:input_type -> plugkit.v1.AddGuardRequest
+	44, // 45: plugkit.v1.Host.Listen:input_type -> plugkit.v1.ListenRequest
+	46, // 46: plugkit.v1.Host.SetApprover:input_type -> plugkit.v1.SetApproverRequest
+	48, // 47: plugkit.v1.Host.Provide:input_type -> plugkit.v1.ProvideRequest
+	50, // 48: plugkit.v1.Host.CallService:input_type -> plugkit.v1.HostCallServiceRequest
+	52, // 49: plugkit.v1.Host.ExecuteTool:input_type -> plugkit.v1.HostExecuteToolRequest
+	54, // 50: plugkit.v1.Host.Contribute:input_type -> plugkit.v1.ContributeRequest
+	56, // 51: plugkit.v1.Host.Dispose:input_type -> plugkit.v1.DisposeRequest
+	62, // 52: plugkit.v1.Host.Next:input_type -> plugkit.v1.NextRequest
+	58, // 53: plugkit.v1.Host.ReportProblem:input_type -> plugkit.v1.ReportProblemRequest
+	60, // 54: plugkit.v1.Host.ExportSpans:input_type -> plugkit.v1.ExportSpansRequest
+	15, // 55: plugkit.v1.Plugin.Describe:output_type -> plugkit.v1.DescribeResponse
+	17, // 56: plugkit.v1.Plugin.Apply:output_type -> plugkit.v1.ApplyResponse
+	19, // 57: plugkit.v1.Plugin.ExecuteTool:output_type -> plugkit.v1.ExecuteToolResponse
+	21, // 58: plugkit.v1.Plugin.PreExecute:output_type -> plugkit.v1.PreExecuteResponse
+	23, // 59: plugkit.v1.Plugin.Guard:output_type -> plugkit.v1.GuardResponse
+	25, // 60: plugkit.v1.Plugin.WrapExecute:output_type -> plugkit.v1.WrapExecuteResponse
+	27, // 61: plugkit.v1.Plugin.PostExecute:output_type -> plugkit.v1.PostExecuteResponse
+	29, // 62: plugkit.v1.Plugin.Approve:output_type -> plugkit.v1.ApproveResponse
+	31, // 63: plugkit.v1.Plugin.CallService:output_type -> plugkit.v1.CallServiceResponse
+	33, // 64: plugkit.v1.Plugin.Observe:output_type -> plugkit.v1.ObserveResponse
+	36, // 65: plugkit.v1.Plugin.Shutdown:output_type -> plugkit.v1.ShutdownResponse
+	13, // 66: plugkit.v1.Plugin.Calls:output_type -> plugkit.v1.CallFrame
+	38, // 67: plugkit.v1.Host.RegisterTool:output_type -> plugkit.v1.RegisterToolResponse
+	40, // 68: plugkit.v1.Host.RegisterTools:output_type -> plugkit.v1.RegisterToolsResponse
+	43, // 69: plugkit.v1.Host.AddGuard:output_type -> plugkit.v1.AddGuardResponse
+	45, // 70: plugkit.v1.Host.Listen:output_type -> plugkit.v1.ListenResponse
+	47, // 71: plugkit.v1.Host.SetApprover:output_type -> plugkit.v1.SetApproverResponse
+	49, // 72: plugkit.v1.Host.Provide:output_type -> plugkit.v1.ProvideResponse
+	51, // 73: plugkit.v1.Host.CallService:output_type -> plugkit.v1.HostCallServiceResponse
+	53, // 74: plugkit.v1.Host.ExecuteTool:output_type -> plugkit.v1.HostExecuteToolResponse
+	55, // 75: plugkit.v1.Host.Contribute:output_type -> plugkit.v1.ContributeResponse
+	57, // 76: plugkit.v1.Host.Dispose:output_type -> plugkit.v1.DisposeResponse
+	63, // 77: plugkit.v1.Host.Next:output_type -> plugkit.v1.NextResponse
+	59, // 78: plugkit.v1.Host.ReportProblem:output_type -> plugkit.v1.ReportProblemResponse
+	61, // 79: plugkit.v1.Host.ExportSpans:output_type -> plugkit.v1.ExportSpansResponse
+	55, // [55:80] is the sub-list for method output_type
+	30, // [30:55] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_plugkit_proto_init() }
@@ -4455,7 +4556,7 @@ func file_plugkit_proto_init() {
 	if File_plugkit_proto != nil {
 		return
 	}
-	file_plugkit_proto_msgTypes[58].OneofWrappers = []any{
+	file_plugkit_proto_msgTypes[59].OneofWrappers = []any{
 		(*NextResponse_PreExecute)(nil),
 		(*NextResponse_Execute)(nil),
 		(*NextResponse_PostExecute)(nil),
@@ -4466,7 +4567,7 @@ func file_plugkit_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugkit_proto_rawDesc), len(file_plugkit_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   60,
+			NumMessages:   61,
 			NumExtensions: 0,
 			NumServices:   2,
 		},
