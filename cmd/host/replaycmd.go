@@ -30,6 +30,10 @@ const (
 	nowAsked   = "now asked"
 )
 
+// redactedMark starts the secrets scanner's marker (secrets.Marker), which
+// record_arguments = "redacted" puts in place of a credential.
+const redactedMark = "[redacted: "
+
 // maxExamples is how many calls replay shows of each group.
 const maxExamples = 3
 
@@ -238,8 +242,17 @@ func replay(ctx context.Context, h *host.Host, calls []recordedCall) *replayRepo
 		rc.Arguments = string(l.Arguments)
 		p := pipeline.Principal{ID: l.Principal, Kind: l.PrincipalKind}
 		x := h.Explain(pipeline.WithPrincipal(ctx, p), l.Tool, l.Arguments, l.Caller)
+		rc.Now, rc.NowBy, rc.Rule = x.Outcome, x.DecidedBy, x.Rule
+		if rc.Now != rc.Was && bytes.Contains(l.Arguments, []byte(redactedMark)) {
+			// The credential the audit kept out of the log may be what
+			// decided the call (a secrets rule): its new outcome says
+			// nothing about the candidate.
+			rc.Reason = "arguments redacted, and the recorded decision may rest on the credential removed (now " + x.Outcome + ")"
+			rep.NotJudged = append(rep.NotJudged, rc)
+			continue
+		}
 		rep.Judged++
-		rc.Now, rc.NowBy, rc.Rule, rc.Reason = x.Outcome, x.DecidedBy, x.Rule, x.Reason
+		rc.Reason = x.Reason
 		if rc.Now == rc.Was {
 			rep.Unchanged++
 			continue
