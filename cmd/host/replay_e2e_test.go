@@ -194,7 +194,13 @@ func TestReplayEndToEnd(t *testing.T) {
 		}
 	}
 	out, _, code := cli(t, "replay", "-c", loose, logPath)
-	if code != 0 || !strings.Contains(out, "now allowed (was decided by safety): 60 calls") {
+	if code != 0 || !strings.Contains(out, "\nnow allowed (was decided by safety): 60 calls\n") {
 		t.Errorf("replay, loosened, for a person: exit %d\n%s", code, out)
 	}
+	t.Logf("host replay, loosened:\n%s", out)
+	out, _, code = cli(t, "replay", "-c", tight, "--fail-on", "tighten", logPath)
+	if code != exitReplayChanged || !strings.Contains(out, `now denied (by safety, rule "no-list"): 40 calls`) {
+		t.Errorf("replay, tightened, for a person: exit %d\n%s", code, out)
+	}
+	t.Logf("host replay, tightened:\n%s", out)
 }

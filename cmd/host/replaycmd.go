@@ -313,7 +313,8 @@ func printReplay(w io.Writer, rep *replayReport) {
 		if g.Direction == nowAllowed {
 			what = "was decided by " + by
 		}
-		fmt.Fprintln(w, shown(fmt.Sprintf("\n%s (%s): %d calls", g.Direction, what, g.Count)))
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, shown(fmt.Sprintf("%s (%s): %d calls", g.Direction, what, g.Count)))
 		for _, c := range g.Examples {
 			line := fmt.Sprintf("  seq %d  %s %s for %s: was %s", c.Seq, c.Tool, compactJSON(c.Arguments), c.Principal, c.Was)
 			if c.Now != pipeline.WouldRun && c.Reason != "" {

@@ -60,6 +60,8 @@ func TestShadowRuleEndToEnd(t *testing.T) {
 		t.Fatalf("explain list_dir: exit %d\n%s", code, out)
 	}
 
+	t.Logf("host explain:\n%s", out)
+
 	// The canary selects me: enforced for me, after a reload that leaves
 	// safety running.
 	pid := pidOf(t, h, "safety")
