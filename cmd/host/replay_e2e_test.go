@@ -177,6 +177,24 @@ func TestReplayEndToEnd(t *testing.T) {
 	if len(want) == 0 || !slices.Equal(got, want) {
 		t.Fatalf("tightened: replay changed seqs %v\nexplain denies %v", got, want)
 	}
+	// A changed call becomes a case of host test (from_audit).
+	caseFile := filepath.Join(tightDir, "replayed_test.hcl")
+	cases := fmt.Sprintf(`case "listing is retired" {
+  from_audit = %q
+  seq        = %d
+  expect     = "DENIED"
+  rule       = "no-list"
+}
+`, logPath, got[0])
+	if err := os.WriteFile(caseFile, []byte(cases), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, stderr, code := cli(t, "test", "-c", tight, caseFile); code != 0 || !strings.Contains(out, "--- PASS: listing is retired") {
+		t.Errorf("host test of a replayed call under the tightened policy: exit %d\n%s%s", code, out, stderr)
+	}
+	if out, _, code := cli(t, "test", "-c", config, caseFile); code != exitFailed || !strings.Contains(out, "--- FAIL: listing is retired") {
+		t.Errorf("host test of a replayed call under the recorded policy: exit %d\n%s", code, out)
+	}
 	if len(rep.Groups) != 1 || rep.Groups[0].Direction != nowDenied || rep.Groups[0].Count != len(want) || len(rep.Groups[0].Examples) != maxExamples {
 		t.Errorf("tightened: groups %+v", rep.Groups)
 	}
