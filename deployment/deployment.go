@@ -217,6 +217,8 @@ type Plugin struct {
 	// upstream's tokens (token_exchange, client_credentials); nil
 	// otherwise.
 	Upstream *tokenexchange.Upstream
+	// Shadow are the plugin's shadow blocks (shadow.go): nil when none.
+	Shadow []Shadow
 
 	// upstreamRange is where the auth block's mode was written.
 	upstreamRange hcl.Range

@@ -113,6 +113,7 @@ func (p *parser) plugin(ps *pluginSyntax) Plugin {
 	}
 
 	pl.Sandbox = p.defaultSandbox.refine(p.sandbox(ps.Sandbox))
+	p.shadows(&pl, ps.Shadow)
 
 	if cs := ps.Config; cs != nil {
 		raw, src, diags := configJSON(cs.Body, cs.DefRange)

@@ -158,6 +158,7 @@ type pluginSyntax struct {
 	Tools     *toolsSyntax   `hcl:"tools,block"`
 	Config    *configSyntax  `hcl:"config,block"`
 	Sandbox   *sandboxSyntax `hcl:"sandbox,block"`
+	Shadow    []shadowSyntax `hcl:"shadow,block"`
 
 	Body     hcl.Body  `hcl:",body"`
 	Unknown  hcl.Body  `hcl:",remain"`

@@ -239,6 +239,10 @@ func New(d *deployment.Deployment, log hclog.Logger) (*Host, error) {
 	}
 	tools := pipeline.New(k, popts)
 	h.tools = tools
+	if err := tools.SetShadow(shadowRules(d)); err != nil {
+		k.Close()
+		return nil, err
+	}
 	// Per-tool series go with their tool (a bridged server may declare and
 	// withdraw thousands).
 	k.Points().Watch(pipeline.PointTools, func() {

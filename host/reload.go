@@ -91,6 +91,11 @@ func (h *Host) applyReload(ctx context.Context, old, next *deployment.Deployment
 	h.mu.Lock()
 	h.Deployment = next
 	h.mu.Unlock()
+	// Shadow blocks change what the pipeline applies, not the plugins:
+	// they take effect at once, without a restart.
+	if err := h.tools.SetShadow(shadowRules(next)); err != nil {
+		problems = append(problems, err.Error())
+	}
 	if plan.WatchChanged {
 		// The binaries to watch changed: watch the new set.
 		h.endWatch()

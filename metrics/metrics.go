@@ -63,6 +63,7 @@ type Metrics struct {
 	egress       egressMetrics // egress.go
 	stages       [pipeline.NumStages]prometheus.Observer
 	store        limitStore // limits.go
+	shadow       *shadowMetrics
 
 	counters  sync.Map // callKey → prometheus.Counter
 	observers sync.Map // tool → prometheus.Observer
@@ -156,6 +157,7 @@ func New(version string, status func() []remote.Status, inflight func() int64) *
 		collectors.NewGoCollector(),
 	)
 	m.store = newLimitStore(m.reg)
+	m.shadow = newShadowMetrics(m.reg)
 	// Every reload result is there from the start, at zero, so that a rate
 	// over it exists before the first reload.
 	m.reloads.WithLabelValues("ok")
@@ -215,6 +217,9 @@ func (m *Metrics) Call(e *pipeline.Execution, r pipeline.Result, times pipeline.
 		tool = m.toolLabel(tool)
 	}
 	m.counter(callKey{tool, code, r.DecidedBy}).Inc()
+	if len(r.Shadow) > 0 {
+		m.shadow.count(r.Shadow)
+	}
 	m.observer(tool).Observe(r.Duration.Seconds())
 	for s, d := range times {
 		if d >= 0 {

@@ -17,6 +17,10 @@ type Execution struct {
 	principal Principal
 	// dryRun marks an explained call (Tools.Explain): nothing executes.
 	dryRun bool
+	// shadows are the shadow rules in force when the call started (nil:
+	// none), and shadowNotes what shadow listeners would have decided.
+	shadows     *shadowSet
+	shadowNotes shadowNotes
 }
 
 // NewExecution builds an execution for code that runs stages itself, such

@@ -33,6 +33,11 @@ const (
 	StepNotAsked   = "not asked (does not support explain)"
 	StepNotReached = "not reached"
 	StepFailed     = "failed"
+	// A listener in shadow (ShadowRule): what it would have done, which
+	// the call does not do.
+	StepShadowDeny   = "shadow deny"
+	StepShadowAsk    = "shadow ask"
+	StepShadowFailed = "shadow failed"
 )
 
 // Explanation is what Explain found: what each stage-1 listener and guard
@@ -64,6 +69,9 @@ type Explanation struct {
 	// Steps are the listeners of stages 1 and 2, in the order the pipeline
 	// holds them.
 	Steps []Step `json:"steps"`
+	// Shadow is what listeners in shadow would have decided, as the call's
+	// audit line would record it.
+	Shadow []ShadowDecision `json:"shadow,omitempty"`
 }
 
 // Step is one listener's part in an explained call.
@@ -113,8 +121,9 @@ func (t *Tools) Explain(ctx context.Context, name string, args json.RawMessage, 
 	s := t.acquire()
 	defer s.inflight.Add(-1)
 	id, _ := t.nextID()
-	e := &Execution{id: id, name: name, caller: caller, principal: PrincipalFrom(ctx), dryRun: true}
+	e := &Execution{id: id, name: name, caller: caller, principal: PrincipalFrom(ctx), dryRun: true, shadows: t.shadows.Load()}
 	x = Explanation{ID: id, Tool: name, Principal: e.principal.String(), Steps: []Step{}}
+	defer func() { x.Shadow = e.shadowed() }()
 	defer func() {
 		if p := recover(); p != nil {
 			t.log.Error("explain panicked", "tool", name, "panic", p)
@@ -264,6 +273,12 @@ func (r *recorder) guard(ctx context.Context, s *snapshot, e *Execution) (reason
 		switch {
 		case errors.Is(err, ErrNotAsked):
 			st.Verdict = StepNotAsked
+			by = ""
+		case by != "" && e.inShadow(g.owner, st.Rule, who == "", denial):
+			st.Verdict, st.Reason = StepShadowDeny, denial
+			if err != nil {
+				st.Verdict = StepShadowFailed
+			}
 			by = ""
 		case err != nil:
 			st.Verdict, st.Reason = StepFailed, denial

@@ -35,9 +35,19 @@ func guard(ctx context.Context, s *snapshot, e *Execution, rec *recorder) (reaso
 }
 
 // runGuard runs one guard; who is set when it denies (its failure too).
+// A denial (or failure) of a guard in shadow is noted on e, not returned.
 func runGuard(ctx context.Context, g *entry[GuardFunc], e *Execution) (reason, who string) {
-	reason, err := callGuard(ctx, g.fn, e)
-	return guardVerdictOf(g, reason, err)
+	reason, who, rule := askGuard(ctx, g, e)
+	return e.unlessShadow(g.owner, rule, reason, who)
+}
+
+// askGuard runs one guard: its verdict, and the rule it named when shadow
+// rules concern its plugin (else "").
+func askGuard(ctx context.Context, g *entry[GuardFunc], e *Execution) (reason, who, rule string) {
+	ctx, note := e.guardContext(ctx, g.owner)
+	said, err := callGuard(ctx, g.fn, e)
+	reason, who = guardVerdictOf(g, said, err)
+	return reason, who, note.get()
 }
 
 // guardVerdict is what one concurrent guard said: on done, or from wait
@@ -46,6 +56,10 @@ type guardVerdict struct {
 	reason, who string
 	done        chan struct{}
 	wait        func() (string, error)
+	// rule is the rule the guard named, and note where a started guard
+	// tells it, when shadow rules concern its plugin.
+	rule string
+	note *ruleNote
 }
 
 // guardConcurrently starts every concurrent guard that wants the call but
@@ -69,7 +83,8 @@ func guardConcurrently(ctx context.Context, s *snapshot, e *Execution, n int) (r
 		}
 		switch {
 		case g.start != nil:
-			verdicts = append(verdicts, guardVerdict{wait: startGuard(gctx, g, e)})
+			sctx, note := e.guardContext(gctx, g.owner)
+			verdicts = append(verdicts, guardVerdict{wait: startGuard(sctx, g, e), note: note})
 		case first < 0:
 			first = i
 		default:
@@ -77,7 +92,8 @@ func guardConcurrently(ctx context.Context, s *snapshot, e *Execution, n int) (r
 			v := &verdicts[len(verdicts)-1]
 			go func() {
 				defer close(v.done)
-				v.reason, v.who = runGuard(gctx, g, e)
+				// Noted in the walk below, in registration order.
+				v.reason, v.who, v.rule = askGuard(gctx, g, e)
 			}()
 		}
 	}
@@ -104,9 +120,11 @@ func guardConcurrently(ctx context.Context, s *snapshot, e *Execution, n int) (r
 			if v.wait != nil {
 				reason, err := waitGuard(v.wait)
 				v.reason, v.who = guardVerdictOf(g, reason, err)
+				v.rule = v.note.get()
 			} else {
 				<-v.done
 			}
+			v.reason, v.who = e.unlessShadow(g.owner, v.rule, v.reason, v.who)
 			if v.who != "" {
 				return v.reason, v.who
 			}

@@ -47,6 +47,9 @@ type Result struct {
 	// stage 5 when the deployment asks for receipts; nil otherwise. The
 	// pipeline itself never sets it.
 	Receipt *Receipt
+	// Shadow is what the call's shadow listeners would have decided and
+	// did not (see ShadowRule); nil when none would have objected.
+	Shadow []ShadowDecision
 }
 
 // Receipt says where a stage-5 listener recorded a call: the audit log's

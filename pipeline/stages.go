@@ -17,11 +17,12 @@ func (t *Tools) Execute(ctx context.Context, name string, args json.RawMessage, 
 	s := t.acquire()
 	defer s.inflight.Add(-1)
 	id, seq := t.nextID()
-	e := &Execution{id: id, name: name, caller: caller, principal: PrincipalFrom(ctx)}
+	e := &Execution{id: id, name: name, caller: caller, principal: PrincipalFrom(ctx), shadows: t.shadows.Load()}
 	var c clock
 	ctx = c.begin(ctx, &t.opts, start, e, seq%t.opts.StageSample == 0)
 	r := t.run(ctx, s, e, args, &c, start)
 	r.ID = e.id
+	r.Shadow = e.shadowed()
 	end := time.Now()
 	r.Duration = end.Sub(start)
 	t.observe(c.enter(ctx, StageResult, end), s, e, r)
@@ -146,11 +147,19 @@ func (t *Tools) decide(ctx context.Context, s *snapshot, e *Execution, i int, re
 		return Allow()
 	}
 	l := &s.pre[i]
+	// inner keeps what next returned, for a shadow listener's answer to be
+	// told from the inner chain's (see passOn); only when there are
+	// shadow rules.
+	var inner *innerDecision
+	if e.shadows != nil {
+		inner = &innerDecision{}
+	}
 	next := func(ctx context.Context) Decision {
 		d := t.decide(ctx, s, e, i+1, rec)
 		if rec != nil {
 			rec.nextCalled(i, d)
 		}
+		inner.set(d)
 		return d
 	}
 	d, err := callPre(ctx, l.fn, e, next)
@@ -159,15 +168,27 @@ func (t *Tools) decide(ctx context.Context, s *snapshot, e *Execution, i int, re
 		return rec.notAsked(ctx, i, next)
 	case err != nil:
 		d = Decision{Verdict: VerdictDeny, Reason: "pre-execute listener of " + l.owner + " failed: " + errText(err), DecidedBy: l.owner}
+		if e.shadowPre(l.owner, d) {
+			rec.shadowed(i, StepShadowFailed, d)
+			return inner.passOn(ctx, next)
+		}
 		rec.failed(i, d)
 		return d
 	case d.Verdict < VerdictAllow || d.Verdict > VerdictAsk:
 		d = Decision{Verdict: VerdictDeny, Reason: fmt.Sprintf("pre-execute listener of %s returned an unknown decision (%d)", l.owner, d.Verdict), DecidedBy: l.owner}
+		if e.shadowPre(l.owner, d) {
+			rec.shadowed(i, StepShadowFailed, d)
+			return inner.passOn(ctx, next)
+		}
 		rec.failed(i, d)
 		return d
 	}
 	if d.DecidedBy == "" {
 		d.DecidedBy = l.owner
+	}
+	if inner.own(d) && e.shadowPre(l.owner, d) {
+		rec.shadowed(i, shadowStep(d.Verdict), d)
+		return inner.passOn(ctx, next)
 	}
 	if rec != nil {
 		rec.answered(i, d)

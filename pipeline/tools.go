@@ -114,6 +114,8 @@ type Tools struct {
 	// naming makes a registration's name check and the registration one
 	// step (see checkNames).
 	naming sync.Mutex
+	// shadows are the shadow rules (SetShadow); nil when there are none.
+	shadows atomic.Pointer[shadowSet]
 }
 
 // InFlight is how many calls are running now, stages 0 to 5.

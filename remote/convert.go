@@ -155,10 +155,22 @@ func fromError(e *pb.ToolError) *pipeline.Error {
 func ToResult(r pipeline.Result) *pb.ToolResult {
 	v, err := valueJSON(r.Value)
 	if err != nil {
-		r = pipeline.Fail(pipeline.CodeToolError, err.Error())
+		r.OK, r.Error, r.DecidedBy = false, &pipeline.Error{Code: pipeline.CodeToolError, Message: err.Error()}, ""
 		v = nil
 	}
-	return &pb.ToolResult{Id: r.ID, Ok: r.OK, ValueJson: v, Error: toError(r.Error), DecidedBy: r.DecidedBy, DurationNs: int64(r.Duration)}
+	return &pb.ToolResult{Id: r.ID, Ok: r.OK, ValueJson: v, Error: toError(r.Error), DecidedBy: r.DecidedBy, DurationNs: int64(r.Duration), Shadow: toShadow(r.Shadow)}
+}
+
+// toShadow converts what listeners in shadow would have decided.
+func toShadow(ds []pipeline.ShadowDecision) []*pb.ShadowDecision {
+	if len(ds) == 0 {
+		return nil
+	}
+	out := make([]*pb.ShadowDecision, len(ds))
+	for i, d := range ds {
+		out[i] = &pb.ShadowDecision{Stage: int32(d.Stage), Plugin: d.Plugin, Rule: d.Rule, Would: d.Would, Reason: d.Reason}
+	}
+	return out
 }
 
 func toOutcome(r pipeline.Result) *pb.Outcome {

@@ -171,7 +171,7 @@ func (h *hostService) AddGuard(ctx context.Context, req *pb.AddGuardRequest) (*p
 	if err != nil {
 		return nil, err
 	}
-	id, err := h.record(reg.StartedGuard(h.inst.guardProxy(req.GetHandlerId()), req.GetTools()...))
+	id, err := h.record(reg.StartedGuard(h.inst.guardProxy(req.GetHandlerId(), req.GetName()), req.GetTools()...))
 	return &pb.AddGuardResponse{RegistrationId: id}, err
 }
 

@@ -175,7 +175,10 @@ func (in *instance) toolProxy(handler, name string) pipeline.ToolFunc {
 
 // guardProxy is a remote guard in two steps: start sends the check, the
 // func it returns waits for the verdict (pipeline.Registrar.StartedGuard).
-func (in *instance) guardProxy(handler string) pipeline.GuardStart {
+// name is the guard's registered name (a safety rule's): the rule its
+// failure or timeout is reported under, so that a rule in shadow stays in
+// shadow when it fails.
+func (in *instance) guardProxy(handler, name string) pipeline.GuardStart {
 	return func(ctx context.Context, e *pipeline.Execution) func() (string, error) {
 		if e.DryRun() && !in.dryRun {
 			return func() (string, error) { return "", pipeline.ErrNotAsked }
@@ -192,14 +195,19 @@ func (in *instance) guardProxy(handler string) pipeline.GuardStart {
 				seen()
 			}
 			if err != nil {
+				pipeline.NoteRule(ctx, name)
 				_ = settle(rctx, err)
 				return "", in.callErr("guard", err)
 			}
+			rule := resp.GetRule()
+			if rule == "" {
+				rule = name
+			}
+			pipeline.NoteRule(ctx, rule)
 			if resp.GetError() != "" {
 				_ = settle(rctx, nil)
 				return "", in.answered(ctx, rctx, nil, "guard", resp.GetError())
 			}
-			pipeline.NoteRule(ctx, resp.GetRule())
 			return resp.GetReason(), nil
 		}
 	}

@@ -29,8 +29,12 @@ const maxCaseFileBytes = 4 << 20
 type testCase struct {
 	Name string `hcl:"name,label"`
 	// Tool and Arguments are the call; Arguments is an HCL object.
-	Tool      string    `hcl:"tool"`
+	Tool      string    `hcl:"tool,optional"`
 	Arguments cty.Value `hcl:"arguments,optional"`
+	// FromAudit and Seq take the call (tool, arguments, principal) from
+	// line Seq of an audit log instead (casefile_audit.go).
+	FromAudit string `hcl:"from_audit,optional"`
+	Seq       int    `hcl:"seq,optional"`
 	// As is the principal, KIND:ID, with Attributes; the user running
 	// the test when absent.
 	As         string   `hcl:"as,optional"`
@@ -73,6 +77,7 @@ func parseCaseFile(path string) ([]*testCase, hcl.Diagnostics) {
 	diags = append(diags, more...)
 	var cases []*testCase
 	seen := map[string]hcl.Range{}
+	logs := auditCache{}
 	for _, b := range content.Blocks {
 		c := &testCase{file: path, pos: b.DefRange}
 		if d := gohcl.DecodeBody(b.Body, nil, c); d.HasErrors() {
@@ -90,8 +95,8 @@ func parseCaseFile(path string) ([]*testCase, hcl.Diagnostics) {
 		if strings.TrimSpace(c.Name) == "" {
 			bad("the case has no name", `give it a label: case "what it checks" { ... }`)
 		}
-		if c.Tool == "" {
-			bad("tool is empty", "name the tool the case calls")
+		if c.Tool == "" && c.FromAudit == "" {
+			bad("tool is empty", "name the tool the case calls, or the audit line it takes the call from (from_audit, seq)")
 		}
 		if !slices.Contains(expectable, c.Expect) {
 			bad(fmt.Sprintf("expect = %q is not an outcome", c.Expect), "use one of "+strings.Join(expectable, ", "))
@@ -99,7 +104,6 @@ func parseCaseFile(path string) ([]*testCase, hcl.Diagnostics) {
 		if c.Expect == "BLOCKED" && !c.Execute {
 			bad("BLOCKED needs execute = true", "stage 4, which blocks results, runs only when the call is made")
 		}
-		c.args = []byte("{}")
 		if !c.Arguments.IsNull() && c.Arguments != cty.NilVal {
 			raw, err := ctyjson.SimpleJSONValue{Value: c.Arguments}.MarshalJSON()
 			switch {
@@ -118,6 +122,16 @@ func parseCaseFile(path string) ([]*testCase, hcl.Diagnostics) {
 			} else {
 				c.principal = &p
 			}
+		}
+		if c.FromAudit != "" {
+			if summary, detail := logs.fromAudit(c); summary != "" {
+				bad(summary, detail)
+			}
+		} else if c.Seq != 0 {
+			bad("seq without from_audit", "seq names a line of the audit log from_audit names")
+		}
+		if c.args == nil {
+			c.args = []byte("{}")
 		}
 		cases = append(cases, c)
 	}

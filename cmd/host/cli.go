@@ -44,6 +44,7 @@ var exitCodes = []struct {
 	{exitWouldDeny, "explain: the call would be denied"},
 	{exitWouldAsk, "explain: the call would be asked about"},
 	{exitRestart, "reload: done, but changed host settings take effect at the next start"},
+	{exitReplayChanged, "replay: a recorded call's outcome changes in a direction --fail-on forbids"},
 }
 
 // exitCodesHelp is the help's paragraph on exit codes.
@@ -138,7 +139,7 @@ func newRoot(e *env) *cobra.Command {
 			RunE: func(cmd *cobra.Command, args []string) error { return c.run(cmd.Context(), e, args) },
 		})
 	}
-	root.AddCommand(keyCommand(e), explainCommand(e), testCommand(e))
+	root.AddCommand(keyCommand(e), explainCommand(e), testCommand(e), replayCommand(e))
 	return root
 }
 

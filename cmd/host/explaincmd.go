@@ -156,6 +156,23 @@ func printExplanation(w io.Writer, x pipeline.Explanation, args string) {
 	for _, line := range strings.Split(outcomeLine(x), "\n") {
 		fmt.Fprintln(w, shown(line))
 	}
+	for _, d := range x.Shadow {
+		fmt.Fprintln(w, shown("  "+shadowLine(d)))
+	}
+}
+
+// shadowLine says what a listener in shadow would have decided: `shadow:
+// would be DENIED by safety, rule "no-rm" (not applied): ...`.
+func shadowLine(d pipeline.ShadowDecision) string {
+	by := d.Plugin
+	if d.Rule != "" {
+		by += fmt.Sprintf(", rule %q", d.Rule)
+	}
+	line := "shadow: would be " + d.Would + " by " + by + " (not applied)"
+	if d.Reason != "" {
+		line += ": " + d.Reason
+	}
+	return line
 }
 
 // outcomeLine is the explanation's verdict in one line: `DENIED by safety,

@@ -75,27 +75,12 @@ func runTests(ctx context.Context, e *env, files []string, junit string) error {
 		return fail(exitUsage, "the test files have errors; nothing was run")
 	}
 
-	log := newLogger(e, "warn")
-	d, ddiags := host.Load(ctx, e.config, log)
-	if ddiags.HasErrors() {
-		fmt.Fprint(e.stderr, shownText(deployment.Format(ddiags)))
-		if host.FileIsValid(ddiags) {
-			return fail(exitFailed, "%s is valid, but the host cannot start on this machine as it is (above); nothing was run", e.config)
-		}
-		return fail(exitUsage, "%s is not valid; nothing was run", e.config)
-	}
 	executes := slices.ContainsFunc(cases, func(c *testCase) bool { return c.Execute })
-	d.Host.ExplainOnly = !executes
-	h, err := host.New(d, log)
+	h, stop, err := startOffline(ctx, e, executes)
 	if err != nil {
-		return fail(exitUsage, "%v", err)
+		return err
 	}
-	h.Start(ctx)
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		h.Stop(sctx)
-	}()
+	defer stop()
 	for _, p := range h.Status() {
 		if p.State.String() == "ACTIVE" {
 			continue

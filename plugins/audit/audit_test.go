@@ -19,6 +19,7 @@ import (
 
 	"github.com/plugkit-go/plugkit/plugins/audit/auditlog"
 	"github.com/plugkit-go/plugkit/shared/sdk"
+	"github.com/plugkit-go/plugkit/shared/secrets/fake"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -720,5 +721,43 @@ func TestHead(t *testing.T) {
 	lines := readLines(t, s.path)
 	if last := lines[len(lines)-1]; head.Seq != 3 || head.Hash != last.Hash || head.Path != s.path {
 		t.Errorf("head %+v, want seq 3 and hash %s", head, last.Hash)
+	}
+}
+
+// TestRecordArgumentsRedacted: record_arguments = "redacted" writes the
+// arguments with each credential in their strings replaced by the
+// scanner's marker, the rest as it was; args_sha256 is still the digest of
+// the arguments as the host sent them. Any other value is refused.
+func TestRecordArgumentsRedacted(t *testing.T) {
+	f := fake.New(7)
+	token := f.GitHubToken("ghp_")
+	s, err := Config{Path: filepath.Join(t.TempDir(), "audit.log"), RecordArguments: "redacted"}.settings()
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := `{"path":"notes.md","content":"token ` + token + ` here","n":3}`
+	h := newHarness()
+	h.mustStart(t, s)
+	call := &sdk.Call{Execution: sdk.Execution{ID: "c", Name: "write_file", Caller: "cli", Arguments: []byte(args)}}
+	h.observe(context.Background(), call, sdk.ToolResult{OK: true})
+	h.mustStop(t)
+	data, _ := os.ReadFile(s.path)
+	if bytes.Contains(data, []byte(token)) {
+		t.Fatal("the credential is in the log")
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(m["arguments"]), `{"path":"notes.md","content":"token [redacted: github-token] here","n":3}`; got != want {
+		t.Errorf("arguments = %s, want %s", got, want)
+	}
+	if got, want := string(m["args_sha256"]), `"`+auditlog.Digest([]byte(args))+`"`; got != want {
+		t.Errorf("args_sha256 = %s, want %s", got, want)
+	}
+	for _, bad := range []any{"yes", 1.0} {
+		if _, err := (Config{Path: "a.log", RecordArguments: bad}).settings(); err == nil || !strings.Contains(err.Error(), `record_arguments = `) {
+			t.Errorf("record_arguments = %v: %v", bad, err)
+		}
 	}
 }

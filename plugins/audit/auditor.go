@@ -49,6 +49,7 @@ type auditor struct {
 	pending *pendingLog // the log apply found locked, until a result opens it
 	failed  error       // why opening the pending log failed; results are not recorded
 	record  bool
+	redact  bool
 	changed chan struct{} // closed and replaced by start and stop: wakes a waiting observe
 	written auditlog.Tip  // the line the current observe wrote (receipts.go); under order
 
@@ -86,7 +87,7 @@ func (a *auditor) start(s settings, log hclog.Logger) error {
 	if err != nil {
 		return err
 	}
-	a.record = s.record
+	a.record, a.redact = s.record, s.redact
 	a.failOpen = s.failOpen
 	if p != nil {
 		if err := otherHostWriter(s.path); err != nil {
@@ -281,7 +282,10 @@ func (a *auditor) observeInOrder(ctx context.Context, call *sdk.Call, r sdk.Tool
 		l.Code = r.Error.Code
 	}
 	if a.record {
-		l.Arguments = auditlog.ArgumentsJSON(call.Arguments)
+		l.Arguments = a.recorded(call.Arguments)
+	}
+	for _, d := range r.Shadow {
+		l.Shadow = append(l.Shadow, auditlog.Shadow{Stage: d.Stage, Plugin: d.Plugin, Rule: d.Rule, Would: d.Would, Reason: d.Reason})
 	}
 	if err := a.file.append(l); err != nil {
 		return a.writeFailed(ctx, l, call.Name, err)

@@ -13,7 +13,7 @@
 //	    path             = "var/audit/calls.log" # required; relative to the deployment file's folder
 //	    fsync            = "interval"            # "always" (default) | "interval" | "never"
 //	    fsync_interval   = "1s"                  # with fsync = "interval" only; default "1s"
-//	    record_arguments = false                 # true adds the arguments themselves; default false
+//	    record_arguments = false                 # true adds the arguments themselves, "redacted" with credentials replaced; default false
 //	    fail_open        = false                 # true lets calls through while the log cannot be written
 //	    key              = "keys/audit.key"      # optional: sign the chain's head (signing.go)
 //	    previous_key     = "keys/old.key"        # optional, with key: rotate from this key

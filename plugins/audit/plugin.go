@@ -17,7 +17,7 @@ type Config struct {
 	Path            string `json:"path" doc:"the audit log file; created 0600, with its folder, when missing"`
 	Fsync           string `json:"fsync,omitempty" doc:"always (after every line, the default), interval or never"`
 	FsyncInterval   string `json:"fsync_interval,omitempty" doc:"with fsync = interval: the longest time between two fsyncs, a Go duration; default 1s"`
-	RecordArguments bool   `json:"record_arguments,omitempty" doc:"also write each call's arguments, not only their SHA-256; default false"`
+	RecordArguments any    `json:"record_arguments,omitempty" doc:"also write each call's arguments, not only their SHA-256: true as they are, \"redacted\" with each credential in their strings replaced by the secrets scanner's marker first; default false"`
 	FailOpen        bool   `json:"fail_open,omitempty" doc:"while the log cannot be written (a full disk), let calls through, their results held until it can; default false: every call is DENIED naming audit meanwhile"`
 	Key             string `json:"key,omitempty" secret:"file" doc:"an Ed25519 private key file (made by audit keygen): the plugin signs the log's head with it in checkpoint lines; keep it readable by this plugin only"`
 	PreviousKey     string `json:"previous_key,omitempty" secret:"file" doc:"with key: the key the log was signed with until now; a checkpoint signed by it introduces key (a rotation)"`
@@ -79,6 +79,7 @@ type settings struct {
 	fsync    fsyncPolicy
 	interval time.Duration // > 0 with fsyncInterval only
 	record   bool
+	redact   bool // with record: credentials in the arguments are replaced first
 	failOpen bool
 
 	keyPath, prevKeyPath string
@@ -89,9 +90,18 @@ type settings struct {
 // settings checks what the schema cannot say and reports every problem at
 // once.
 func (c Config) settings() (settings, error) {
-	s := settings{path: c.Path, fsync: fsyncPolicy(c.Fsync), record: c.RecordArguments, failOpen: c.FailOpen,
+	s := settings{path: c.Path, fsync: fsyncPolicy(c.Fsync), failOpen: c.FailOpen,
 		keyPath: c.Key, prevKeyPath: c.PreviousKey}
 	var errs []string
+	switch v := c.RecordArguments; v {
+	case nil, false:
+	case true:
+		s.record = true
+	case "redacted":
+		s.record, s.redact = true, true
+	default:
+		errs = append(errs, fmt.Sprintf(`record_arguments = %v: want true, false or "redacted"`, v))
+	}
 	switch {
 	case c.Key == "" && (c.PreviousKey != "" || c.SignEvery != ""):
 		errs = append(errs, "previous_key and sign_every need key")

@@ -715,7 +715,11 @@ type ToolResult struct {
 	ValueSha256 string `protobuf:"bytes,22,opt,name=value_sha256,json=valueSha256,proto3" json:"value_sha256,omitempty"`
 	// The value's first bytes, possibly cut inside a JSON token (with
 	// value_omitted).
-	ValueHead     []byte `protobuf:"bytes,23,opt,name=value_head,json=valueHead,proto3" json:"value_head,omitempty"`
+	ValueHead []byte `protobuf:"bytes,23,opt,name=value_head,json=valueHead,proto3" json:"value_head,omitempty"`
+	// What listeners in shadow (the deployment's shadow blocks) would have
+	// decided on the call and did not: set on results delivered to stage-5
+	// observers, so that an audit records them.
+	Shadow        []*ShadowDecision `protobuf:"bytes,30,rep,name=shadow,proto3" json:"shadow,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -820,6 +824,94 @@ func (x *ToolResult) GetValueHead() []byte {
 	return nil
 }
 
+func (x *ToolResult) GetShadow() []*ShadowDecision {
+	if x != nil {
+		return x.Shadow
+	}
+	return nil
+}
+
+// ShadowDecision is what a stage-1 listener or guard in shadow would have
+// decided: its Deny, Ask or failure, which the host did not apply.
+type ShadowDecision struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// 1 (pre-execute) or 2 (guards).
+	Stage  int32  `protobuf:"varint,1,opt,name=stage,proto3" json:"stage,omitempty"`
+	Plugin string `protobuf:"bytes,2,opt,name=plugin,proto3" json:"plugin,omitempty"`
+	// The rule it named, if any.
+	Rule string `protobuf:"bytes,3,opt,name=rule,proto3" json:"rule,omitempty"`
+	// DENIED or ASK.
+	Would         string `protobuf:"bytes,4,opt,name=would,proto3" json:"would,omitempty"`
+	Reason        string `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ShadowDecision) Reset() {
+	*x = ShadowDecision{}
+	mi := &file_plugkit_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ShadowDecision) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ShadowDecision) ProtoMessage() {}
+
+func (x *ShadowDecision) ProtoReflect() protoreflect.Message {
+	mi := &file_plugkit_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ShadowDecision.ProtoReflect.Descriptor instead.
+func (*ShadowDecision) Descriptor() ([]byte, []int) {
+	return file_plugkit_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *ShadowDecision) GetStage() int32 {
+	if x != nil {
+		return x.Stage
+	}
+	return 0
+}
+
+func (x *ShadowDecision) GetPlugin() string {
+	if x != nil {
+		return x.Plugin
+	}
+	return ""
+}
+
+func (x *ShadowDecision) GetRule() string {
+	if x != nil {
+		return x.Rule
+	}
+	return ""
+}
+
+func (x *ShadowDecision) GetWould() string {
+	if x != nil {
+		return x.Would
+	}
+	return ""
+}
+
+func (x *ShadowDecision) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 // Outcome is the result of stage 3: the tool call and its wrappers.
 type Outcome struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
@@ -833,7 +925,7 @@ type Outcome struct {
 
 func (x *Outcome) Reset() {
 	*x = Outcome{}
-	mi := &file_plugkit_proto_msgTypes[5]
+	mi := &file_plugkit_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -845,7 +937,7 @@ func (x *Outcome) String() string {
 func (*Outcome) ProtoMessage() {}
 
 func (x *Outcome) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[5]
+	mi := &file_plugkit_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -858,7 +950,7 @@ func (x *Outcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Outcome.ProtoReflect.Descriptor instead.
 func (*Outcome) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{5}
+	return file_plugkit_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Outcome) GetOk() bool {
@@ -898,7 +990,7 @@ type Decision struct {
 
 func (x *Decision) Reset() {
 	*x = Decision{}
-	mi := &file_plugkit_proto_msgTypes[6]
+	mi := &file_plugkit_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -910,7 +1002,7 @@ func (x *Decision) String() string {
 func (*Decision) ProtoMessage() {}
 
 func (x *Decision) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[6]
+	mi := &file_plugkit_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -923,7 +1015,7 @@ func (x *Decision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Decision.ProtoReflect.Descriptor instead.
 func (*Decision) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{6}
+	return file_plugkit_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Decision) GetVerdict() Verdict {
@@ -961,7 +1053,7 @@ type Review struct {
 
 func (x *Review) Reset() {
 	*x = Review{}
-	mi := &file_plugkit_proto_msgTypes[7]
+	mi := &file_plugkit_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -973,7 +1065,7 @@ func (x *Review) String() string {
 func (*Review) ProtoMessage() {}
 
 func (x *Review) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[7]
+	mi := &file_plugkit_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -986,7 +1078,7 @@ func (x *Review) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Review.ProtoReflect.Descriptor instead.
 func (*Review) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{7}
+	return file_plugkit_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Review) GetVerdict() ReviewVerdict {
@@ -1043,7 +1135,7 @@ type CallFrame struct {
 
 func (x *CallFrame) Reset() {
 	*x = CallFrame{}
-	mi := &file_plugkit_proto_msgTypes[8]
+	mi := &file_plugkit_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1055,7 +1147,7 @@ func (x *CallFrame) String() string {
 func (*CallFrame) ProtoMessage() {}
 
 func (x *CallFrame) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[8]
+	mi := &file_plugkit_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1068,7 +1160,7 @@ func (x *CallFrame) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallFrame.ProtoReflect.Descriptor instead.
 func (*CallFrame) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{8}
+	return file_plugkit_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CallFrame) GetId() uint64 {
@@ -1149,7 +1241,7 @@ type DescribeRequest struct {
 
 func (x *DescribeRequest) Reset() {
 	*x = DescribeRequest{}
-	mi := &file_plugkit_proto_msgTypes[9]
+	mi := &file_plugkit_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1161,7 +1253,7 @@ func (x *DescribeRequest) String() string {
 func (*DescribeRequest) ProtoMessage() {}
 
 func (x *DescribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[9]
+	mi := &file_plugkit_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1174,7 +1266,7 @@ func (x *DescribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeRequest.ProtoReflect.Descriptor instead.
 func (*DescribeRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{9}
+	return file_plugkit_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *DescribeRequest) GetPrepareConfigJson() []byte {
@@ -1231,7 +1323,7 @@ type DescribeResponse struct {
 
 func (x *DescribeResponse) Reset() {
 	*x = DescribeResponse{}
-	mi := &file_plugkit_proto_msgTypes[10]
+	mi := &file_plugkit_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1243,7 +1335,7 @@ func (x *DescribeResponse) String() string {
 func (*DescribeResponse) ProtoMessage() {}
 
 func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[10]
+	mi := &file_plugkit_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1256,7 +1348,7 @@ func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeResponse.ProtoReflect.Descriptor instead.
 func (*DescribeResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{10}
+	return file_plugkit_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *DescribeResponse) GetName() string {
@@ -1356,7 +1448,7 @@ type ApplyRequest struct {
 
 func (x *ApplyRequest) Reset() {
 	*x = ApplyRequest{}
-	mi := &file_plugkit_proto_msgTypes[11]
+	mi := &file_plugkit_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1368,7 +1460,7 @@ func (x *ApplyRequest) String() string {
 func (*ApplyRequest) ProtoMessage() {}
 
 func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[11]
+	mi := &file_plugkit_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1381,7 +1473,7 @@ func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyRequest.ProtoReflect.Descriptor instead.
 func (*ApplyRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{11}
+	return file_plugkit_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ApplyRequest) GetConfigJson() []byte {
@@ -1409,7 +1501,7 @@ type ApplyResponse struct {
 
 func (x *ApplyResponse) Reset() {
 	*x = ApplyResponse{}
-	mi := &file_plugkit_proto_msgTypes[12]
+	mi := &file_plugkit_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1421,7 +1513,7 @@ func (x *ApplyResponse) String() string {
 func (*ApplyResponse) ProtoMessage() {}
 
 func (x *ApplyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[12]
+	mi := &file_plugkit_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1434,7 +1526,7 @@ func (x *ApplyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyResponse.ProtoReflect.Descriptor instead.
 func (*ApplyResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{12}
+	return file_plugkit_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ApplyResponse) GetError() string {
@@ -1461,7 +1553,7 @@ type ExecuteToolRequest struct {
 
 func (x *ExecuteToolRequest) Reset() {
 	*x = ExecuteToolRequest{}
-	mi := &file_plugkit_proto_msgTypes[13]
+	mi := &file_plugkit_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1473,7 +1565,7 @@ func (x *ExecuteToolRequest) String() string {
 func (*ExecuteToolRequest) ProtoMessage() {}
 
 func (x *ExecuteToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[13]
+	mi := &file_plugkit_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1486,7 +1578,7 @@ func (x *ExecuteToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteToolRequest.ProtoReflect.Descriptor instead.
 func (*ExecuteToolRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{13}
+	return file_plugkit_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ExecuteToolRequest) GetHandlerId() string {
@@ -1523,7 +1615,7 @@ type ExecuteToolResponse struct {
 
 func (x *ExecuteToolResponse) Reset() {
 	*x = ExecuteToolResponse{}
-	mi := &file_plugkit_proto_msgTypes[14]
+	mi := &file_plugkit_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1535,7 +1627,7 @@ func (x *ExecuteToolResponse) String() string {
 func (*ExecuteToolResponse) ProtoMessage() {}
 
 func (x *ExecuteToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[14]
+	mi := &file_plugkit_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1548,7 +1640,7 @@ func (x *ExecuteToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteToolResponse.ProtoReflect.Descriptor instead.
 func (*ExecuteToolResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{14}
+	return file_plugkit_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ExecuteToolResponse) GetValueJson() []byte {
@@ -1577,7 +1669,7 @@ type PreExecuteRequest struct {
 
 func (x *PreExecuteRequest) Reset() {
 	*x = PreExecuteRequest{}
-	mi := &file_plugkit_proto_msgTypes[15]
+	mi := &file_plugkit_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1589,7 +1681,7 @@ func (x *PreExecuteRequest) String() string {
 func (*PreExecuteRequest) ProtoMessage() {}
 
 func (x *PreExecuteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[15]
+	mi := &file_plugkit_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1602,7 +1694,7 @@ func (x *PreExecuteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreExecuteRequest.ProtoReflect.Descriptor instead.
 func (*PreExecuteRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{15}
+	return file_plugkit_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *PreExecuteRequest) GetHandlerId() string {
@@ -1641,7 +1733,7 @@ type PreExecuteResponse struct {
 
 func (x *PreExecuteResponse) Reset() {
 	*x = PreExecuteResponse{}
-	mi := &file_plugkit_proto_msgTypes[16]
+	mi := &file_plugkit_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1653,7 +1745,7 @@ func (x *PreExecuteResponse) String() string {
 func (*PreExecuteResponse) ProtoMessage() {}
 
 func (x *PreExecuteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[16]
+	mi := &file_plugkit_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1666,7 +1758,7 @@ func (x *PreExecuteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreExecuteResponse.ProtoReflect.Descriptor instead.
 func (*PreExecuteResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{16}
+	return file_plugkit_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *PreExecuteResponse) GetDecision() *Decision {
@@ -1700,7 +1792,7 @@ type GuardRequest struct {
 
 func (x *GuardRequest) Reset() {
 	*x = GuardRequest{}
-	mi := &file_plugkit_proto_msgTypes[17]
+	mi := &file_plugkit_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1712,7 +1804,7 @@ func (x *GuardRequest) String() string {
 func (*GuardRequest) ProtoMessage() {}
 
 func (x *GuardRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[17]
+	mi := &file_plugkit_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1725,7 +1817,7 @@ func (x *GuardRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GuardRequest.ProtoReflect.Descriptor instead.
 func (*GuardRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{17}
+	return file_plugkit_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GuardRequest) GetHandlerId() string {
@@ -1757,7 +1849,7 @@ type GuardResponse struct {
 
 func (x *GuardResponse) Reset() {
 	*x = GuardResponse{}
-	mi := &file_plugkit_proto_msgTypes[18]
+	mi := &file_plugkit_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1769,7 +1861,7 @@ func (x *GuardResponse) String() string {
 func (*GuardResponse) ProtoMessage() {}
 
 func (x *GuardResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[18]
+	mi := &file_plugkit_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1782,7 +1874,7 @@ func (x *GuardResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GuardResponse.ProtoReflect.Descriptor instead.
 func (*GuardResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{18}
+	return file_plugkit_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *GuardResponse) GetReason() string {
@@ -1818,7 +1910,7 @@ type WrapExecuteRequest struct {
 
 func (x *WrapExecuteRequest) Reset() {
 	*x = WrapExecuteRequest{}
-	mi := &file_plugkit_proto_msgTypes[19]
+	mi := &file_plugkit_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1830,7 +1922,7 @@ func (x *WrapExecuteRequest) String() string {
 func (*WrapExecuteRequest) ProtoMessage() {}
 
 func (x *WrapExecuteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[19]
+	mi := &file_plugkit_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1843,7 +1935,7 @@ func (x *WrapExecuteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WrapExecuteRequest.ProtoReflect.Descriptor instead.
 func (*WrapExecuteRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{19}
+	return file_plugkit_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *WrapExecuteRequest) GetHandlerId() string {
@@ -1881,7 +1973,7 @@ type WrapExecuteResponse struct {
 
 func (x *WrapExecuteResponse) Reset() {
 	*x = WrapExecuteResponse{}
-	mi := &file_plugkit_proto_msgTypes[20]
+	mi := &file_plugkit_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1893,7 +1985,7 @@ func (x *WrapExecuteResponse) String() string {
 func (*WrapExecuteResponse) ProtoMessage() {}
 
 func (x *WrapExecuteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[20]
+	mi := &file_plugkit_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1906,7 +1998,7 @@ func (x *WrapExecuteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WrapExecuteResponse.ProtoReflect.Descriptor instead.
 func (*WrapExecuteResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{20}
+	return file_plugkit_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *WrapExecuteResponse) GetPass() bool {
@@ -1944,7 +2036,7 @@ type PostExecuteRequest struct {
 
 func (x *PostExecuteRequest) Reset() {
 	*x = PostExecuteRequest{}
-	mi := &file_plugkit_proto_msgTypes[21]
+	mi := &file_plugkit_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1956,7 +2048,7 @@ func (x *PostExecuteRequest) String() string {
 func (*PostExecuteRequest) ProtoMessage() {}
 
 func (x *PostExecuteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[21]
+	mi := &file_plugkit_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1969,7 +2061,7 @@ func (x *PostExecuteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PostExecuteRequest.ProtoReflect.Descriptor instead.
 func (*PostExecuteRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{21}
+	return file_plugkit_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *PostExecuteRequest) GetHandlerId() string {
@@ -2011,7 +2103,7 @@ type PostExecuteResponse struct {
 
 func (x *PostExecuteResponse) Reset() {
 	*x = PostExecuteResponse{}
-	mi := &file_plugkit_proto_msgTypes[22]
+	mi := &file_plugkit_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2023,7 +2115,7 @@ func (x *PostExecuteResponse) String() string {
 func (*PostExecuteResponse) ProtoMessage() {}
 
 func (x *PostExecuteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[22]
+	mi := &file_plugkit_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2036,7 +2128,7 @@ func (x *PostExecuteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PostExecuteResponse.ProtoReflect.Descriptor instead.
 func (*PostExecuteResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{22}
+	return file_plugkit_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *PostExecuteResponse) GetReview() *Review {
@@ -2065,7 +2157,7 @@ type ApproveRequest struct {
 
 func (x *ApproveRequest) Reset() {
 	*x = ApproveRequest{}
-	mi := &file_plugkit_proto_msgTypes[23]
+	mi := &file_plugkit_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2077,7 +2169,7 @@ func (x *ApproveRequest) String() string {
 func (*ApproveRequest) ProtoMessage() {}
 
 func (x *ApproveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[23]
+	mi := &file_plugkit_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2090,7 +2182,7 @@ func (x *ApproveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApproveRequest.ProtoReflect.Descriptor instead.
 func (*ApproveRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{23}
+	return file_plugkit_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ApproveRequest) GetHandlerId() string {
@@ -2128,7 +2220,7 @@ type ApproveResponse struct {
 
 func (x *ApproveResponse) Reset() {
 	*x = ApproveResponse{}
-	mi := &file_plugkit_proto_msgTypes[24]
+	mi := &file_plugkit_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2140,7 +2232,7 @@ func (x *ApproveResponse) String() string {
 func (*ApproveResponse) ProtoMessage() {}
 
 func (x *ApproveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[24]
+	mi := &file_plugkit_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2153,7 +2245,7 @@ func (x *ApproveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApproveResponse.ProtoReflect.Descriptor instead.
 func (*ApproveResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{24}
+	return file_plugkit_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ApproveResponse) GetApproved() bool {
@@ -2191,7 +2283,7 @@ type CallServiceRequest struct {
 
 func (x *CallServiceRequest) Reset() {
 	*x = CallServiceRequest{}
-	mi := &file_plugkit_proto_msgTypes[25]
+	mi := &file_plugkit_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2203,7 +2295,7 @@ func (x *CallServiceRequest) String() string {
 func (*CallServiceRequest) ProtoMessage() {}
 
 func (x *CallServiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[25]
+	mi := &file_plugkit_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2216,7 +2308,7 @@ func (x *CallServiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallServiceRequest.ProtoReflect.Descriptor instead.
 func (*CallServiceRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{25}
+	return file_plugkit_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *CallServiceRequest) GetHandlerId() string {
@@ -2258,7 +2350,7 @@ type CallServiceResponse struct {
 
 func (x *CallServiceResponse) Reset() {
 	*x = CallServiceResponse{}
-	mi := &file_plugkit_proto_msgTypes[26]
+	mi := &file_plugkit_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2270,7 +2362,7 @@ func (x *CallServiceResponse) String() string {
 func (*CallServiceResponse) ProtoMessage() {}
 
 func (x *CallServiceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[26]
+	mi := &file_plugkit_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2283,7 +2375,7 @@ func (x *CallServiceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallServiceResponse.ProtoReflect.Descriptor instead.
 func (*CallServiceResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{26}
+	return file_plugkit_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *CallServiceResponse) GetResultJson() []byte {
@@ -2316,7 +2408,7 @@ type ObserveRequest struct {
 
 func (x *ObserveRequest) Reset() {
 	*x = ObserveRequest{}
-	mi := &file_plugkit_proto_msgTypes[27]
+	mi := &file_plugkit_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2328,7 +2420,7 @@ func (x *ObserveRequest) String() string {
 func (*ObserveRequest) ProtoMessage() {}
 
 func (x *ObserveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[27]
+	mi := &file_plugkit_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2341,7 +2433,7 @@ func (x *ObserveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObserveRequest.ProtoReflect.Descriptor instead.
 func (*ObserveRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{27}
+	return file_plugkit_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ObserveRequest) GetHandlerId() string {
@@ -2385,7 +2477,7 @@ type ObserveResponse struct {
 
 func (x *ObserveResponse) Reset() {
 	*x = ObserveResponse{}
-	mi := &file_plugkit_proto_msgTypes[28]
+	mi := &file_plugkit_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2397,7 +2489,7 @@ func (x *ObserveResponse) String() string {
 func (*ObserveResponse) ProtoMessage() {}
 
 func (x *ObserveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[28]
+	mi := &file_plugkit_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2410,7 +2502,7 @@ func (x *ObserveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObserveResponse.ProtoReflect.Descriptor instead.
 func (*ObserveResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{28}
+	return file_plugkit_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ObserveResponse) GetReceived() uint64 {
@@ -2443,7 +2535,7 @@ type Receipt struct {
 
 func (x *Receipt) Reset() {
 	*x = Receipt{}
-	mi := &file_plugkit_proto_msgTypes[29]
+	mi := &file_plugkit_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2455,7 +2547,7 @@ func (x *Receipt) String() string {
 func (*Receipt) ProtoMessage() {}
 
 func (x *Receipt) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[29]
+	mi := &file_plugkit_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2468,7 +2560,7 @@ func (x *Receipt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Receipt.ProtoReflect.Descriptor instead.
 func (*Receipt) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{29}
+	return file_plugkit_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Receipt) GetCallId() string {
@@ -2500,7 +2592,7 @@ type ShutdownRequest struct {
 
 func (x *ShutdownRequest) Reset() {
 	*x = ShutdownRequest{}
-	mi := &file_plugkit_proto_msgTypes[30]
+	mi := &file_plugkit_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2512,7 +2604,7 @@ func (x *ShutdownRequest) String() string {
 func (*ShutdownRequest) ProtoMessage() {}
 
 func (x *ShutdownRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[30]
+	mi := &file_plugkit_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2525,7 +2617,7 @@ func (x *ShutdownRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShutdownRequest.ProtoReflect.Descriptor instead.
 func (*ShutdownRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{30}
+	return file_plugkit_proto_rawDescGZIP(), []int{31}
 }
 
 type ShutdownResponse struct {
@@ -2538,7 +2630,7 @@ type ShutdownResponse struct {
 
 func (x *ShutdownResponse) Reset() {
 	*x = ShutdownResponse{}
-	mi := &file_plugkit_proto_msgTypes[31]
+	mi := &file_plugkit_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2550,7 +2642,7 @@ func (x *ShutdownResponse) String() string {
 func (*ShutdownResponse) ProtoMessage() {}
 
 func (x *ShutdownResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[31]
+	mi := &file_plugkit_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2563,7 +2655,7 @@ func (x *ShutdownResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShutdownResponse.ProtoReflect.Descriptor instead.
 func (*ShutdownResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{31}
+	return file_plugkit_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ShutdownResponse) GetError() string {
@@ -2586,7 +2678,7 @@ type RegisterToolRequest struct {
 
 func (x *RegisterToolRequest) Reset() {
 	*x = RegisterToolRequest{}
-	mi := &file_plugkit_proto_msgTypes[32]
+	mi := &file_plugkit_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2598,7 +2690,7 @@ func (x *RegisterToolRequest) String() string {
 func (*RegisterToolRequest) ProtoMessage() {}
 
 func (x *RegisterToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[32]
+	mi := &file_plugkit_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2611,7 +2703,7 @@ func (x *RegisterToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterToolRequest.ProtoReflect.Descriptor instead.
 func (*RegisterToolRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{32}
+	return file_plugkit_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *RegisterToolRequest) GetHandlerId() string {
@@ -2638,7 +2730,7 @@ type RegisterToolResponse struct {
 
 func (x *RegisterToolResponse) Reset() {
 	*x = RegisterToolResponse{}
-	mi := &file_plugkit_proto_msgTypes[33]
+	mi := &file_plugkit_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2650,7 +2742,7 @@ func (x *RegisterToolResponse) String() string {
 func (*RegisterToolResponse) ProtoMessage() {}
 
 func (x *RegisterToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[33]
+	mi := &file_plugkit_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2663,7 +2755,7 @@ func (x *RegisterToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterToolResponse.ProtoReflect.Descriptor instead.
 func (*RegisterToolResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{33}
+	return file_plugkit_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *RegisterToolResponse) GetRegistrationId() string {
@@ -2687,7 +2779,7 @@ type RegisterToolsRequest struct {
 
 func (x *RegisterToolsRequest) Reset() {
 	*x = RegisterToolsRequest{}
-	mi := &file_plugkit_proto_msgTypes[34]
+	mi := &file_plugkit_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2699,7 +2791,7 @@ func (x *RegisterToolsRequest) String() string {
 func (*RegisterToolsRequest) ProtoMessage() {}
 
 func (x *RegisterToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[34]
+	mi := &file_plugkit_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2712,7 +2804,7 @@ func (x *RegisterToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterToolsRequest.ProtoReflect.Descriptor instead.
 func (*RegisterToolsRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{34}
+	return file_plugkit_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *RegisterToolsRequest) GetTools() []*RegisterToolRequest {
@@ -2739,7 +2831,7 @@ type RegisterToolsResponse struct {
 
 func (x *RegisterToolsResponse) Reset() {
 	*x = RegisterToolsResponse{}
-	mi := &file_plugkit_proto_msgTypes[35]
+	mi := &file_plugkit_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2751,7 +2843,7 @@ func (x *RegisterToolsResponse) String() string {
 func (*RegisterToolsResponse) ProtoMessage() {}
 
 func (x *RegisterToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[35]
+	mi := &file_plugkit_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2764,7 +2856,7 @@ func (x *RegisterToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterToolsResponse.ProtoReflect.Descriptor instead.
 func (*RegisterToolsResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{35}
+	return file_plugkit_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *RegisterToolsResponse) GetResults() []*RegisterToolsResult {
@@ -2787,7 +2879,7 @@ type RegisterToolsResult struct {
 
 func (x *RegisterToolsResult) Reset() {
 	*x = RegisterToolsResult{}
-	mi := &file_plugkit_proto_msgTypes[36]
+	mi := &file_plugkit_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2799,7 +2891,7 @@ func (x *RegisterToolsResult) String() string {
 func (*RegisterToolsResult) ProtoMessage() {}
 
 func (x *RegisterToolsResult) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[36]
+	mi := &file_plugkit_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2812,7 +2904,7 @@ func (x *RegisterToolsResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterToolsResult.ProtoReflect.Descriptor instead.
 func (*RegisterToolsResult) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{36}
+	return file_plugkit_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *RegisterToolsResult) GetRegistrationId() string {
@@ -2842,7 +2934,7 @@ type AddGuardRequest struct {
 
 func (x *AddGuardRequest) Reset() {
 	*x = AddGuardRequest{}
-	mi := &file_plugkit_proto_msgTypes[37]
+	mi := &file_plugkit_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2854,7 +2946,7 @@ func (x *AddGuardRequest) String() string {
 func (*AddGuardRequest) ProtoMessage() {}
 
 func (x *AddGuardRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[37]
+	mi := &file_plugkit_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2867,7 +2959,7 @@ func (x *AddGuardRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddGuardRequest.ProtoReflect.Descriptor instead.
 func (*AddGuardRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{37}
+	return file_plugkit_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *AddGuardRequest) GetHandlerId() string {
@@ -2900,7 +2992,7 @@ type AddGuardResponse struct {
 
 func (x *AddGuardResponse) Reset() {
 	*x = AddGuardResponse{}
-	mi := &file_plugkit_proto_msgTypes[38]
+	mi := &file_plugkit_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2912,7 +3004,7 @@ func (x *AddGuardResponse) String() string {
 func (*AddGuardResponse) ProtoMessage() {}
 
 func (x *AddGuardResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[38]
+	mi := &file_plugkit_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2925,7 +3017,7 @@ func (x *AddGuardResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddGuardResponse.ProtoReflect.Descriptor instead.
 func (*AddGuardResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{38}
+	return file_plugkit_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *AddGuardResponse) GetRegistrationId() string {
@@ -2951,7 +3043,7 @@ type ListenRequest struct {
 
 func (x *ListenRequest) Reset() {
 	*x = ListenRequest{}
-	mi := &file_plugkit_proto_msgTypes[39]
+	mi := &file_plugkit_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2963,7 +3055,7 @@ func (x *ListenRequest) String() string {
 func (*ListenRequest) ProtoMessage() {}
 
 func (x *ListenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[39]
+	mi := &file_plugkit_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2976,7 +3068,7 @@ func (x *ListenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListenRequest.ProtoReflect.Descriptor instead.
 func (*ListenRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{39}
+	return file_plugkit_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ListenRequest) GetHandlerId() string {
@@ -3023,7 +3115,7 @@ type ListenResponse struct {
 
 func (x *ListenResponse) Reset() {
 	*x = ListenResponse{}
-	mi := &file_plugkit_proto_msgTypes[40]
+	mi := &file_plugkit_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3035,7 +3127,7 @@ func (x *ListenResponse) String() string {
 func (*ListenResponse) ProtoMessage() {}
 
 func (x *ListenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[40]
+	mi := &file_plugkit_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3048,7 +3140,7 @@ func (x *ListenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListenResponse.ProtoReflect.Descriptor instead.
 func (*ListenResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{40}
+	return file_plugkit_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ListenResponse) GetRegistrationId() string {
@@ -3069,7 +3161,7 @@ type SetApproverRequest struct {
 
 func (x *SetApproverRequest) Reset() {
 	*x = SetApproverRequest{}
-	mi := &file_plugkit_proto_msgTypes[41]
+	mi := &file_plugkit_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3081,7 +3173,7 @@ func (x *SetApproverRequest) String() string {
 func (*SetApproverRequest) ProtoMessage() {}
 
 func (x *SetApproverRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[41]
+	mi := &file_plugkit_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3094,7 +3186,7 @@ func (x *SetApproverRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetApproverRequest.ProtoReflect.Descriptor instead.
 func (*SetApproverRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{41}
+	return file_plugkit_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *SetApproverRequest) GetHandlerId() string {
@@ -3120,7 +3212,7 @@ type SetApproverResponse struct {
 
 func (x *SetApproverResponse) Reset() {
 	*x = SetApproverResponse{}
-	mi := &file_plugkit_proto_msgTypes[42]
+	mi := &file_plugkit_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3132,7 +3224,7 @@ func (x *SetApproverResponse) String() string {
 func (*SetApproverResponse) ProtoMessage() {}
 
 func (x *SetApproverResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[42]
+	mi := &file_plugkit_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3145,7 +3237,7 @@ func (x *SetApproverResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetApproverResponse.ProtoReflect.Descriptor instead.
 func (*SetApproverResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{42}
+	return file_plugkit_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *SetApproverResponse) GetRegistrationId() string {
@@ -3168,7 +3260,7 @@ type ProvideRequest struct {
 
 func (x *ProvideRequest) Reset() {
 	*x = ProvideRequest{}
-	mi := &file_plugkit_proto_msgTypes[43]
+	mi := &file_plugkit_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3180,7 +3272,7 @@ func (x *ProvideRequest) String() string {
 func (*ProvideRequest) ProtoMessage() {}
 
 func (x *ProvideRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[43]
+	mi := &file_plugkit_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3193,7 +3285,7 @@ func (x *ProvideRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProvideRequest.ProtoReflect.Descriptor instead.
 func (*ProvideRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{43}
+	return file_plugkit_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ProvideRequest) GetHandlerId() string {
@@ -3226,7 +3318,7 @@ type ProvideResponse struct {
 
 func (x *ProvideResponse) Reset() {
 	*x = ProvideResponse{}
-	mi := &file_plugkit_proto_msgTypes[44]
+	mi := &file_plugkit_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3238,7 +3330,7 @@ func (x *ProvideResponse) String() string {
 func (*ProvideResponse) ProtoMessage() {}
 
 func (x *ProvideResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[44]
+	mi := &file_plugkit_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3251,7 +3343,7 @@ func (x *ProvideResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProvideResponse.ProtoReflect.Descriptor instead.
 func (*ProvideResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{44}
+	return file_plugkit_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ProvideResponse) GetRegistrationId() string {
@@ -3272,7 +3364,7 @@ type HostCallServiceRequest struct {
 
 func (x *HostCallServiceRequest) Reset() {
 	*x = HostCallServiceRequest{}
-	mi := &file_plugkit_proto_msgTypes[45]
+	mi := &file_plugkit_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3284,7 +3376,7 @@ func (x *HostCallServiceRequest) String() string {
 func (*HostCallServiceRequest) ProtoMessage() {}
 
 func (x *HostCallServiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[45]
+	mi := &file_plugkit_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3297,7 +3389,7 @@ func (x *HostCallServiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostCallServiceRequest.ProtoReflect.Descriptor instead.
 func (*HostCallServiceRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{45}
+	return file_plugkit_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *HostCallServiceRequest) GetService() string {
@@ -3332,7 +3424,7 @@ type HostCallServiceResponse struct {
 
 func (x *HostCallServiceResponse) Reset() {
 	*x = HostCallServiceResponse{}
-	mi := &file_plugkit_proto_msgTypes[46]
+	mi := &file_plugkit_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3344,7 +3436,7 @@ func (x *HostCallServiceResponse) String() string {
 func (*HostCallServiceResponse) ProtoMessage() {}
 
 func (x *HostCallServiceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[46]
+	mi := &file_plugkit_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3357,7 +3449,7 @@ func (x *HostCallServiceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostCallServiceResponse.ProtoReflect.Descriptor instead.
 func (*HostCallServiceResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{46}
+	return file_plugkit_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *HostCallServiceResponse) GetResultJson() []byte {
@@ -3384,7 +3476,7 @@ type HostExecuteToolRequest struct {
 
 func (x *HostExecuteToolRequest) Reset() {
 	*x = HostExecuteToolRequest{}
-	mi := &file_plugkit_proto_msgTypes[47]
+	mi := &file_plugkit_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3396,7 +3488,7 @@ func (x *HostExecuteToolRequest) String() string {
 func (*HostExecuteToolRequest) ProtoMessage() {}
 
 func (x *HostExecuteToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[47]
+	mi := &file_plugkit_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3409,7 +3501,7 @@ func (x *HostExecuteToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostExecuteToolRequest.ProtoReflect.Descriptor instead.
 func (*HostExecuteToolRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{47}
+	return file_plugkit_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *HostExecuteToolRequest) GetName() string {
@@ -3436,7 +3528,7 @@ type HostExecuteToolResponse struct {
 
 func (x *HostExecuteToolResponse) Reset() {
 	*x = HostExecuteToolResponse{}
-	mi := &file_plugkit_proto_msgTypes[48]
+	mi := &file_plugkit_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3448,7 +3540,7 @@ func (x *HostExecuteToolResponse) String() string {
 func (*HostExecuteToolResponse) ProtoMessage() {}
 
 func (x *HostExecuteToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[48]
+	mi := &file_plugkit_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3461,7 +3553,7 @@ func (x *HostExecuteToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostExecuteToolResponse.ProtoReflect.Descriptor instead.
 func (*HostExecuteToolResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{48}
+	return file_plugkit_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *HostExecuteToolResponse) GetResult() *ToolResult {
@@ -3483,7 +3575,7 @@ type ContributeRequest struct {
 
 func (x *ContributeRequest) Reset() {
 	*x = ContributeRequest{}
-	mi := &file_plugkit_proto_msgTypes[49]
+	mi := &file_plugkit_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3495,7 +3587,7 @@ func (x *ContributeRequest) String() string {
 func (*ContributeRequest) ProtoMessage() {}
 
 func (x *ContributeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[49]
+	mi := &file_plugkit_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3508,7 +3600,7 @@ func (x *ContributeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContributeRequest.ProtoReflect.Descriptor instead.
 func (*ContributeRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{49}
+	return file_plugkit_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ContributeRequest) GetPoint() string {
@@ -3548,7 +3640,7 @@ type ContributeResponse struct {
 
 func (x *ContributeResponse) Reset() {
 	*x = ContributeResponse{}
-	mi := &file_plugkit_proto_msgTypes[50]
+	mi := &file_plugkit_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3560,7 +3652,7 @@ func (x *ContributeResponse) String() string {
 func (*ContributeResponse) ProtoMessage() {}
 
 func (x *ContributeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[50]
+	mi := &file_plugkit_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3573,7 +3665,7 @@ func (x *ContributeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContributeResponse.ProtoReflect.Descriptor instead.
 func (*ContributeResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{50}
+	return file_plugkit_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ContributeResponse) GetRegistrationId() string {
@@ -3592,7 +3684,7 @@ type DisposeRequest struct {
 
 func (x *DisposeRequest) Reset() {
 	*x = DisposeRequest{}
-	mi := &file_plugkit_proto_msgTypes[51]
+	mi := &file_plugkit_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3604,7 +3696,7 @@ func (x *DisposeRequest) String() string {
 func (*DisposeRequest) ProtoMessage() {}
 
 func (x *DisposeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[51]
+	mi := &file_plugkit_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3617,7 +3709,7 @@ func (x *DisposeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DisposeRequest.ProtoReflect.Descriptor instead.
 func (*DisposeRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{51}
+	return file_plugkit_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *DisposeRequest) GetRegistrationId() string {
@@ -3635,7 +3727,7 @@ type DisposeResponse struct {
 
 func (x *DisposeResponse) Reset() {
 	*x = DisposeResponse{}
-	mi := &file_plugkit_proto_msgTypes[52]
+	mi := &file_plugkit_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3647,7 +3739,7 @@ func (x *DisposeResponse) String() string {
 func (*DisposeResponse) ProtoMessage() {}
 
 func (x *DisposeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[52]
+	mi := &file_plugkit_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3660,7 +3752,7 @@ func (x *DisposeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DisposeResponse.ProtoReflect.Descriptor instead.
 func (*DisposeResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{52}
+	return file_plugkit_proto_rawDescGZIP(), []int{53}
 }
 
 type ReportProblemRequest struct {
@@ -3673,7 +3765,7 @@ type ReportProblemRequest struct {
 
 func (x *ReportProblemRequest) Reset() {
 	*x = ReportProblemRequest{}
-	mi := &file_plugkit_proto_msgTypes[53]
+	mi := &file_plugkit_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3685,7 +3777,7 @@ func (x *ReportProblemRequest) String() string {
 func (*ReportProblemRequest) ProtoMessage() {}
 
 func (x *ReportProblemRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[53]
+	mi := &file_plugkit_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3698,7 +3790,7 @@ func (x *ReportProblemRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportProblemRequest.ProtoReflect.Descriptor instead.
 func (*ReportProblemRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{53}
+	return file_plugkit_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *ReportProblemRequest) GetProblem() string {
@@ -3716,7 +3808,7 @@ type ReportProblemResponse struct {
 
 func (x *ReportProblemResponse) Reset() {
 	*x = ReportProblemResponse{}
-	mi := &file_plugkit_proto_msgTypes[54]
+	mi := &file_plugkit_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3728,7 +3820,7 @@ func (x *ReportProblemResponse) String() string {
 func (*ReportProblemResponse) ProtoMessage() {}
 
 func (x *ReportProblemResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[54]
+	mi := &file_plugkit_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3741,7 +3833,7 @@ func (x *ReportProblemResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportProblemResponse.ProtoReflect.Descriptor instead.
 func (*ReportProblemResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{54}
+	return file_plugkit_proto_rawDescGZIP(), []int{55}
 }
 
 type ExportSpansRequest struct {
@@ -3755,7 +3847,7 @@ type ExportSpansRequest struct {
 
 func (x *ExportSpansRequest) Reset() {
 	*x = ExportSpansRequest{}
-	mi := &file_plugkit_proto_msgTypes[55]
+	mi := &file_plugkit_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3767,7 +3859,7 @@ func (x *ExportSpansRequest) String() string {
 func (*ExportSpansRequest) ProtoMessage() {}
 
 func (x *ExportSpansRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[55]
+	mi := &file_plugkit_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3780,7 +3872,7 @@ func (x *ExportSpansRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportSpansRequest.ProtoReflect.Descriptor instead.
 func (*ExportSpansRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{55}
+	return file_plugkit_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *ExportSpansRequest) GetOtlp() []byte {
@@ -3798,7 +3890,7 @@ type ExportSpansResponse struct {
 
 func (x *ExportSpansResponse) Reset() {
 	*x = ExportSpansResponse{}
-	mi := &file_plugkit_proto_msgTypes[56]
+	mi := &file_plugkit_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3810,7 +3902,7 @@ func (x *ExportSpansResponse) String() string {
 func (*ExportSpansResponse) ProtoMessage() {}
 
 func (x *ExportSpansResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[56]
+	mi := &file_plugkit_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3823,7 +3915,7 @@ func (x *ExportSpansResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportSpansResponse.ProtoReflect.Descriptor instead.
 func (*ExportSpansResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{56}
+	return file_plugkit_proto_rawDescGZIP(), []int{57}
 }
 
 type NextRequest struct {
@@ -3836,7 +3928,7 @@ type NextRequest struct {
 
 func (x *NextRequest) Reset() {
 	*x = NextRequest{}
-	mi := &file_plugkit_proto_msgTypes[57]
+	mi := &file_plugkit_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3848,7 +3940,7 @@ func (x *NextRequest) String() string {
 func (*NextRequest) ProtoMessage() {}
 
 func (x *NextRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[57]
+	mi := &file_plugkit_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3861,7 +3953,7 @@ func (x *NextRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NextRequest.ProtoReflect.Descriptor instead.
 func (*NextRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{57}
+	return file_plugkit_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *NextRequest) GetCallToken() string {
@@ -3887,7 +3979,7 @@ type NextResponse struct {
 
 func (x *NextResponse) Reset() {
 	*x = NextResponse{}
-	mi := &file_plugkit_proto_msgTypes[58]
+	mi := &file_plugkit_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3899,7 +3991,7 @@ func (x *NextResponse) String() string {
 func (*NextResponse) ProtoMessage() {}
 
 func (x *NextResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[58]
+	mi := &file_plugkit_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3912,7 +4004,7 @@ func (x *NextResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NextResponse.ProtoReflect.Descriptor instead.
 func (*NextResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{58}
+	return file_plugkit_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *NextResponse) GetAnswer() isNextResponse_Answer {
@@ -3981,7 +4073,7 @@ type ResourceUpdatedRequest struct {
 
 func (x *ResourceUpdatedRequest) Reset() {
 	*x = ResourceUpdatedRequest{}
-	mi := &file_plugkit_proto_msgTypes[59]
+	mi := &file_plugkit_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3993,7 +4085,7 @@ func (x *ResourceUpdatedRequest) String() string {
 func (*ResourceUpdatedRequest) ProtoMessage() {}
 
 func (x *ResourceUpdatedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[59]
+	mi := &file_plugkit_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4006,7 +4098,7 @@ func (x *ResourceUpdatedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceUpdatedRequest.ProtoReflect.Descriptor instead.
 func (*ResourceUpdatedRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{59}
+	return file_plugkit_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *ResourceUpdatedRequest) GetUri() string {
@@ -4024,7 +4116,7 @@ type ResourceUpdatedResponse struct {
 
 func (x *ResourceUpdatedResponse) Reset() {
 	*x = ResourceUpdatedResponse{}
-	mi := &file_plugkit_proto_msgTypes[60]
+	mi := &file_plugkit_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4036,7 +4128,7 @@ func (x *ResourceUpdatedResponse) String() string {
 func (*ResourceUpdatedResponse) ProtoMessage() {}
 
 func (x *ResourceUpdatedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[60]
+	mi := &file_plugkit_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4049,7 +4141,7 @@ func (x *ResourceUpdatedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceUpdatedResponse.ProtoReflect.Descriptor instead.
 func (*ResourceUpdatedResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{60}
+	return file_plugkit_proto_rawDescGZIP(), []int{61}
 }
 
 var File_plugkit_proto protoreflect.FileDescriptor
@@ -4094,7 +4186,7 @@ const file_plugkit_proto_rawDesc = "" +
 	"attributes\"9\n" +
 	"\tToolError\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"\xbe\x02\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"\xf2\x02\n" +
 	"\n" +
 	"ToolResult\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x0e\n" +
@@ -4111,7 +4203,14 @@ const file_plugkit_proto_rawDesc = "" +
 	"value_size\x18\x15 \x01(\x03R\tvalueSize\x12!\n" +
 	"\fvalue_sha256\x18\x16 \x01(\tR\vvalueSha256\x12\x1d\n" +
 	"\n" +
-	"value_head\x18\x17 \x01(\fR\tvalueHead\"e\n" +
+	"value_head\x18\x17 \x01(\fR\tvalueHead\x122\n" +
+	"\x06shadow\x18\x1e \x03(\v2\x1a.plugkit.v1.ShadowDecisionR\x06shadow\"\x80\x01\n" +
+	"\x0eShadowDecision\x12\x14\n" +
+	"\x05stage\x18\x01 \x01(\x05R\x05stage\x12\x16\n" +
+	"\x06plugin\x18\x02 \x01(\tR\x06plugin\x12\x12\n" +
+	"\x04rule\x18\x03 \x01(\tR\x04rule\x12\x14\n" +
+	"\x05would\x18\x04 \x01(\tR\x05would\x12\x16\n" +
+	"\x06reason\x18\x05 \x01(\tR\x06reason\"e\n" +
 	"\aOutcome\x12\x0e\n" +
 	"\x02ok\x18\x01 \x01(\bR\x02ok\x12\x1d\n" +
 	"\n" +
@@ -4398,7 +4497,7 @@ func file_plugkit_proto_rawDescGZIP() []byte {
 }
 
 var file_plugkit_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_plugkit_proto_msgTypes = make([]protoimpl.MessageInfo, 62)
+var file_plugkit_proto_msgTypes = make([]protoimpl.MessageInfo, 63)
 var file_plugkit_proto_goTypes = []any{
 	(Verdict)(0),                    // 0: plugkit.v1.Verdict
 	(ReviewVerdict)(0),              // 1: plugkit.v1.ReviewVerdict
@@ -4409,151 +4508,153 @@ var file_plugkit_proto_goTypes = []any{
 	(*Principal)(nil),               // 6: plugkit.v1.Principal
 	(*ToolError)(nil),               // 7: plugkit.v1.ToolError
 	(*ToolResult)(nil),              // 8: plugkit.v1.ToolResult
-	(*Outcome)(nil),                 // 9: plugkit.v1.Outcome
-	(*Decision)(nil),                // 10: plugkit.v1.Decision
-	(*Review)(nil),                  // 11: plugkit.v1.Review
-	(*CallFrame)(nil),               // 12: plugkit.v1.CallFrame
-	(*DescribeRequest)(nil),         // 13: plugkit.v1.DescribeRequest
-	(*DescribeResponse)(nil),        // 14: plugkit.v1.DescribeResponse
-	(*ApplyRequest)(nil),            // 15: plugkit.v1.ApplyRequest
-	(*ApplyResponse)(nil),           // 16: plugkit.v1.ApplyResponse
-	(*ExecuteToolRequest)(nil),      // 17: plugkit.v1.ExecuteToolRequest
-	(*ExecuteToolResponse)(nil),     // 18: plugkit.v1.ExecuteToolResponse
-	(*PreExecuteRequest)(nil),       // 19: plugkit.v1.PreExecuteRequest
-	(*PreExecuteResponse)(nil),      // 20: plugkit.v1.PreExecuteResponse
-	(*GuardRequest)(nil),            // 21: plugkit.v1.GuardRequest
-	(*GuardResponse)(nil),           // 22: plugkit.v1.GuardResponse
-	(*WrapExecuteRequest)(nil),      // 23: plugkit.v1.WrapExecuteRequest
-	(*WrapExecuteResponse)(nil),     // 24: plugkit.v1.WrapExecuteResponse
-	(*PostExecuteRequest)(nil),      // 25: plugkit.v1.PostExecuteRequest
-	(*PostExecuteResponse)(nil),     // 26: plugkit.v1.PostExecuteResponse
-	(*ApproveRequest)(nil),          // 27: plugkit.v1.ApproveRequest
-	(*ApproveResponse)(nil),         // 28: plugkit.v1.ApproveResponse
-	(*CallServiceRequest)(nil),      // 29: plugkit.v1.CallServiceRequest
-	(*CallServiceResponse)(nil),     // 30: plugkit.v1.CallServiceResponse
-	(*ObserveRequest)(nil),          // 31: plugkit.v1.ObserveRequest
-	(*ObserveResponse)(nil),         // 32: plugkit.v1.ObserveResponse
-	(*Receipt)(nil),                 // 33: plugkit.v1.Receipt
-	(*ShutdownRequest)(nil),         // 34: plugkit.v1.ShutdownRequest
-	(*ShutdownResponse)(nil),        // 35: plugkit.v1.ShutdownResponse
-	(*RegisterToolRequest)(nil),     // 36: plugkit.v1.RegisterToolRequest
-	(*RegisterToolResponse)(nil),    // 37: plugkit.v1.RegisterToolResponse
-	(*RegisterToolsRequest)(nil),    // 38: plugkit.v1.RegisterToolsRequest
-	(*RegisterToolsResponse)(nil),   // 39: plugkit.v1.RegisterToolsResponse
-	(*RegisterToolsResult)(nil),     // 40: plugkit.v1.RegisterToolsResult
-	(*AddGuardRequest)(nil),         // 41: plugkit.v1.AddGuardRequest
-	(*AddGuardResponse)(nil),        // 42: plugkit.v1.AddGuardResponse
-	(*ListenRequest)(nil),           // 43: plugkit.v1.ListenRequest
-	(*ListenResponse)(nil),          // 44: plugkit.v1.ListenResponse
-	(*SetApproverRequest)(nil),      // 45: plugkit.v1.SetApproverRequest
-	(*SetApproverResponse)(nil),     // 46: plugkit.v1.SetApproverResponse
-	(*ProvideRequest)(nil),          // 47: plugkit.v1.ProvideRequest
-	(*ProvideResponse)(nil),         // 48: plugkit.v1.ProvideResponse
-	(*HostCallServiceRequest)(nil),  // 49: plugkit.v1.HostCallServiceRequest
-	(*HostCallServiceResponse)(nil), // 50: plugkit.v1.HostCallServiceResponse
-	(*HostExecuteToolRequest)(nil),  // 51: plugkit.v1.HostExecuteToolRequest
-	(*HostExecuteToolResponse)(nil), // 52: plugkit.v1.HostExecuteToolResponse
-	(*ContributeRequest)(nil),       // 53: plugkit.v1.ContributeRequest
-	(*ContributeResponse)(nil),      // 54: plugkit.v1.ContributeResponse
-	(*DisposeRequest)(nil),          // 55: plugkit.v1.DisposeRequest
-	(*DisposeResponse)(nil),         // 56: plugkit.v1.DisposeResponse
-	(*ReportProblemRequest)(nil),    // 57: plugkit.v1.ReportProblemRequest
-	(*ReportProblemResponse)(nil),   // 58: plugkit.v1.ReportProblemResponse
-	(*ExportSpansRequest)(nil),      // 59: plugkit.v1.ExportSpansRequest
-	(*ExportSpansResponse)(nil),     // 60: plugkit.v1.ExportSpansResponse
-	(*NextRequest)(nil),             // 61: plugkit.v1.NextRequest
-	(*NextResponse)(nil),            // 62: plugkit.v1.NextResponse
-	(*ResourceUpdatedRequest)(nil),  // 63: plugkit.v1.ResourceUpdatedRequest
-	(*ResourceUpdatedResponse)(nil), // 64: plugkit.v1.ResourceUpdatedResponse
-	nil,                             // 65: plugkit.v1.CallFrame.MetadataEntry
+	(*ShadowDecision)(nil),          // 9: plugkit.v1.ShadowDecision
+	(*Outcome)(nil),                 // 10: plugkit.v1.Outcome
+	(*Decision)(nil),                // 11: plugkit.v1.Decision
+	(*Review)(nil),                  // 12: plugkit.v1.Review
+	(*CallFrame)(nil),               // 13: plugkit.v1.CallFrame
+	(*DescribeRequest)(nil),         // 14: plugkit.v1.DescribeRequest
+	(*DescribeResponse)(nil),        // 15: plugkit.v1.DescribeResponse
+	(*ApplyRequest)(nil),            // 16: plugkit.v1.ApplyRequest
+	(*ApplyResponse)(nil),           // 17: plugkit.v1.ApplyResponse
+	(*ExecuteToolRequest)(nil),      // 18: plugkit.v1.ExecuteToolRequest
+	(*ExecuteToolResponse)(nil),     // 19: plugkit.v1.ExecuteToolResponse
+	(*PreExecuteRequest)(nil),       // 20: plugkit.v1.PreExecuteRequest
+	(*PreExecuteResponse)(nil),      // 21: plugkit.v1.PreExecuteResponse
+	(*GuardRequest)(nil),            // 22: plugkit.v1.GuardRequest
+	(*GuardResponse)(nil),           // 23: plugkit.v1.GuardResponse
+	(*WrapExecuteRequest)(nil),      // 24: plugkit.v1.WrapExecuteRequest
+	(*WrapExecuteResponse)(nil),     // 25: plugkit.v1.WrapExecuteResponse
+	(*PostExecuteRequest)(nil),      // 26: plugkit.v1.PostExecuteRequest
+	(*PostExecuteResponse)(nil),     // 27: plugkit.v1.PostExecuteResponse
+	(*ApproveRequest)(nil),          // 28: plugkit.v1.ApproveRequest
+	(*ApproveResponse)(nil),         // 29: plugkit.v1.ApproveResponse
+	(*CallServiceRequest)(nil),      // 30: plugkit.v1.CallServiceRequest
+	(*CallServiceResponse)(nil),     // 31: plugkit.v1.CallServiceResponse
+	(*ObserveRequest)(nil),          // 32: plugkit.v1.ObserveRequest
+	(*ObserveResponse)(nil),         // 33: plugkit.v1.ObserveResponse
+	(*Receipt)(nil),                 // 34: plugkit.v1.Receipt
+	(*ShutdownRequest)(nil),         // 35: plugkit.v1.ShutdownRequest
+	(*ShutdownResponse)(nil),        // 36: plugkit.v1.ShutdownResponse
+	(*RegisterToolRequest)(nil),     // 37: plugkit.v1.RegisterToolRequest
+	(*RegisterToolResponse)(nil),    // 38: plugkit.v1.RegisterToolResponse
+	(*RegisterToolsRequest)(nil),    // 39: plugkit.v1.RegisterToolsRequest
+	(*RegisterToolsResponse)(nil),   // 40: plugkit.v1.RegisterToolsResponse
+	(*RegisterToolsResult)(nil),     // 41: plugkit.v1.RegisterToolsResult
+	(*AddGuardRequest)(nil),         // 42: plugkit.v1.AddGuardRequest
+	(*AddGuardResponse)(nil),        // 43: plugkit.v1.AddGuardResponse
+	(*ListenRequest)(nil),           // 44: plugkit.v1.ListenRequest
+	(*ListenResponse)(nil),          // 45: plugkit.v1.ListenResponse
+	(*SetApproverRequest)(nil),      // 46: plugkit.v1.SetApproverRequest
+	(*SetApproverResponse)(nil),     // 47: plugkit.v1.SetApproverResponse
+	(*ProvideRequest)(nil),          // 48: plugkit.v1.ProvideRequest
+	(*ProvideResponse)(nil),         // 49: plugkit.v1.ProvideResponse
+	(*HostCallServiceRequest)(nil),  // 50: plugkit.v1.HostCallServiceRequest
+	(*HostCallServiceResponse)(nil), // 51: plugkit.v1.HostCallServiceResponse
+	(*HostExecuteToolRequest)(nil),  // 52: plugkit.v1.HostExecuteToolRequest
+	(*HostExecuteToolResponse)(nil), // 53: plugkit.v1.HostExecuteToolResponse
+	(*ContributeRequest)(nil),       // 54: plugkit.v1.ContributeRequest
+	(*ContributeResponse)(nil),      // 55: plugkit.v1.ContributeResponse
+	(*DisposeRequest)(nil),          // 56: plugkit.v1.DisposeRequest
+	(*DisposeResponse)(nil),         // 57: plugkit.v1.DisposeResponse
+	(*ReportProblemRequest)(nil),    // 58: plugkit.v1.ReportProblemRequest
+	(*ReportProblemResponse)(nil),   // 59: plugkit.v1.ReportProblemResponse
+	(*ExportSpansRequest)(nil),      // 60: plugkit.v1.ExportSpansRequest
+	(*ExportSpansResponse)(nil),     // 61: plugkit.v1.ExportSpansResponse
+	(*NextRequest)(nil),             // 62: plugkit.v1.NextRequest
+	(*NextResponse)(nil),            // 63: plugkit.v1.NextResponse
+	(*ResourceUpdatedRequest)(nil),  // 64: plugkit.v1.ResourceUpdatedRequest
+	(*ResourceUpdatedResponse)(nil), // 65: plugkit.v1.ResourceUpdatedResponse
+	nil,                             // 66: plugkit.v1.CallFrame.MetadataEntry
 }
 var file_plugkit_proto_depIdxs = []int32{
 	4,  // 0: plugkit.v1.Execution.tool:type_name -> plugkit.v1.ToolDescriptor
 	6,  // 1: plugkit.v1.Execution.principal:type_name -> plugkit.v1.Principal
 	7,  // 2: plugkit.v1.ToolResult.error:type_name -> plugkit.v1.ToolError
-	7,  // 3: plugkit.v1.Outcome.error:type_name -> plugkit.v1.ToolError
-	0,  // 4: plugkit.v1.Decision.verdict:type_name -> plugkit.v1.Verdict
-	1,  // 5: plugkit.v1.Review.verdict:type_name -> plugkit.v1.ReviewVerdict
-	65, // 6: plugkit.v1.CallFrame.metadata:type_name -> plugkit.v1.CallFrame.MetadataEntry
-	5,  // 7: plugkit.v1.ExecuteToolRequest.execution:type_name -> plugkit.v1.Execution
-	5,  // 8: plugkit.v1.PreExecuteRequest.execution:type_name -> plugkit.v1.Execution
-	10, // 9: plugkit.v1.PreExecuteResponse.decision:type_name -> plugkit.v1.Decision
-	5,  // 10: plugkit.v1.GuardRequest.execution:type_name -> plugkit.v1.Execution
-	5,  // 11: plugkit.v1.WrapExecuteRequest.execution:type_name -> plugkit.v1.Execution
-	9,  // 12: plugkit.v1.WrapExecuteResponse.outcome:type_name -> plugkit.v1.Outcome
-	5,  // 13: plugkit.v1.PostExecuteRequest.execution:type_name -> plugkit.v1.Execution
-	9,  // 14: plugkit.v1.PostExecuteRequest.outcome:type_name -> plugkit.v1.Outcome
-	11, // 15: plugkit.v1.PostExecuteResponse.review:type_name -> plugkit.v1.Review
-	5,  // 16: plugkit.v1.ApproveRequest.execution:type_name -> plugkit.v1.Execution
-	5,  // 17: plugkit.v1.ObserveRequest.execution:type_name -> plugkit.v1.Execution
-	8,  // 18: plugkit.v1.ObserveRequest.result:type_name -> plugkit.v1.ToolResult
-	33, // 19: plugkit.v1.ObserveResponse.receipts:type_name -> plugkit.v1.Receipt
-	4,  // 20: plugkit.v1.RegisterToolRequest.tool:type_name -> plugkit.v1.ToolDescriptor
-	36, // 21: plugkit.v1.RegisterToolsRequest.tools:type_name -> plugkit.v1.RegisterToolRequest
-	40, // 22: plugkit.v1.RegisterToolsResponse.results:type_name -> plugkit.v1.RegisterToolsResult
-	2,  // 23: plugkit.v1.ListenRequest.stage:type_name -> plugkit.v1.Stage
-	3,  // 24: plugkit.v1.ListenRequest.mode:type_name -> plugkit.v1.ListenMode
-	8,  // 25: plugkit.v1.HostExecuteToolResponse.result:type_name -> plugkit.v1.ToolResult
-	10, // 26: plugkit.v1.NextResponse.pre_execute:type_name -> plugkit.v1.Decision
-	9,  // 27: plugkit.v1.NextResponse.execute:type_name -> plugkit.v1.Outcome
-	11, // 28: plugkit.v1.NextResponse.post_execute:type_name -> plugkit.v1.Review
-	13, // 29: plugkit.v1.Plugin.Describe:input_type -> plugkit.v1.DescribeRequest
-	15, // 30: plugkit.v1.Plugin.Apply:input_type -> plugkit.v1.ApplyRequest
-	17, // 31: plugkit.v1.Plugin.ExecuteTool:input_type -> plugkit.v1.ExecuteToolRequest
-	19, // 32: plugkit.v1.Plugin.PreExecute:input_type -> plugkit.v1.PreExecuteRequest
-	21, // 33: plugkit.v1.Plugin.Guard:input_type -> plugkit.v1.GuardRequest
-	23, // 34: plugkit.v1.Plugin.WrapExecute:input_type -> plugkit.v1.WrapExecuteRequest
-	25, // 35: plugkit.v1.Plugin.PostExecute:input_type -> plugkit.v1.PostExecuteRequest
-	27, // 36: plugkit.v1.Plugin.Approve:input_type -> plugkit.v1.ApproveRequest
-	29, // 37: plugkit.v1.Plugin.CallService:input_type -> plugkit.v1.CallServiceRequest
-	31, // 38: plugkit.v1.Plugin.Observe:input_type -> plugkit.v1.ObserveRequest
-	34, // 39: plugkit.v1.Plugin.Shutdown:input_type -> plugkit.v1.ShutdownRequest
-	12, // 40: plugkit.v1.Plugin.Calls:input_type -> plugkit.v1.CallFrame
-	36, // 41: plugkit.v1.Host.RegisterTool:input_type -> plugkit.v1.RegisterToolRequest
-	38, // 42: plugkit.v1.Host.RegisterTools:input_type -> plugkit.v1.RegisterToolsRequest
-	41, // 43: plugkit.v1.Host.AddGuard:input_type -> plugkit.v1.AddGuardRequest
-	43, // 44: plugkit.v1.Host.Listen:input_type -> plugkit.v1.ListenRequest
-	45, // 45: plugkit.v1.Host.SetApprover:input_type -> plugkit.v1.SetApproverRequest
-	47, // 46: plugkit.v1.Host.Provide:input_type -> plugkit.v1.ProvideRequest
-	49, // 47: plugkit.v1.Host.CallService:input_type -> plugkit.v1.HostCallServiceRequest
-	51, // 48: plugkit.v1.Host.ExecuteTool:input_type -> plugkit.v1.HostExecuteToolRequest
-	53, // 49: plugkit.v1.Host.Contribute:input_type -> plugkit.v1.ContributeRequest
-	55, // 50: plugkit.v1.Host.Dispose:input_type -> plugkit.v1.DisposeRequest
-	61, // 51: plugkit.v1.Host.Next:input_type -> plugkit.v1.NextRequest
-	57, // 52: plugkit.v1.Host.ReportProblem:input_type -> plugkit.v1.ReportProblemRequest
-	59, // 53: plugkit.v1.Host.ExportSpans:input_type -> plugkit.v1.ExportSpansRequest
-	63, // 54: plugkit.v1.Host.ResourceUpdated:input_type -> plugkit.v1.ResourceUpdatedRequest
-	14, // 55: plugkit.v1.Plugin.Describe:output_type -> plugkit.v1.DescribeResponse
-	16, // 56: plugkit.v1.Plugin.Apply:output_type -> plugkit.v1.ApplyResponse
-	18, // 57: plugkit.v1.Plugin.ExecuteTool:output_type -> plugkit.v1.ExecuteToolResponse
-	20, // 58: plugkit.v1.Plugin.PreExecute:output_type -> plugkit.v1.PreExecuteResponse
-	22, // 59: plugkit.v1.Plugin.Guard:output_type -> plugkit.v1.GuardResponse
-	24, // 60: plugkit.v1.Plugin.WrapExecute:output_type -> plugkit.v1.WrapExecuteResponse
-	26, // 61: plugkit.v1.Plugin.PostExecute:output_type -> plugkit.v1.PostExecuteResponse
-	28, // 62: plugkit.v1.Plugin.Approve:output_type -> plugkit.v1.ApproveResponse
-	30, // 63: plugkit.v1.Plugin.CallService:output_type -> plugkit.v1.CallServiceResponse
-	32, // 64: plugkit.v1.Plugin.Observe:output_type -> plugkit.v1.ObserveResponse
-	35, // 65: plugkit.v1.Plugin.Shutdown:output_type -> plugkit.v1.ShutdownResponse
-	12, // 66: plugkit.v1.Plugin.Calls:output_type -> plugkit.v1.CallFrame
-	37, // 67: plugkit.v1.Host.RegisterTool:output_type -> plugkit.v1.RegisterToolResponse
-	39, // 68: plugkit.v1.Host.RegisterTools:output_type -> plugkit.v1.RegisterToolsResponse
-	42, // 69: plugkit.v1.Host.AddGuard:output_type -> plugkit.v1.AddGuardResponse
-	44, // 70: plugkit.v1.Host.Listen:output_type -> plugkit.v1.ListenResponse
-	46, // 71: plugkit.v1.Host.SetApprover:output_type -> plugkit.v1.SetApproverResponse
-	48, // 72: plugkit.v1.Host.Provide:output_type -> plugkit.v1.ProvideResponse
-	50, // 73: plugkit.v1.Host.CallService:output_type -> plugkit.v1.HostCallServiceResponse
-	52, // 74: plugkit.v1.Host.ExecuteTool:output_type -> plugkit.v1.HostExecuteToolResponse
-	54, // 75: plugkit.v1.Host.Contribute:output_type -> plugkit.v1.ContributeResponse
-	56, // 76: plugkit.v1.Host.Dispose:output_type -> plugkit.v1.DisposeResponse
-	62, // 77: plugkit.v1.Host.Next:output_type -> plugkit.v1.NextResponse
-	58, // 78: plugkit.v1.Host.ReportProblem:output_type -> plugkit.v1.ReportProblemResponse
-	60, // 79: plugkit.v1.Host.ExportSpans:output_type -> plugkit.v1.ExportSpansResponse
-	64, // 80: plugkit.v1.Host.ResourceUpdated:output_type -> plugkit.v1.ResourceUpdatedResponse
-	55, // [55:81] is the sub-list for method output_type
-	29, // [29:55] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	9,  // 3: plugkit.v1.ToolResult.shadow:type_name -> plugkit.v1.ShadowDecision
+	7,  // 4: plugkit.v1.Outcome.error:type_name -> plugkit.v1.ToolError
+	0,  // 5: plugkit.v1.Decision.verdict:type_name -> plugkit.v1.Verdict
+	1,  // 6: plugkit.v1.Review.verdict:type_name -> plugkit.v1.ReviewVerdict
+	66, // 7: plugkit.v1.CallFrame.metadata:type_name -> plugkit.v1.CallFrame.MetadataEntry
+	5,  // 8: plugkit.v1.ExecuteToolRequest.execution:type_name -> plugkit.v1.Execution
+	5,  // 9: plugkit.v1.PreExecuteRequest.execution:type_name -> plugkit.v1.Execution
+	11, // 10: plugkit.v1.PreExecuteResponse.decision:type_name -> plugkit.v1.Decision
+	5,  // 11: plugkit.v1.GuardRequest.execution:type_name -> plugkit.v1.Execution
+	5,  // 12: plugkit.v1.WrapExecuteRequest.execution:type_name -> plugkit.v1.Execution
+	10, // 13: plugkit.v1.WrapExecuteResponse.outcome:type_name -> plugkit.v1.Outcome
+	5,  // 14: plugkit.v1.PostExecuteRequest.execution:type_name -> plugkit.v1.Execution
+	10, // 15: plugkit.v1.PostExecuteRequest.outcome:type_name -> plugkit.v1.Outcome
+	12, // 16: plugkit.v1.PostExecuteResponse.review:type_name -> plugkit.v1.Review
+	5,  // 17: plugkit.v1.ApproveRequest.execution:type_name -> plugkit.v1.Execution
+	5,  // 18: plugkit.v1.ObserveRequest.execution:type_name -> plugkit.v1.Execution
+	8,  // 19: plugkit.v1.ObserveRequest.result:type_name -> plugkit.v1.ToolResult
+	34, // 20: plugkit.v1.ObserveResponse.receipts:type_name -> plugkit.v1.Receipt
+	4,  // 21: plugkit.v1.RegisterToolRequest.tool:type_name -> plugkit.v1.ToolDescriptor
+	37, // 22: plugkit.v1.RegisterToolsRequest.tools:type_name -> plugkit.v1.RegisterToolRequest
+	41, // 23: plugkit.v1.RegisterToolsResponse.results:type_name -> plugkit.v1.RegisterToolsResult
+	2,  // 24: plugkit.v1.ListenRequest.stage:type_name -> plugkit.v1.Stage
+	3,  // 25: plugkit.v1.ListenRequest.mode:type_name -> plugkit.v1.ListenMode
+	8,  // 26: plugkit.v1.HostExecuteToolResponse.result:type_name -> plugkit.v1.ToolResult
+	11, // 27: plugkit.v1.NextResponse.pre_execute:type_name -> plugkit.v1.Decision
+	10, // 28: plugkit.v1.NextResponse.execute:type_name -> plugkit.v1.Outcome
+	12, // 29: plugkit.v1.NextResponse.post_execute:type_name -> plugkit.v1.Review
+	14, // 30: plugkit.v1.Plugin.Describe:input_type -> plugkit.v1.DescribeRequest
+	16, // 31: plugkit.v1.Plugin.Apply:input_type -> plugkit.v1.ApplyRequest
+	18, // 32: plugkit.v1.Plugin.ExecuteTool:input_type -> plugkit.v1.ExecuteToolRequest
+	20, // 33: plugkit.v1.Plugin.PreExecute:input_type -> plugkit.v1.PreExecuteRequest
+	22, // 34: plugkit.v1.Plugin.Guard:input_type -> plugkit.v1.GuardRequest
+	24, // 35: plugkit.v1.Plugin.WrapExecute:input_type -> plugkit.v1.WrapExecuteRequest
+	26, // 36: plugkit.v1.Plugin.PostExecute:input_type -> plugkit.v1.PostExecuteRequest
+	28, // 37: plugkit.v1.Plugin.Approve:input_type -> plugkit.v1.ApproveRequest
+	30, // 38: plugkit.v1.Plugin.CallService:input_type -> plugkit.v1.CallServiceRequest
+	32, // 39: plugkit.v1.Plugin.Observe:input_type -> plugkit.v1.ObserveRequest
+	35, // 40: plugkit.v1.Plugin.Shutdown:input_type -> plugkit.v1.ShutdownRequest
+	13, // 41: plugkit.v1.Plugin.Calls:input_type -> plugkit.v1.CallFrame
+	37, // 42: plugkit.v1.Host.RegisterTool:input_type -> plugkit.v1.RegisterToolRequest
+	39, // 43: plugkit.v1.Host.RegisterTools:input_type -> plugkit.v1.RegisterToolsRequest
+	42, // 44: plugkit.v1.Host.AddGuard:input_type -> plugkit.v1.AddGuardRequest
+	44, // 45: plugkit.v1.Host.Listen:input_type -> plugkit.v1.ListenRequest
+	46, // 46: plugkit.v1.Host.SetApprover:input_type -> plugkit.v1.SetApproverRequest
+	48, // 47: plugkit.v1.Host.Provide:input_type -> plugkit.v1.ProvideRequest
+	50, // 48: plugkit.v1.Host.CallService:input_type -> plugkit.v1.HostCallServiceRequest
+	52, // 49: plugkit.v1.Host.ExecuteTool:input_type -> plugkit.v1.HostExecuteToolRequest
+	54, // 50: plugkit.v1.Host.Contribute:input_type -> plugkit.v1.ContributeRequest
+	56, // 51: plugkit.v1.Host.Dispose:input_type -> plugkit.v1.DisposeRequest
+	62, // 52: plugkit.v1.Host.Next:input_type -> plugkit.v1.NextRequest
+	58, // 53: plugkit.v1.Host.ReportProblem:input_type -> plugkit.v1.ReportProblemRequest
+	60, // 54: plugkit.v1.Host.ExportSpans:input_type -> plugkit.v1.ExportSpansRequest
+	64, // 55: plugkit.v1.Host.ResourceUpdated:input_type -> plugkit.v1.ResourceUpdatedRequest
+	15, // 56: plugkit.v1.Plugin.Describe:output_type -> plugkit.v1.DescribeResponse
+	17, // 57: plugkit.v1.Plugin.Apply:output_type -> plugkit.v1.ApplyResponse
+	19, // 58: plugkit.v1.Plugin.ExecuteTool:output_type -> plugkit.v1.ExecuteToolResponse
+	21, // 59: plugkit.v1.Plugin.PreExecute:output_type -> plugkit.v1.PreExecuteResponse
+	23, // 60: plugkit.v1.Plugin.Guard:output_type -> plugkit.v1.GuardResponse
+	25, // 61: plugkit.v1.Plugin.WrapExecute:output_type -> plugkit.v1.WrapExecuteResponse
+	27, // 62: plugkit.v1.Plugin.PostExecute:output_type -> plugkit.v1.PostExecuteResponse
+	29, // 63: plugkit.v1.Plugin.Approve:output_type -> plugkit.v1.ApproveResponse
+	31, // 64: plugkit.v1.Plugin.CallService:output_type -> plugkit.v1.CallServiceResponse
+	33, // 65: plugkit.v1.Plugin.Observe:output_type -> plugkit.v1.ObserveResponse
+	36, // 66: plugkit.v1.Plugin.Shutdown:output_type -> plugkit.v1.ShutdownResponse
+	13, // 67: plugkit.v1.Plugin.Calls:output_type -> plugkit.v1.CallFrame
+	38, // 68: plugkit.v1.Host.RegisterTool:output_type -> plugkit.v1.RegisterToolResponse
+	40, // 69: plugkit.v1.Host.RegisterTools:output_type -> plugkit.v1.RegisterToolsResponse
+	43, // 70: plugkit.v1.Host.AddGuard:output_type -> plugkit.v1.AddGuardResponse
+	45, // 71: plugkit.v1.Host.Listen:output_type -> plugkit.v1.ListenResponse
+	47, // 72: plugkit.v1.Host.SetApprover:output_type -> plugkit.v1.SetApproverResponse
+	49, // 73: plugkit.v1.Host.Provide:output_type -> plugkit.v1.ProvideResponse
+	51, // 74: plugkit.v1.Host.CallService:output_type -> plugkit.v1.HostCallServiceResponse
+	53, // 75: plugkit.v1.Host.ExecuteTool:output_type -> plugkit.v1.HostExecuteToolResponse
+	55, // 76: plugkit.v1.Host.Contribute:output_type -> plugkit.v1.ContributeResponse
+	57, // 77: plugkit.v1.Host.Dispose:output_type -> plugkit.v1.DisposeResponse
+	63, // 78: plugkit.v1.Host.Next:output_type -> plugkit.v1.NextResponse
+	59, // 79: plugkit.v1.Host.ReportProblem:output_type -> plugkit.v1.ReportProblemResponse
+	61, // 80: plugkit.v1.Host.ExportSpans:output_type -> plugkit.v1.ExportSpansResponse
+	65, // 81: plugkit.v1.Host.ResourceUpdated:output_type -> plugkit.v1.ResourceUpdatedResponse
+	56, // [56:82] is the sub-list for method output_type
+	30, // [30:56] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_plugkit_proto_init() }
@@ -4561,7 +4662,7 @@ func file_plugkit_proto_init() {
 	if File_plugkit_proto != nil {
 		return
 	}
-	file_plugkit_proto_msgTypes[58].OneofWrappers = []any{
+	file_plugkit_proto_msgTypes[59].OneofWrappers = []any{
 		(*NextResponse_PreExecute)(nil),
 		(*NextResponse_Execute)(nil),
 		(*NextResponse_PostExecute)(nil),
@@ -4572,7 +4673,7 @@ func file_plugkit_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugkit_proto_rawDesc), len(file_plugkit_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   62,
+			NumMessages:   63,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

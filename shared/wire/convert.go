@@ -126,6 +126,9 @@ func ToolResultToProto(r ToolResult) *pb.ToolResult {
 		DecidedBy:  r.DecidedBy,
 		DurationNs: int64(r.Duration),
 	}
+	for _, d := range r.Shadow {
+		m.Shadow = append(m.Shadow, &pb.ShadowDecision{Stage: int32(d.Stage), Plugin: d.Plugin, Rule: d.Rule, Would: d.Would, Reason: d.Reason})
+	}
 	if o := r.Omitted; o != nil {
 		m.ValueJson = nil
 		m.ValueOmitted, m.ValueSize, m.ValueSha256, m.ValueHead = true, o.Size, o.SHA256, o.Head
@@ -145,6 +148,9 @@ func ToolResultFromProto(m *pb.ToolResult) ToolResult {
 		Error:     ToolErrorFromProto(m.GetError()),
 		DecidedBy: m.GetDecidedBy(),
 		Duration:  time.Duration(m.GetDurationNs()),
+	}
+	for _, d := range m.GetShadow() {
+		r.Shadow = append(r.Shadow, ShadowDecision{Stage: int(d.GetStage()), Plugin: d.GetPlugin(), Rule: d.GetRule(), Would: d.GetWould(), Reason: d.GetReason()})
 	}
 	if m.GetValueOmitted() {
 		r.Value = nil

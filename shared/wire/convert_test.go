@@ -84,6 +84,7 @@ func TestToolResultRoundTrip(t *testing.T) {
 	}{
 		{name: "success", r: ToolResult{ID: "c1", OK: true, Value: json.RawMessage(`5`)}},
 		{name: "denied", r: ToolResult{ID: "c2", Error: &ToolError{Code: CodeDenied, Message: "no"}, DecidedBy: "safety"}},
+		{name: "shadow", r: ToolResult{ID: "c3", OK: true, Value: json.RawMessage(`1`), Shadow: []ShadowDecision{{Stage: 2, Plugin: "safety", Rule: "no_rm", Would: "DENIED", Reason: "rm"}, {Stage: 1, Plugin: "p", Would: "ASK"}}}},
 		{name: "failed with a replaced value", r: ToolResult{ID: "c3", Value: json.RawMessage(`"[redacted]"`),
 			Error: &ToolError{Code: CodeToolError, Message: "kaboom"}}},
 	} {

@@ -106,6 +106,21 @@ type ToolResult struct {
 	// larger than the observing plugin's max_result_bytes; Value is then
 	// nil.
 	Omitted *OmittedValue
+	// Shadow is what listeners in shadow would have decided on the call
+	// and did not (set on the results stage-5 observers receive).
+	Shadow []ShadowDecision
+}
+
+// ShadowDecision is what a stage-1 listener or guard in shadow would have
+// decided: its Deny, Ask or failure, which the host did not apply.
+type ShadowDecision struct {
+	// Stage is 1 (pre-execute) or 2 (guards).
+	Stage  int    `json:"stage"`
+	Plugin string `json:"plugin"`
+	Rule   string `json:"rule,omitempty"`
+	// Would is DENIED or ASK.
+	Would  string `json:"would"`
+	Reason string `json:"reason,omitempty"`
 }
 
 // OmittedValue stands for a result value too large to hand to an observer:

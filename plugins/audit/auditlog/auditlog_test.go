@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -527,5 +528,45 @@ func TestVerifyAnchor(t *testing.T) {
 	n, at, err = VerifyAnchor(bytes.NewReader(join(ls[:2])), third.Hash)
 	if err != nil || n != 2 || at != 0 {
 		t.Errorf("VerifyAnchor of a log cut before it = %d, %d, %v; want 2 lines, no anchor", n, at, err)
+	}
+}
+
+// TestShadowMember: a line's shadow decisions are in its canonical form and
+// its hash; a line without them has no shadow member, and one spelled
+// otherwise (an empty list, a member left out) is not canonical.
+func TestShadowMember(t *testing.T) {
+	l := Line{Seq: 1, Time: time.Date(2026, 5, 4, 10, 0, 0, 0, time.UTC), ID: "c-1", Caller: "cli", Tool: "rm",
+		OK: true, ArgsSHA256: Digest(nil),
+		Shadow: []Shadow{{Stage: 2, Plugin: "safety", Rule: "no_rm", Would: "DENIED", Reason: `denied by "no_rm"`}, {Stage: 1, Plugin: "p", Would: "ASK"}}}
+	l.Seal(ZeroHash)
+	text := l.Text()
+	want := `,"shadow":[{"stage":2,"plugin":"safety","rule":"no_rm","would":"DENIED","reason":"denied by \"no_rm\""},{"stage":1,"plugin":"p","rule":"","would":"ASK","reason":""}],"prev":`
+	if !bytes.Contains(text, []byte(want)) {
+		t.Fatalf("line %s\nlacks %s", text, want)
+	}
+	back, err := ParseLine(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back.Shadow, l.Shadow) || back.Hash != l.Hash {
+		t.Fatalf("parsed %+v", back.Shadow)
+	}
+	changed := l
+	changed.Shadow = []Shadow{l.Shadow[0]}
+	if changed.Seal(ZeroHash); changed.Hash == l.Hash {
+		t.Fatal("the hash does not cover the shadow member")
+	}
+	for _, bad := range []string{
+		strings.Replace(string(text), want, `,"shadow":[],"prev":`, 1),
+		strings.Replace(string(text), `,"rule":"",`, `,`, 1),
+	} {
+		if _, err := ParseLine([]byte(bad)); err == nil {
+			t.Errorf("accepted %s", bad)
+		}
+	}
+	plain := Line{Seq: 1, ID: "c-2", ArgsSHA256: Digest(nil)}
+	plain.Seal(ZeroHash)
+	if bytes.Contains(plain.Text(), []byte("shadow")) {
+		t.Fatalf("a line without shadow decisions: %s", plain.Text())
 	}
 }

@@ -10,8 +10,8 @@
 //
 //	{"seq":1,"time":"2026-05-04T10:20:30.123456789Z","id":"c-1","caller":"cli","tool":"add","ok":true,"code":"","decided_by":"","duration_ms":1.25,"args_sha256":"…64 hex…","prev":"000…000","hash":"…64 hex…"}
 //
-// Members, in this order, all of them but principal, principal_kind and
-// arguments always:
+// Members, in this order, all of them but principal, principal_kind,
+// arguments and shadow always:
 //
 //	seq          integer, 1 on the first line, +1 on each next line
 //	time         when the line was written, RFC 3339 in UTC with nanoseconds
@@ -35,6 +35,11 @@
 //	arguments    only when arguments are recorded: those bytes as JSON, with
 //	             insignificant space removed; bytes that are not valid JSON
 //	             are recorded as a JSON string of them
+//	shadow       only when a listener in shadow objected to the call: what
+//	             each would have decided and did not, in the order they
+//	             were asked, each an object with every member, in this
+//	             order: stage (1 or 2), plugin, rule ("" when none was
+//	             named), would (DENIED or ASK), reason
 //	prev         the previous line's hash; 64 "0" on the first line
 //	hash         this line's hash (below), 64 lowercase hex digits
 //
