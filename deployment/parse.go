@@ -213,6 +213,7 @@ func (p *parser) host(hs *hostSyntax) Host {
 		}
 	}
 	h.Tracing = p.tracing(hs.Tracing)
+	h.UserConsent = p.userConsent(hs.UserConsent)
 	h.MCPMaxSessions = p.count(body, "mcp_max_sessions", hs.MCPMaxSessions, 1, h.MCPMaxSessions)
 	h.MCPMaxConnsPerPeer = p.count(body, "mcp_max_conns_per_peer", hs.MCPMaxPeerConns, 1, h.MCPMaxConnsPerPeer)
 	h.MCPIdleTimeout = p.duration(body, "mcp_idle_timeout", hs.MCPIdleTimeout, h.MCPIdleTimeout)

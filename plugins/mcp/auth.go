@@ -10,7 +10,7 @@ import (
 )
 
 // auth reads the auth block into s: static headers join the others;
-// token_exchange or client_credentials make each call carry the token the
+// token_exchange, client_credentials or user_consent make each call carry the token the
 // host sent with it.
 func (s *settings) auth(cfg Config) []string {
 	if len(cfg.Auth) == 0 {
@@ -23,8 +23,8 @@ func (s *settings) auth(cfg Config) []string {
 		return []string{"write one auth block"}
 	}
 	a := cfg.Auth[0]
-	if n := len(a.Static) + len(a.TokenExchange) + len(a.ClientCredentials); n != 1 {
-		return []string{fmt.Sprintf("auth holds exactly one of static, token_exchange or client_credentials; it has %d", n)}
+	if n := len(a.Static) + len(a.TokenExchange) + len(a.ClientCredentials) + len(a.UserConsent); n != 1 {
+		return []string{fmt.Sprintf("auth holds exactly one of static, token_exchange, client_credentials or user_consent; it has %d", n)}
 	}
 	for _, h := range a.Static {
 		for k, v := range h {
