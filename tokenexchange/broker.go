@@ -24,6 +24,13 @@ const (
 	Failed Outcome = "failed"
 )
 
+// ConsentSource is each principal's own token for a user_consent
+// upstream. Its error says what the principal has to do (consent at a
+// URL) or what failed; it never holds a token.
+type ConsentSource interface {
+	Token(ctx context.Context, u *Upstream, principal string) (string, error)
+}
+
 // Defaults.
 const (
 	// RequestTimeout bounds one request to a token endpoint.
@@ -42,6 +49,9 @@ type Broker struct {
 	// OnOutcome, when set before use, is told of each Token's outcome by
 	// plugin (for metrics). It must not block.
 	OnOutcome func(plugin string, o Outcome)
+	// Consent, when set before use, serves the upstreams whose auth is
+	// user_consent (package consent); without it their calls fail.
+	Consent ConsentSource
 	// now is the clock (tests may not replace it; kept for clarity).
 	now func() time.Time
 
@@ -91,6 +101,15 @@ func (b *Broker) token(ctx context.Context, u *Upstream, principal string) (stri
 		sum := sha256.Sum256([]byte(subject))
 		key += "\x00" + principal + "\x00" + hex.EncodeToString(sum[:])
 	case ClientCredentials:
+	case UserConsent:
+		if b.Consent == nil {
+			return "", Failed, &Error{Upstream: u.name(), Reason: "the host has no user_consent block to keep its users' tokens"}
+		}
+		tok, err := b.Consent.Token(ctx, u, principal)
+		if err != nil {
+			return "", Failed, err
+		}
+		return tok, Cached, nil
 	default:
 		return "", Failed, &Error{Upstream: u.name(), Reason: "unknown auth mode " + string(u.Mode)}
 	}

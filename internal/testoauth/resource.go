@@ -34,8 +34,6 @@ type Call struct {
 	User, Token, Tool string
 }
 
-type userKey struct{}
-
 // StartResource serves until the test ends.
 func StartResource(t testing.TB, as *AuthServer, strict bool) *Resource {
 	t.Helper()
@@ -47,7 +45,11 @@ func StartResource(t testing.TB, as *AuthServer, strict bool) *Resource {
 		InputSchema: json.RawMessage(`{"type":"object"}`),
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, DestructiveHint: &no},
 	}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		user, _ := ctx.Value(userKey{}).(string)
+		var user string
+		if req.Extra != nil {
+			tok, _ := strings.CutPrefix(req.Extra.Header.Get("Authorization"), "Bearer ")
+			user, _ = as.Check(tok, res.URL)
+		}
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "you are " + user}}}, nil
 	})
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
@@ -76,7 +78,7 @@ func StartResource(t testing.TB, as *AuthServer, strict bool) *Resource {
 			res.calls = append(res.calls, Call{User: user, Token: tok, Tool: msg.Params.Name})
 			res.mu.Unlock()
 		}
-		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), userKey{}, user)))
+		h.ServeHTTP(w, r)
 	}))
 	hs := httptest.NewServer(mux)
 	t.Cleanup(func() {
