@@ -126,8 +126,8 @@ func (r *consentRig) whoami(t *testing.T, ctx context.Context, who string) {
 
 // consentInBrowser opens authURL in headless chromium, signs in as user
 // and allows; it returns the title of the page the browser ends on (the
-// host's callback page).
-func consentInBrowser(t *testing.T, ctx context.Context, authURL, user string) string {
+// host's callback page) and its address.
+func consentInBrowser(t *testing.T, ctx context.Context, authURL, user string) (title, at string) {
 	t.Helper()
 	chromium := testenv.LookPath(t, "chromium")
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium), chromedp.NoSandbox,
@@ -147,7 +147,11 @@ func consentInBrowser(t *testing.T, ctx context.Context, authURL, user string) s
 	if err != nil {
 		t.Fatalf("browser: %v", err)
 	}
-	title, err := chromedp.Run(bctx, chromedp.Text("#title"))
+	title, err = chromedp.Run(bctx, chromedp.Text("#title"))
+	if err != nil {
+		t.Fatalf("browser: %v", err)
+	}
+	at, err = chromedp.Run(bctx, chromedp.Location())
 	if err != nil {
 		t.Fatalf("browser: %v", err)
 	}
@@ -156,7 +160,7 @@ func consentInBrowser(t *testing.T, ctx context.Context, authURL, user string) s
 		t.Fatalf("browser: %v", err)
 	}
 	t.Logf("browser, after %s consented: %s: %s", user, title, detail)
-	return title
+	return title, at
 }
 
 // TestUserConsentThroughTheGateway runs the real host, bridge and a real
@@ -185,8 +189,9 @@ func TestUserConsentThroughTheGateway(t *testing.T) {
 
 	// Tokens live 3s from now on: the second call below needs a refresh.
 	as.SetTTL(3 * time.Second)
-	if title := consentInBrowser(t, ctx, aliceURL, "alice"); title != "Access allowed" {
-		t.Fatalf("the callback page says %q", title)
+	title, landed := consentInBrowser(t, ctx, aliceURL, "alice")
+	if title != "Access allowed" || !strings.HasPrefix(landed, r.callback+"/oauth/callback?") {
+		t.Fatalf("the browser ended on %s, titled %q", landed, title)
 	}
 	consented := time.Now()
 	r.whoami(t, ctx, "alice")
@@ -214,8 +219,9 @@ func TestUserConsentThroughTheGateway(t *testing.T) {
 	}
 
 	// The callback refuses a forged state and the same answer twice.
-	for name, q := range map[string]string{"forged state": "state=forged&code=x", "no state": "code=x"} {
-		resp, err := http.Get(r.callback + "/oauth/callback?" + q)
+	for name, u := range map[string]string{"forged state": r.callback + "/oauth/callback?state=forged&code=x",
+		"no state": r.callback + "/oauth/callback?code=x", "the browser's answer again": landed} {
+		resp, err := http.Get(u)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -223,6 +229,28 @@ func TestUserConsentThroughTheGateway(t *testing.T) {
 		if resp.StatusCode != http.StatusBadRequest {
 			t.Errorf("%s: %s; want 400", name, resp.Status)
 		}
+	}
+
+	// host tokens list shows alice's consent, never her token; revoke
+	// makes her next call ask again, with a new URL.
+	out, stderr, code := cli(t, "tokens", "list", "-c", r.config)
+	t.Logf("host tokens list:\n%s", out)
+	if code != 0 || !strings.Contains(out, "user:alice") || !strings.Contains(out, "tracker") || !strings.Contains(out, res.URL) || strings.Contains(out, "bob") {
+		t.Errorf("host tokens list: exit %d %q %s", code, out, stderr)
+	}
+	out, stderr, code = cli(t, "tokens", "revoke", "alice", "-c", r.config)
+	t.Logf("host tokens revoke alice:\n%s", out)
+	if code != 0 || !strings.Contains(out, "revoked user:alice's token for tracker") {
+		t.Errorf("host tokens revoke alice: exit %d %q %s", code, out, stderr)
+	}
+	if _, _, code := cli(t, "tokens", "revoke", "alice", "-c", r.config); code != exitFailed {
+		t.Errorf("revoking again: exit %d; want %d (nothing kept)", code, exitFailed)
+	}
+	if again := r.mustConsent(t, ctx, "alice"); again == aliceURL {
+		t.Error("after revoke, alice got her spent URL again")
+	}
+	if n := len(res.Calls()); n != 2 {
+		t.Errorf("%d upstream calls; the call after revoke reached it", n)
 	}
 
 	// No token in the clear anywhere the host writes.
