@@ -31,6 +31,27 @@ type ConsentSource interface {
 	Token(ctx context.Context, u *Upstream, principal string) (string, error)
 }
 
+// Refused is told that u answered 401 to the token principal's call
+// carried. For user_consent, the principal's token is dropped (when
+// Consent can drop one) and the error says how to consent again; other
+// modes get nil: nothing cached is known to be bad.
+func (b *Broker) Refused(ctx context.Context, u *Upstream, principal string) error {
+	if u.Mode != UserConsent || b.Consent == nil {
+		return nil
+	}
+	d, ok := b.Consent.(interface {
+		Drop(ctx context.Context, principal, plugin string) error
+	})
+	if !ok {
+		return nil
+	}
+	if err := d.Drop(ctx, principal, u.Plugin); err != nil {
+		return err
+	}
+	_, err := b.Consent.Token(ctx, u, principal)
+	return err
+}
+
 // Defaults.
 const (
 	// RequestTimeout bounds one request to a token endpoint.

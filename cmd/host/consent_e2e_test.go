@@ -246,11 +246,32 @@ func TestUserConsentThroughTheGateway(t *testing.T) {
 	if _, _, code := cli(t, "tokens", "revoke", "alice", "-c", r.config); code != exitFailed {
 		t.Errorf("revoking again: exit %d; want %d (nothing kept)", code, exitFailed)
 	}
-	if again := r.mustConsent(t, ctx, "alice"); again == aliceURL {
+	secondURL := r.mustConsent(t, ctx, "alice")
+	if secondURL == aliceURL {
 		t.Error("after revoke, alice got her spent URL again")
 	}
 	if n := len(res.Calls()); n != 2 {
 		t.Errorf("%d upstream calls; the call after revoke reached it", n)
+	}
+
+	// Alice consents again; then the authorization server revokes her
+	// token behind the host's back: the upstream's 401 drops it, and her
+	// call is DENIED with a new URL rather than failing for good.
+	as.SetTTL(time.Hour)
+	if title, _ := consentInBrowser(t, ctx, secondURL, "alice"); title != "Access allowed" {
+		t.Fatalf("second consent: %q", title)
+	}
+	r.whoami(t, ctx, "alice")
+	calls = res.Calls()
+	as.Revoke(calls[len(calls)-1].Token)
+	res401 := mcpCall(t, ctx, r.sessions["alice"], "tracker_whoami", `{}`)
+	text := toolText(res401)
+	t.Logf("alice's call with a token the upstream refuses: %s", text)
+	if m := consentURL.FindStringSubmatch(text); !res401.IsError || !strings.Contains(text, "DENIED") || !strings.Contains(text, "HTTP 401") || m == nil || m[1] == secondURL {
+		t.Errorf("a call whose token the upstream refused: isError %v %q; want DENIED naming the 401 and a new URL", res401.IsError, text)
+	}
+	if out, _, _ := cli(t, "tokens", "list", "alice", "-c", r.config); !strings.Contains(out, "no upstream tokens kept") {
+		t.Errorf("after the upstream's 401, host tokens list alice: %q; want her token dropped", out)
 	}
 
 	// No token in the clear anywhere the host writes.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync/atomic"
 
 	"github.com/plugkit-go/plugkit/shared/sdk"
 )
@@ -52,17 +53,35 @@ func (s *settings) withCallToken(ctx context.Context) (context.Context, error) {
 	if !ok {
 		return nil, errors.New("the host sent no upstream token with this call (auth needs one per call)")
 	}
-	return context.WithValue(ctx, bearerKey{}, tok), nil
+	return context.WithValue(ctx, bearerKey{}, &callBearerState{token: tok}), nil
+}
+
+// callBearerState is a call's token, and whether the upstream refused it.
+type callBearerState struct {
+	token   string
+	refused atomic.Bool
+}
+
+// refusedToken reports whether the upstream answered 401 to a request of
+// the call ctx serves, sent with its token.
+func refusedToken(ctx context.Context) bool {
+	st, ok := ctx.Value(bearerKey{}).(*callBearerState)
+	return ok && st.refused.Load()
 }
 
 // callBearer sets the call's token, if its request has one, as the
-// request's Authorization, replacing any static one.
-func callBearer(req *http.Request) *http.Request {
-	tok, ok := req.Context().Value(bearerKey{}).(string)
+// request's Authorization, replacing any static one; seen marks the call
+// refused when the answer is 401.
+func callBearer(req *http.Request) (out *http.Request, seen func(*http.Response)) {
+	st, ok := req.Context().Value(bearerKey{}).(*callBearerState)
 	if !ok {
-		return req
+		return req, func(*http.Response) {}
 	}
 	req = req.Clone(req.Context())
-	req.Header.Set("Authorization", "Bearer "+tok)
-	return req
+	req.Header.Set("Authorization", "Bearer "+st.token)
+	return req, func(resp *http.Response) {
+		if resp != nil && resp.StatusCode == http.StatusUnauthorized {
+			st.refused.Store(true)
+		}
+	}
 }
