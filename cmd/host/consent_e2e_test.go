@@ -19,6 +19,7 @@ import (
 
 	"github.com/plugkit-go/plugkit/internal/testenv"
 	"github.com/plugkit-go/plugkit/internal/testoauth"
+	"github.com/plugkit-go/plugkit/internal/testredis"
 )
 
 // consentRig is a running host bridging a protected upstream with
@@ -33,7 +34,7 @@ type consentRig struct {
 
 // startConsentHost starts the host with mcp_auth keys for alice and bob
 // (users), a user_consent block and the bridge in front of res.
-func startConsentHost(t *testing.T, ctx context.Context, as *testoauth.AuthServer, res *testoauth.Resource, hostExtra string) *consentRig {
+func startConsentHost(t *testing.T, ctx context.Context, as *testoauth.AuthServer, res *testoauth.Resource, o consentOpts) *consentRig {
 	t.Helper()
 	r := &consentRig{dir: t.TempDir(), as: as, res: res, sessions: map[string]*mcp.ClientSession{}}
 	bridge := filepath.Join(r.dir, "bridge")
@@ -49,20 +50,16 @@ func startConsentHost(t *testing.T, ctx context.Context, as *testoauth.AuthServe
 		}
 		apiKeys[who] = strings.TrimSpace(out)
 	}
-	key := make([]byte, 32)
-	if _, err := rand.Read(key); err != nil {
-		t.Fatal(err)
-	}
-	keyFile := filepath.Join(r.dir, "vault.key")
-	if err := os.WriteFile(keyFile, []byte(hex.EncodeToString(key)+"\n"), 0o600); err != nil {
-		t.Fatal(err)
+	keyFile := o.keyFile
+	if keyFile == "" {
+		keyFile = newVaultKey(t, r.dir)
 	}
 	r.vault = filepath.Join(r.dir, "tokens.vault")
 	addr, cb := freeLoopbackAddr(t), freeLoopbackAddr(t)
 	r.callback = "http://" + cb
 	store := fmt.Sprintf("    vault    = %q\n", r.vault)
-	if hostExtra != "" {
-		store = hostExtra
+	if o.store != "" {
+		store = fmt.Sprintf("    store    = %q\n", o.store)
 	}
 	r.config = deploymentFileWith(t, r.dir, deploymentTweaks{
 		host: fmt.Sprintf("  mcp = %q\n  mcp_auth {\n    keys = %q\n  }\n  user_consent {\n    listen   = %q\n    key_file = %q\n%s  }\n", addr, keysFile, cb, keyFile, store),
@@ -98,6 +95,26 @@ plugin "tracker" {
 	}
 	waitTools(t, ctx, r.sessions["alice"], "tracker_whoami")
 	return r
+}
+
+// consentOpts vary startConsentHost: a key file of the test's (replicas
+// share one), a Redis store instead of the vault file.
+type consentOpts struct {
+	keyFile, store string
+}
+
+// newVaultKey writes a vault key file into dir.
+func newVaultKey(t *testing.T, dir string) string {
+	t.Helper()
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(dir, "vault.key")
+	if err := os.WriteFile(keyFile, []byte(hex.EncodeToString(key)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return keyFile
 }
 
 var consentURL = regexp.MustCompile(`open (\S+) in a browser`)
@@ -176,7 +193,7 @@ func TestUserConsentThroughTheGateway(t *testing.T) {
 	defer cancel()
 	as := testoauth.StartAuthServer(t, testoauth.Options{Clients: map[string][]string{"plugkit": nil}})
 	res := testoauth.StartResource(t, as, false)
-	r := startConsentHost(t, ctx, as, res, "")
+	r := startConsentHost(t, ctx, as, res, consentOpts{})
 
 	aliceURL := r.mustConsent(t, ctx, "alice")
 	bobURL := r.mustConsent(t, ctx, "bob")
@@ -299,4 +316,51 @@ func TestUserConsentThroughTheGateway(t *testing.T) {
 			t.Errorf("%s holds a token of alice's", where)
 		}
 	}
+}
+
+// TestUserConsentSharedByReplicas: two hosts with one Redis store and one
+// vault key serve the same principals; alice consents through the first
+// replica's URL and callback, and her call through the second reaches the
+// upstream with her token; Redis holds no token in the clear.
+func TestUserConsentSharedByReplicas(t *testing.T) {
+	needShippedDeployment(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	redis := testredis.Start(t)
+	as := testoauth.StartAuthServer(t, testoauth.Options{Clients: map[string][]string{"plugkit": nil}})
+	res := testoauth.StartResource(t, as, false)
+	keyFile := newVaultKey(t, t.TempDir())
+	a := startConsentHost(t, ctx, as, res, consentOpts{keyFile: keyFile, store: redis.URL()})
+	b := startConsentHost(t, ctx, as, res, consentOpts{keyFile: keyFile, store: redis.URL()})
+
+	b.mustConsent(t, ctx, "alice")
+	url := a.mustConsent(t, ctx, "alice")
+	if title, landed := consentInBrowser(t, ctx, url, "alice"); title != "Access allowed" || !strings.HasPrefix(landed, a.callback) {
+		t.Fatalf("consent through the first replica ended on %s, titled %q", landed, title)
+	}
+	b.whoami(t, ctx, "alice")
+	calls := res.Calls()
+	if len(calls) != 1 || calls[0].User != "alice" {
+		t.Fatalf("upstream calls %+v; want alice's call through the second replica", calls)
+	}
+	a.whoami(t, ctx, "alice")
+	if calls := res.Calls(); len(calls) != 2 || calls[1].Token != calls[0].Token {
+		t.Errorf("the two replicas sent different tokens of alice's: %+v", calls)
+	}
+	b.mustConsent(t, ctx, "bob")
+	if out, _, code := cli(t, "tokens", "list", "-c", b.config); code != 0 || !strings.Contains(out, "user:alice") {
+		t.Errorf("host tokens list on the second replica: exit %d %q", code, out)
+	}
+	dump, err := exec.CommandContext(ctx, testenv.LookPath(t, "redis-cli"), "-u", redis.URL(), "--no-raw", "HGETALL", "plugkit:vault").CombinedOutput()
+	if err != nil {
+		t.Fatalf("redis-cli: %v %s", err, dump)
+	}
+	if !strings.Contains(string(dump), "user:alice") || strings.Contains(string(dump), calls[0].Token) || strings.Contains(string(dump), "at-alice") || strings.Contains(string(dump), "rt-alice") {
+		t.Errorf("Redis holds alice's record in the clear, or none:\n%s", dump)
+	}
+	// Revoked on one replica: the other asks again.
+	if _, _, code := cli(t, "tokens", "revoke", "alice", "-c", a.config); code != 0 {
+		t.Fatalf("host tokens revoke alice on the first replica: exit %d", code)
+	}
+	b.mustConsent(t, ctx, "alice")
 }
