@@ -21,6 +21,9 @@ type TokenEntry struct {
 	Expiry      time.Time `json:"expiry,omitzero"`
 	Refreshable bool      `json:"refreshable"`
 	Issued      time.Time `json:"issued,omitzero"`
+	// AtServer, for a revoked token, is what its authorization server
+	// said: "revoked", "no revocation endpoint", or why it failed.
+	AtServer string `json:"at_server,omitempty"`
 }
 
 // TokensRequest selects records: a principal ("kind:id", or an id of any
@@ -57,12 +60,16 @@ func (s *Server) revokeTokens(w http.ResponseWriter, r *http.Request) {
 			return TokensAnswer{}, errors.New("name the principal whose tokens to revoke")
 		}
 		list, err := m.Revoke(ctx, req.Principal, req.Plugin)
-		if err == nil {
-			for _, e := range list {
-				s.log.Info("upstream token revoked", "principal", e.Principal, "plugin", e.Plugin)
-			}
+		entries := make([]vault.Entry, len(list))
+		for i, e := range list {
+			entries[i] = e.Entry
+			s.log.Info("upstream token revoked", "principal", e.Principal, "plugin", e.Plugin, "at_server", e.AtServer)
 		}
-		return answerOf(list, err)
+		ans, err := answerOf(entries, err)
+		for i := range ans.Tokens {
+			ans.Tokens[i].AtServer = list[i].AtServer
+		}
+		return ans, err
 	})
 }
 

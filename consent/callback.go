@@ -78,7 +78,7 @@ func (m *Manager) callback(w http.ResponseWriter, r *http.Request) {
 	}
 	scope, _ := tok.Extra("scope").(string)
 	t := vault.Token{Upstream: p.u.URL, AccessToken: tok.AccessToken, RefreshToken: tok.RefreshToken, Expiry: tok.Expiry,
-		Scope: scope, TokenURL: p.srv.tokenURL, ClientID: p.srv.clientID, Resource: p.srv.resource, Issued: m.now()}
+		Scope: scope, TokenURL: p.srv.tokenURL, ClientID: p.srv.clientID, Resource: p.srv.resource, RevokeURL: p.srv.revokeURL, Issued: m.now()}
 	if err := m.vault.Put(ctx, p.principal, p.u.Plugin, t); err != nil {
 		page(w, http.StatusInternalServerError, "Authorization not kept", "The host could not keep the token: "+err.Error())
 		return

@@ -321,3 +321,30 @@ func TestBearerParams(t *testing.T) {
 		t.Fatalf("%v", got)
 	}
 }
+
+// TestRevokeAtServer: Revoke drops the record and revokes its tokens at
+// the authorization server (RFC 7009).
+func TestRevokeAtServer(t *testing.T) {
+	r := setup(t, testoauth.Options{}, true, "plugkit")
+	ctx := context.Background()
+	if status, text := land(t, browser(t, needed(t, r, "user:alice").URL, "alice", testoauth.Users["alice"]).String()); status != http.StatusOK {
+		t.Fatalf("callback: %d %s", status, text)
+	}
+	tok, err := r.m.Token(ctx, r.u, "user:alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.m.Revoke(ctx, "alice", "")
+	if err != nil || len(got) != 1 || got[0].Principal != "user:alice" || got[0].AtServer != "revoked" {
+		t.Fatalf("Revoke = %+v, %v", got, err)
+	}
+	if _, ok := r.as.Check(tok, r.res.URL); ok {
+		t.Error("the access token still works at the server")
+	}
+	if _, err := r.m.Token(ctx, r.u, "user:alice"); !errors.As(err, new(*Needed)) {
+		t.Errorf("after Revoke: %v; want consent needed", err)
+	}
+	if got, err := r.m.Revoke(ctx, "user:alice", ""); err != nil || len(got) != 0 {
+		t.Errorf("a second Revoke = %+v, %v; want nothing", got, err)
+	}
+}

@@ -19,6 +19,7 @@ type server struct {
 	authURL      string
 	tokenURL     string
 	registerURL  string
+	revokeURL    string
 	cimd         bool
 	scope        string // the 401's scope, when the deployment names none
 	clientID     string
@@ -66,6 +67,7 @@ func (m *Manager) discover(ctx context.Context, upstream string) (*server, error
 		AuthorizationEndpoint string   `json:"authorization_endpoint"`
 		TokenEndpoint         string   `json:"token_endpoint"`
 		RegistrationEndpoint  string   `json:"registration_endpoint"`
+		RevocationEndpoint    string   `json:"revocation_endpoint"`
 		CodeChallengeMethods  []string `json:"code_challenge_methods_supported"`
 		CIMD                  bool     `json:"client_id_metadata_document_supported"`
 	}
@@ -85,8 +87,12 @@ func (m *Manager) discover(ctx context.Context, upstream string) (*server, error
 			return nil, fmt.Errorf("authorization server %s: endpoint %q %v", issuer, e, err)
 		}
 	}
-	return &server{resource: prm.Resource, issuer: asm.Issuer, authURL: asm.AuthorizationEndpoint, tokenURL: asm.TokenEndpoint,
-		registerURL: asm.RegistrationEndpoint, cimd: asm.CIMD, scope: scope}, nil
+	srv := &server{resource: prm.Resource, issuer: asm.Issuer, authURL: asm.AuthorizationEndpoint, tokenURL: asm.TokenEndpoint,
+		registerURL: asm.RegistrationEndpoint, cimd: asm.CIMD, scope: scope}
+	if checkURL(asm.RevocationEndpoint) == nil {
+		srv.revokeURL = asm.RevocationEndpoint
+	}
+	return srv, nil
 }
 
 // probe sends an unauthenticated MCP initialize to upstream; a 401's

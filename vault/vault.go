@@ -24,6 +24,9 @@ type Token struct {
 	ClientID string `json:"client_id"`
 	// Resource is the RFC 8707 resource it was issued for.
 	Resource string `json:"resource,omitempty"`
+	// RevokeURL is the authorization server's RFC 7009 revocation
+	// endpoint; "" when it has none.
+	RevokeURL string `json:"revoke_url,omitempty"`
 	// Issued is when it was stored.
 	Issued time.Time `json:"issued"`
 }

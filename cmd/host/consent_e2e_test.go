@@ -200,6 +200,12 @@ func TestUserConsentThroughTheGateway(t *testing.T) {
 	if aliceURL == bobURL {
 		t.Fatal("bob got alice's authorization URL")
 	}
+	// host call, as the local user, prints the URL too.
+	out, _, code := cli(t, "call", "tracker_whoami", "-c", r.config)
+	t.Logf("host call tracker_whoami: %s", out)
+	if m := consentURL.FindStringSubmatch(out); code != exitFailed || !strings.Contains(out, "DENIED") || m == nil || m[1] == aliceURL || !strings.HasPrefix(m[1], as.URL+"/authorize?") {
+		t.Errorf("host call without consent: exit %d %q; want DENIED with the local user's own URL", code, out)
+	}
 	if n := len(res.Calls()); n != 0 {
 		t.Fatalf("%d calls reached the upstream before any consent", n)
 	}
@@ -251,13 +257,14 @@ func TestUserConsentThroughTheGateway(t *testing.T) {
 	// host tokens list shows alice's consent, never her token; revoke
 	// makes her next call ask again, with a new URL.
 	out, stderr, code := cli(t, "tokens", "list", "-c", r.config)
+	// (the local user never consented: only alice is listed)
 	t.Logf("host tokens list:\n%s", out)
 	if code != 0 || !strings.Contains(out, "user:alice") || !strings.Contains(out, "tracker") || !strings.Contains(out, res.URL) || strings.Contains(out, "bob") {
 		t.Errorf("host tokens list: exit %d %q %s", code, out, stderr)
 	}
 	out, stderr, code = cli(t, "tokens", "revoke", "alice", "-c", r.config)
 	t.Logf("host tokens revoke alice:\n%s", out)
-	if code != 0 || !strings.Contains(out, "revoked user:alice's token for tracker") {
+	if code != 0 || !strings.Contains(out, "revoked user:alice's token for tracker") || !strings.Contains(out, "at its authorization server: revoked") {
 		t.Errorf("host tokens revoke alice: exit %d %q %s", code, out, stderr)
 	}
 	if _, _, code := cli(t, "tokens", "revoke", "alice", "-c", r.config); code != exitFailed {

@@ -66,7 +66,7 @@ func tokensRun(cmd *cobra.Command, e *env, args []string, revoke bool) error {
 		}
 	} else if revoke {
 		for _, t := range list {
-			fmt.Fprintf(e.stdout, "revoked %s's token for %s (%s)\n", shownText(t.Principal), shownText(t.Plugin), shownText(t.Upstream))
+			fmt.Fprintf(e.stdout, "revoked %s's token for %s (%s); at its authorization server: %s\n", shownText(t.Principal), shownText(t.Plugin), shownText(t.Upstream), shownText(t.AtServer))
 		}
 	} else if len(list) == 0 {
 		fmt.Fprintln(e.stdout, "no upstream tokens kept")
