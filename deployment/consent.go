@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -137,4 +138,29 @@ func checkKeyFile(path string) error {
 		return fmt.Errorf("is readable or writable by others (mode %04o): chmod 600 it", fi.Mode().Perm())
 	}
 	return nil
+}
+
+// checkVaultReach refuses a sandbox that lets a plugin reach the vault's
+// key file or its vault file: the key opens every user's tokens.
+func (p *parser) checkVaultReach(d *Deployment) {
+	uc := d.Host.UserConsent
+	if uc == nil {
+		return
+	}
+	for _, pl := range d.Plugins {
+		pol := pl.Sandbox.Policy()
+		if pol == nil {
+			continue
+		}
+		for _, f := range []struct{ what, path string }{{"key_file", uc.KeyFile}, {"vault", uc.Vault}} {
+			if f.path == "" {
+				continue
+			}
+			for _, dir := range slices.Concat(pol.Read, pol.Write, pol.Exec) {
+				if f.path == dir || strings.HasPrefix(f.path, strings.TrimSuffix(dir, "/")+"/") {
+					p.errorf(pl.Range, "Sandbox reaches the token vault", "Plugin %q's sandbox gives it %s, which holds user_consent's %s %s: a plugin must never read the users' upstream tokens or their key; keep them out of every sandbox's paths.", pl.Name, dir, f.what, f.path)
+				}
+			}
+		}
+	}
 }

@@ -92,3 +92,37 @@ func TestParseUserConsentRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestParseUserConsentVaultOutOfSandboxes: a sandbox whose paths hold the
+// vault's key file or its vault is refused.
+func TestParseUserConsentVaultOutOfSandboxes(t *testing.T) {
+	t.Parallel()
+	vaultDir := t.TempDir()
+	host := consentHost(t, 0o600, `    vault = "`+filepath.Join(vaultDir, "tokens.vault")+`"`)
+	keyDir := host[strings.Index(host, `key_file = "`)+len(`key_file = "`):]
+	keyDir = filepath.Dir(keyDir[:strings.Index(keyDir, `"`)])
+	for _, c := range []struct{ read, want string }{
+		{keyDir, "key_file"},
+		{vaultDir, "vault"},
+	} {
+		src := host + `plugin "gh" {
+  path = "bin/ok"
+  sandbox {
+    read = ["` + c.read + `"]
+  }
+}
+`
+		_, diags := Parse(writeDeployment(t, src))
+		if out := Format(diags); !strings.Contains(out, "Sandbox reaches the token vault") || !strings.Contains(out, "user_consent's "+c.want) {
+			t.Errorf("read %s:\n%s\nwant the sandbox refused for the %s", c.read, out, c.want)
+		}
+	}
+	// A neighbour of the vault's folder is fine.
+	parseClean(t, host+`plugin "gh" {
+  path = "bin/ok"
+  sandbox {
+    read = ["` + t.TempDir() + `"]
+  }
+}
+`)
+}

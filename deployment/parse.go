@@ -50,6 +50,7 @@ func Parse(path string) (*Deployment, hcl.Diagnostics) {
 	d.Host = p.host(syn.Host)
 	d.Plugins = p.plugins(syn.Plugins)
 	p.checkUpstreams(d)
+	p.checkVaultReach(d)
 	p.checkReceiptsFrom(d)
 	// After the walks above, which record the attribute names retype uses.
 	p.diags = append(p.diags, retype(decoded, p.valueNames)...)
