@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/plugkit-go/plugkit/admin"
 	"github.com/plugkit-go/plugkit/internal/testenv"
 	"github.com/plugkit-go/plugkit/internal/testoauth"
 	"github.com/plugkit-go/plugkit/internal/testredis"
@@ -296,6 +298,25 @@ func TestUserConsentThroughTheGateway(t *testing.T) {
 	}
 	if out, _, _ := cli(t, "tokens", "list", "alice", "-c", r.config); !strings.Contains(out, "no upstream tokens kept") {
 		t.Errorf("after the upstream's 401, host tokens list alice: %q; want her token dropped", out)
+	}
+	// One user's refused token does not cut the bridge's session: the
+	// plugin did not restart.
+	out, _, _ = cli(t, "status", "--json", "-c", r.config)
+	var st admin.Status
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatal(err)
+	}
+	var seen bool
+	for _, p := range st.Plugins {
+		if p.Name == "tracker" {
+			seen = true
+			if p.Restarts != 0 || p.State != "ACTIVE" {
+				t.Errorf("after one user's 401 the bridge is %s after %d restarts", p.State, p.Restarts)
+			}
+		}
+	}
+	if !seen {
+		t.Errorf("host status lists no tracker: %s", out)
 	}
 
 	// No token in the clear anywhere the host writes.

@@ -1,13 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"sync/atomic"
 
 	"github.com/plugkit-go/plugkit/shared/sdk"
+	"github.com/plugkit-go/plugkit/shared/wire"
 )
 
 // auth reads the auth block into s: static headers join the others;
@@ -70,18 +74,47 @@ func refusedToken(ctx context.Context) bool {
 }
 
 // callBearer sets the call's token, if its request has one, as the
-// request's Authorization, replacing any static one; seen marks the call
-// refused when the answer is 401.
-func callBearer(req *http.Request) (out *http.Request, seen func(*http.Response)) {
+// request's Authorization, replacing any static one. seen marks the call
+// refused when the answer is 401, and answers the request in its place
+// with a JSON-RPC error of the same id: the SDK ends the whole session on
+// an HTTP error, and one user's dead token must not cut every user's calls.
+func callBearer(req *http.Request) (out *http.Request, seen func(*http.Response) *http.Response) {
 	st, ok := req.Context().Value(bearerKey{}).(*callBearerState)
 	if !ok {
-		return req, func(*http.Response) {}
+		return req, func(r *http.Response) *http.Response { return r }
 	}
 	req = req.Clone(req.Context())
 	req.Header.Set("Authorization", "Bearer "+st.token)
-	return req, func(resp *http.Response) {
-		if resp != nil && resp.StatusCode == http.StatusUnauthorized {
-			st.refused.Store(true)
+	var id json.RawMessage
+	if req.Method == http.MethodPost && req.GetBody != nil {
+		if body, err := req.GetBody(); err == nil {
+			var msg struct {
+				ID json.RawMessage `json:"id"`
+			}
+			if json.NewDecoder(io.LimitReader(body, maxIDScan)).Decode(&msg) == nil {
+				id = msg.ID
+			}
+			body.Close()
 		}
 	}
+	return req, func(resp *http.Response) *http.Response {
+		if resp == nil || resp.StatusCode != http.StatusUnauthorized {
+			return resp
+		}
+		st.refused.Store(true)
+		if len(id) == 0 {
+			return resp
+		}
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxIDScan))
+		resp.Body.Close()
+		msg, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id,
+			"error": map[string]any{"code": -32001, "message": wire.UpstreamRefused}})
+		return &http.Response{StatusCode: http.StatusOK, Status: "200 OK", Proto: resp.Proto, ProtoMajor: resp.ProtoMajor, ProtoMinor: resp.ProtoMinor,
+			Header: http.Header{"Content-Type": {"application/json"}}, Body: io.NopCloser(bytes.NewReader(msg)),
+			ContentLength: int64(len(msg)), Request: resp.Request}
+	}
 }
+
+// maxIDScan bounds what is read of a request to find its JSON-RPC id, and
+// of a 401's body before it is dropped.
+const maxIDScan = 1 << 20

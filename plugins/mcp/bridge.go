@@ -21,8 +21,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/plugkit-go/plugkit/shared/sdk"
-	"github.com/plugkit-go/plugkit/shared/wire"
 	"github.com/plugkit-go/plugkit/shared/toolname"
+	"github.com/plugkit-go/plugkit/shared/wire"
 )
 
 // bridge is one server's session and the tools registered for it.

@@ -127,8 +127,7 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	req, seen := callBearer(req)
 	resp, err := t.base.RoundTrip(req)
-	seen(resp)
-	return resp, err
+	return seen(resp), err
 }
 
 // stderrRelay logs each line the server writes to stderr through the
