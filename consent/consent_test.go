@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -346,5 +347,45 @@ func TestRevokeAtServer(t *testing.T) {
 	}
 	if got, err := r.m.Revoke(ctx, "user:alice", ""); err != nil || len(got) != 0 {
 		t.Errorf("a second Revoke = %+v, %v; want nothing", got, err)
+	}
+}
+
+// TestConcurrentCallsShareOneRefresh: calls of one principal that find
+// the token about to expire make one refresh between them.
+func TestConcurrentCallsShareOneRefresh(t *testing.T) {
+	r := setup(t, testoauth.Options{}, false, "plugkit")
+	ctx := context.Background()
+	if status, text := land(t, browser(t, needed(t, r, "user:alice").URL, "alice", testoauth.Users["alice"]).String()); status != http.StatusOK {
+		t.Fatalf("callback: %d %s", status, text)
+	}
+	// Within the first token's last 30s (it lives an hour), and before
+	// the refreshed one's: a call after the refresh is served it.
+	later := time.Now().Add(time.Hour - 10*time.Second)
+	r.m.now = func() time.Time { return later }
+	toks := make([]string, 8)
+	var wg sync.WaitGroup
+	for i := range toks {
+		wg.Go(func() {
+			tok, err := r.m.Token(ctx, r.u, "user:alice")
+			if err != nil {
+				t.Error(err)
+			}
+			toks[i] = tok
+		})
+	}
+	wg.Wait()
+	var refreshes int
+	for _, e := range r.as.Events() {
+		if e.Kind == "refresh" {
+			refreshes++
+		}
+	}
+	if refreshes != 1 {
+		t.Errorf("%d refreshes for 8 concurrent calls; want 1", refreshes)
+	}
+	for _, tok := range toks[1:] {
+		if tok != toks[0] {
+			t.Fatal("concurrent calls got different tokens")
+		}
 	}
 }
