@@ -108,6 +108,11 @@ func (m *Manager) Token(ctx context.Context, u *tokenexchange.Upstream, principa
 			if !errors.As(err, &re) || re.ErrorCode != "invalid_grant" {
 				return "", err
 			}
+			// Another replica may have refreshed first with the same
+			// (rotated, now spent) refresh token: its token is good.
+			if now, ok, gerr := m.vault.Get(ctx, principal, u.Plugin); gerr == nil && ok && now.AccessToken != t.AccessToken && !m.stale(now) {
+				return now.AccessToken, nil
+			}
 			// The refresh token is dead (revoked, expired): consent again.
 		}
 		if err := m.vault.Delete(ctx, principal, u.Plugin); err != nil {
