@@ -121,7 +121,7 @@ func TestParseUserConsentVaultOutOfSandboxes(t *testing.T) {
 	parseClean(t, host+`plugin "gh" {
   path = "bin/ok"
   sandbox {
-    read = ["` + t.TempDir() + `"]
+    read = ["`+t.TempDir()+`"]
   }
 }
 `)
