@@ -46,6 +46,10 @@ type Needed struct {
 	URL string
 }
 
+// ConsentURL is the URL the principal must open (for the token broker's
+// metrics, which cannot import this package).
+func (e *Needed) ConsentURL() string { return e.URL }
+
 func (e *Needed) Error() string {
 	return fmt.Sprintf("%s has not authorized upstream %s yet: open %s in a browser, sign in there and allow access, then call again", e.Principal, e.Upstream, e.URL)
 }

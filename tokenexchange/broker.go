@@ -22,6 +22,9 @@ const (
 	Cached Outcome = "cached"
 	// Failed: no token; the call is denied.
 	Failed Outcome = "failed"
+	// ConsentNeeded: a user_consent upstream, and the principal has not
+	// consented (or must again); the call is denied with the URL.
+	ConsentNeeded Outcome = "consent_needed"
 )
 
 // ConsentSource is each principal's own token for a user_consent
@@ -127,6 +130,10 @@ func (b *Broker) token(ctx context.Context, u *Upstream, principal string) (stri
 			return "", Failed, &Error{Upstream: u.name(), Reason: "the host has no user_consent block to keep its users' tokens"}
 		}
 		tok, err := b.Consent.Token(ctx, u, principal)
+		var asked interface{ ConsentURL() string }
+		if errors.As(err, &asked) {
+			return "", ConsentNeeded, err
+		}
 		if err != nil {
 			return "", Failed, err
 		}
