@@ -9,6 +9,8 @@
 //	POST /v1/answer          the answer to a question asked during a call
 //	POST /v1/reload          restart one plugin ({"plugin": name}) or reload the file ({})
 //	POST /v1/stop            stop the host
+//	POST /v1/tokens          the user_consent tokens kept ({"principal", "plugin"}, either may be ""), never a token
+//	POST /v1/tokens/revoke   drop a principal's user_consent tokens ({"principal", "plugin"})
 //
 // A call's response is newline-delimited JSON: zero or more
 // {"question": {...}} events, when an approver asks and the client said it

@@ -67,6 +67,8 @@ func NewServer(c Controls, log hclog.Logger) *Server {
 	mux.HandleFunc("POST /v1/answer", s.answer)
 	mux.HandleFunc("POST /v1/reload", s.reload)
 	mux.HandleFunc("POST /v1/stop", s.stop)
+	mux.HandleFunc("POST /v1/tokens", s.tokens)
+	mux.HandleFunc("POST /v1/tokens/revoke", s.revokeTokens)
 	lim := c.Limits
 	if lim.MaxConns == 0 {
 		lim.MaxConns = maxConns

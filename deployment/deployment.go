@@ -102,6 +102,10 @@ type Host struct {
 	// ReceiptsFromRange is where the file sets it.
 	ReceiptsFrom      string
 	ReceiptsFromRange hcl.Range
+	// UserConsent is where users' browsers come back after consenting to
+	// a bridged upstream, and where their tokens are kept; nil without a
+	// user_consent block.
+	UserConsent *UserConsent
 }
 
 // TLSFiles are a PEM certificate (chain) and its key, absolute paths; they

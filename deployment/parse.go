@@ -50,6 +50,7 @@ func Parse(path string) (*Deployment, hcl.Diagnostics) {
 	d.Host = p.host(syn.Host)
 	d.Plugins = p.plugins(syn.Plugins)
 	p.checkUpstreams(d)
+	p.checkVaultReach(d)
 	p.checkReceiptsFrom(d)
 	// After the walks above, which record the attribute names retype uses.
 	p.diags = append(p.diags, retype(decoded, p.valueNames)...)
@@ -213,6 +214,7 @@ func (p *parser) host(hs *hostSyntax) Host {
 		}
 	}
 	h.Tracing = p.tracing(hs.Tracing)
+	h.UserConsent = p.userConsent(hs.UserConsent)
 	h.MCPMaxSessions = p.count(body, "mcp_max_sessions", hs.MCPMaxSessions, 1, h.MCPMaxSessions)
 	h.MCPMaxConnsPerPeer = p.count(body, "mcp_max_conns_per_peer", hs.MCPMaxPeerConns, 1, h.MCPMaxConnsPerPeer)
 	h.MCPIdleTimeout = p.duration(body, "mcp_idle_timeout", hs.MCPIdleTimeout, h.MCPIdleTimeout)

@@ -33,35 +33,36 @@ type fileSyntax struct {
 }
 
 type hostSyntax struct {
-	AdminSocket     *string        `hcl:"admin_socket,optional"`
-	RunDir          *string        `hcl:"run_dir,optional"`
-	AutoMTLS        *bool          `hcl:"auto_mtls,optional"`
-	MaxMessageBytes *int           `hcl:"max_message_bytes,optional"`
-	MaxResultBytes  *int           `hcl:"max_result_bytes,optional"`
-	MaxArgBytes     *int           `hcl:"max_argument_bytes,optional"`
-	MaxDescBytes    *int           `hcl:"max_description_bytes,optional"`
-	LogLevel        *string        `hcl:"log_level,optional"`
-	ApprovalTimeout *string        `hcl:"approval_timeout,optional"`
-	ListenerTimeout *string        `hcl:"listener_timeout,optional"`
-	StartTimeout    *string        `hcl:"start_timeout,optional"`
-	DrainTimeout    *string        `hcl:"drain_timeout,optional"`
-	ShutdownTimeout *string        `hcl:"shutdown_timeout,optional"`
-	MetricsPublic   *bool          `hcl:"metrics_public,optional"`
-	MCP             *string        `hcl:"mcp,optional"`
-	Metrics         *string        `hcl:"metrics,optional"`
-	MCPMaxSessions  *int           `hcl:"mcp_max_sessions,optional"`
-	MCPMaxPeerConns *int           `hcl:"mcp_max_conns_per_peer,optional"`
-	MCPIdleTimeout  *string        `hcl:"mcp_idle_timeout,optional"`
-	MCPOrigins      []string       `hcl:"mcp_allowed_origins,optional"`
-	MCPStateKey     *string        `hcl:"mcp_state_key,optional"`
-	Receipts        *bool          `hcl:"receipts,optional"`
-	EgressResolver  *string        `hcl:"egress_resolver,optional"`
-	ReceiptsFrom    *string        `hcl:"receipts_from,optional"`
-	Policy          *policySyntax  `hcl:"policy,block"`
-	Sandbox         *sandboxSyntax `hcl:"sandbox,block"`
-	Tracing         *tracingSyntax `hcl:"tracing,block"`
-	MCPTLS          *mcpTLSSyntax  `hcl:"mcp_tls,block"`
-	MCPAuth         *mcpAuthSyntax `hcl:"mcp_auth,block"`
+	AdminSocket     *string            `hcl:"admin_socket,optional"`
+	RunDir          *string            `hcl:"run_dir,optional"`
+	AutoMTLS        *bool              `hcl:"auto_mtls,optional"`
+	MaxMessageBytes *int               `hcl:"max_message_bytes,optional"`
+	MaxResultBytes  *int               `hcl:"max_result_bytes,optional"`
+	MaxArgBytes     *int               `hcl:"max_argument_bytes,optional"`
+	MaxDescBytes    *int               `hcl:"max_description_bytes,optional"`
+	LogLevel        *string            `hcl:"log_level,optional"`
+	ApprovalTimeout *string            `hcl:"approval_timeout,optional"`
+	ListenerTimeout *string            `hcl:"listener_timeout,optional"`
+	StartTimeout    *string            `hcl:"start_timeout,optional"`
+	DrainTimeout    *string            `hcl:"drain_timeout,optional"`
+	ShutdownTimeout *string            `hcl:"shutdown_timeout,optional"`
+	MetricsPublic   *bool              `hcl:"metrics_public,optional"`
+	MCP             *string            `hcl:"mcp,optional"`
+	Metrics         *string            `hcl:"metrics,optional"`
+	MCPMaxSessions  *int               `hcl:"mcp_max_sessions,optional"`
+	MCPMaxPeerConns *int               `hcl:"mcp_max_conns_per_peer,optional"`
+	MCPIdleTimeout  *string            `hcl:"mcp_idle_timeout,optional"`
+	MCPOrigins      []string           `hcl:"mcp_allowed_origins,optional"`
+	MCPStateKey     *string            `hcl:"mcp_state_key,optional"`
+	Receipts        *bool              `hcl:"receipts,optional"`
+	EgressResolver  *string            `hcl:"egress_resolver,optional"`
+	ReceiptsFrom    *string            `hcl:"receipts_from,optional"`
+	Policy          *policySyntax      `hcl:"policy,block"`
+	Sandbox         *sandboxSyntax     `hcl:"sandbox,block"`
+	Tracing         *tracingSyntax     `hcl:"tracing,block"`
+	MCPTLS          *mcpTLSSyntax      `hcl:"mcp_tls,block"`
+	MCPAuth         *mcpAuthSyntax     `hcl:"mcp_auth,block"`
+	UserConsent     *userConsentSyntax `hcl:"user_consent,block"`
 
 	Body     hcl.Body  `hcl:",body"`
 	Unknown  hcl.Body  `hcl:",remain"`

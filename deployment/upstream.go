@@ -19,12 +19,22 @@ type authSyntax struct {
 		Static            []json.RawMessage `json:"static"`
 		TokenExchange     []upstreamSyntax  `json:"token_exchange"`
 		ClientCredentials []upstreamSyntax  `json:"client_credentials"`
+		UserConsent       []consentSyntax   `json:"user_consent"`
 	} `json:"auth"`
 }
 
 type upstreamSyntax struct {
 	TokenURL     string `json:"token_url"`
 	Audience     string `json:"audience"`
+	Scope        string `json:"scope"`
+	ClientID     string `json:"client_id"`
+	ClientSecret string `json:"client_secret"`
+}
+
+// consentSyntax is a user_consent block: each user consents once, in a
+// browser, to the upstream's authorization server, which the host finds
+// from the upstream itself.
+type consentSyntax struct {
 	Scope        string `json:"scope"`
 	ClientID     string `json:"client_id"`
 	ClientSecret string `json:"client_secret"`
@@ -53,9 +63,13 @@ func (p *parser) upstream(pl *Plugin) {
 		return
 	}
 	a := s.Auth[0]
-	n := len(a.Static) + len(a.TokenExchange) + len(a.ClientCredentials)
+	n := len(a.Static) + len(a.TokenExchange) + len(a.ClientCredentials) + len(a.UserConsent)
 	if n != 1 {
-		p.errorf(pl.configAt("/auth/0"), "Invalid auth block", "Plugin %q: an auth block holds exactly one of static, token_exchange or client_credentials; it has %d.", pl.Name, n)
+		p.errorf(pl.configAt("/auth/0"), "Invalid auth block", "Plugin %q: an auth block holds exactly one of static, token_exchange, client_credentials or user_consent; it has %d.", pl.Name, n)
+		return
+	}
+	if len(a.UserConsent) == 1 {
+		p.consentUpstream(pl, s.URL, a.UserConsent[0])
 		return
 	}
 	mode, list := tokenexchange.Exchange, a.TokenExchange
@@ -95,9 +109,36 @@ func (p *parser) upstream(pl *Plugin) {
 	pl.upstreamRange = pl.configAt(at)
 }
 
-// checkUpstreams refuses token_exchange without mcp_auth oauth: there
-// would be no caller's token to exchange.
+// consentUpstream reads a user_consent block: the upstream's url over TLS
+// (its tokens travel to it), the client, the scopes.
+func (p *parser) consentUpstream(pl *Plugin, rawURL string, c consentSyntax) {
+	at := "/auth/0/user_consent/0"
+	if rawURL == "" {
+		p.errorf(pl.configAt(at), "Auth without url", "Plugin %q: user_consent obtains each user's token for an upstream reached at url, and the config has no url.", pl.Name)
+		return
+	}
+	if err := checkHTTPS(rawURL); err != nil {
+		p.errorf(pl.configAt("/url"), "Upstream without TLS", "Plugin %q: url %q %v: a token for the upstream must not travel in the clear.", pl.Name, rawURL, err)
+		return
+	}
+	if c.ClientSecret != "" && c.ClientID == "" {
+		p.errorf(pl.configAt(at), "client_secret without client_id", "Plugin %q: user_consent has a client_secret but no client_id it belongs to.", pl.Name)
+		return
+	}
+	pl.Upstream = &tokenexchange.Upstream{Plugin: pl.Name, URL: rawURL, Mode: tokenexchange.UserConsent,
+		Scope: c.Scope, ClientID: c.ClientID, ClientSecret: c.ClientSecret}
+	pl.upstreamRange = pl.configAt(at)
+}
+
+// checkUpstreams refuses token_exchange without mcp_auth oauth (there
+// would be no caller's token to exchange), and user_consent without the
+// host's user_consent block (there would be nowhere to come back to).
 func (p *parser) checkUpstreams(d *Deployment) {
+	for _, pl := range d.Plugins {
+		if pl.Upstream != nil && pl.Upstream.Mode == tokenexchange.UserConsent && d.Host.UserConsent == nil {
+			p.errorf(pl.upstreamRange, "user_consent without a callback", "Plugin %q asks each user's consent for its upstream, but the host block has no user_consent { listen = … key_file = … vault = … }: the browser would have nowhere to come back to, the tokens nowhere to be kept.", pl.Name)
+		}
+	}
 	if d.Host.MCPAuth != nil && d.Host.MCPAuth.OAuth != nil {
 		return
 	}
@@ -121,7 +162,7 @@ func (pl Plugin) PluginConfig() json.RawMessage {
 	if auth, ok := m["auth"].([]any); ok {
 		for _, a := range auth {
 			blocks, _ := a.(map[string]any)
-			for _, mode := range []string{string(tokenexchange.Exchange), string(tokenexchange.ClientCredentials)} {
+			for _, mode := range []string{string(tokenexchange.Exchange), string(tokenexchange.ClientCredentials), string(tokenexchange.UserConsent)} {
 				list, _ := blocks[mode].([]any)
 				for _, b := range list {
 					if o, ok := b.(map[string]any); ok {

@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/plugkit-go/plugkit/confine"
+	"github.com/plugkit-go/plugkit/consent"
 	"github.com/plugkit-go/plugkit/deployment"
 	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/metrics"
@@ -49,6 +50,9 @@ type Host struct {
 	watchers  sync.WaitGroup
 	reloading sync.Mutex // one file reload at a time
 	gate      gate       // admits calls until Drain
+	// consent keeps the user_consent upstreams' tokens; nil without a
+	// user_consent block.
+	consent *consent.Manager
 	// limitStore is the shared rate store's connections; nil without one.
 	limitStore io.Closer
 	// builtins are the names of the host's own parts the kernel runs
@@ -225,12 +229,24 @@ func New(d *deployment.Deployment, log hclog.Logger) (*Host, error) {
 	opts.OnResourceUpdated = h.resourceUpdated
 	opts.Tokens = tokenexchange.New(nil)
 	opts.Tokens.OnOutcome = h.Metrics.UpstreamToken
+	cm, err := newConsent(d.Host.UserConsent)
+	if err != nil {
+		k.Close()
+		return nil, err
+	}
+	if cm != nil {
+		h.consent = cm
+		opts.Tokens.Consent = cm
+	}
 	opts.OnEgress = h.egressEvent
 	opts.EgressResolver = egressResolver(d.Host.EgressResolver)
 	if tc := d.Host.Tracing; tc != nil {
 		t, err := tracing.New(context.Background(), tracing.Config{Endpoint: tc.Endpoint, Sample: tc.Sample, Headers: tc.Headers}, Version)
 		if err != nil {
 			k.Close()
+			if cm != nil {
+				_ = cm.Vault().Close()
+			}
 			return nil, err
 		}
 		h.tracing = t
@@ -357,6 +373,9 @@ func (h *Host) closeBuiltins(ctx context.Context) {
 	h.tools.Close()
 	if h.limitStore != nil {
 		_ = h.limitStore.Close()
+	}
+	if h.consent != nil {
+		_ = h.consent.Vault().Close()
 	}
 	if h.tracing != nil {
 		if err := h.tracing.Shutdown(ctx); err != nil {

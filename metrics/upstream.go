@@ -9,7 +9,7 @@ import (
 func newUpstreamTokens() *prometheus.CounterVec {
 	return prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "plugkit", Name: "upstream_tokens_total",
-		Help: "Tokens for plugins' upstreams (auth token_exchange or client_credentials), by plugin and outcome: exchanged (from the token endpoint), cached, or failed (the call was denied).",
+		Help: "Tokens for plugins' upstreams (auth token_exchange, client_credentials or user_consent), by plugin and outcome: exchanged (from the token endpoint), cached (or kept for a user who consented), consent_needed (the call was denied with an authorization URL), or failed (the call was denied).",
 	}, []string{"plugin", "outcome"})
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/plugkit-go/plugkit/pipeline"
 	"github.com/plugkit-go/plugkit/shared/pb"
+	"github.com/plugkit-go/plugkit/shared/wire"
 )
 
 // The proxies: each registration a plugin process makes becomes one of these
@@ -163,6 +165,11 @@ func (in *instance) toolProxy(handler, name string) pipeline.ToolFunc {
 		if resp.GetError() != "" {
 			if cerr := settle(ctx, nil); cerr != nil {
 				return nil, cerr
+			}
+			if u := in.spec.Upstream; u != nil && strings.HasPrefix(resp.GetError(), wire.UpstreamRefused) {
+				if err := in.upstreamRefused(ctx, u, e.Principal()); err != nil {
+					return nil, &pipeline.Error{Code: pipeline.CodeDenied, Message: fmt.Sprintf("plugin %s: %s; %v", in.name, wire.UpstreamRefused, err)}
+				}
 			}
 			return nil, errors.New(resp.GetError())
 		}

@@ -17,3 +17,13 @@ func (in *instance) upstreamToken(ctx context.Context, u *tokenexchange.Upstream
 	}
 	return in.tokens.Token(ctx, u, p.Kind+":"+p.ID)
 }
+
+// upstreamRefused is told that the plugin's upstream refused the token of
+// p's call (the plugin said wire.UpstreamRefused): a user_consent token is
+// dropped, and the error asks p to consent again.
+func (in *instance) upstreamRefused(ctx context.Context, u *tokenexchange.Upstream, p pipeline.Principal) error {
+	if in.tokens == nil {
+		return nil
+	}
+	return in.tokens.Refused(ctx, u, p.Kind+":"+p.ID)
+}

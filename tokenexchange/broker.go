@@ -22,7 +22,38 @@ const (
 	Cached Outcome = "cached"
 	// Failed: no token; the call is denied.
 	Failed Outcome = "failed"
+	// ConsentNeeded: a user_consent upstream, and the principal has not
+	// consented (or must again); the call is denied with the URL.
+	ConsentNeeded Outcome = "consent_needed"
 )
+
+// ConsentSource is each principal's own token for a user_consent
+// upstream. Its error says what the principal has to do (consent at a
+// URL) or what failed; it never holds a token.
+type ConsentSource interface {
+	Token(ctx context.Context, u *Upstream, principal string) (string, error)
+}
+
+// Refused is told that u answered 401 to the token principal's call
+// carried. For user_consent, the principal's token is dropped (when
+// Consent can drop one) and the error says how to consent again; other
+// modes get nil: nothing cached is known to be bad.
+func (b *Broker) Refused(ctx context.Context, u *Upstream, principal string) error {
+	if u.Mode != UserConsent || b.Consent == nil {
+		return nil
+	}
+	d, ok := b.Consent.(interface {
+		Drop(ctx context.Context, principal, plugin string) error
+	})
+	if !ok {
+		return nil
+	}
+	if err := d.Drop(ctx, principal, u.Plugin); err != nil {
+		return err
+	}
+	_, err := b.Consent.Token(ctx, u, principal)
+	return err
+}
 
 // Defaults.
 const (
@@ -42,6 +73,9 @@ type Broker struct {
 	// OnOutcome, when set before use, is told of each Token's outcome by
 	// plugin (for metrics). It must not block.
 	OnOutcome func(plugin string, o Outcome)
+	// Consent, when set before use, serves the upstreams whose auth is
+	// user_consent (package consent); without it their calls fail.
+	Consent ConsentSource
 	// now is the clock (tests may not replace it; kept for clarity).
 	now func() time.Time
 
@@ -91,6 +125,19 @@ func (b *Broker) token(ctx context.Context, u *Upstream, principal string) (stri
 		sum := sha256.Sum256([]byte(subject))
 		key += "\x00" + principal + "\x00" + hex.EncodeToString(sum[:])
 	case ClientCredentials:
+	case UserConsent:
+		if b.Consent == nil {
+			return "", Failed, &Error{Upstream: u.name(), Reason: "the host has no user_consent block to keep its users' tokens"}
+		}
+		tok, err := b.Consent.Token(ctx, u, principal)
+		var asked interface{ ConsentURL() string }
+		if errors.As(err, &asked) {
+			return "", ConsentNeeded, err
+		}
+		if err != nil {
+			return "", Failed, err
+		}
+		return tok, Cached, nil
 	default:
 		return "", Failed, &Error{Upstream: u.name(), Reason: "unknown auth mode " + string(u.Mode)}
 	}

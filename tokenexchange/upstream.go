@@ -15,6 +15,9 @@ const (
 	Exchange Mode = "token_exchange"
 	// ClientCredentials is the gateway's own identity (RFC 6749 §4.4).
 	ClientCredentials Mode = "client_credentials"
+	// UserConsent is each user's own consent, given once in a browser
+	// (OAuth authorization code with PKCE), its tokens kept by the host.
+	UserConsent Mode = "user_consent"
 )
 
 // Upstream is one plugin's auth block: where and how its calls' tokens are

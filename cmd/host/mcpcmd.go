@@ -52,6 +52,11 @@ func serveMCP(ctx context.Context, e *env, _ []string) error {
 	}
 	unlisten := logStates(h, log)
 	defer unlisten()
+	stopConsent, err := startConsent(d, h, log)
+	if err != nil {
+		h.Stop(ctx)
+		return fail(exitFailed, "%v", err)
+	}
 	// Plugins start before the first request is read: a client usually
 	// lists the tools once, right after it connects.
 	h.Start(ctx)
@@ -62,6 +67,7 @@ func serveMCP(ctx context.Context, e *env, _ []string) error {
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_ = srv.Shutdown(sctx)
+	stopConsent(sctx)
 	h.Stop(sctx)
 	log.Info("host stopped")
 	if serveErr != nil {

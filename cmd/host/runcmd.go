@@ -108,6 +108,14 @@ func runHost(ctx context.Context, e *env, _ []string) error {
 		h.Stop(ctx)
 		return fail(exitFailed, "%v", err)
 	}
+	stopConsent, err := startConsent(d, h, log)
+	if err != nil {
+		ln.Close()
+		stopMetrics(ctx)
+		front.stop(ctx)
+		h.Stop(ctx)
+		return fail(exitFailed, "%v", err)
+	}
 	h.Start(ctx)
 	stopped := make(chan struct{}, 1)
 	srv := admin.NewServer(admin.Controls{
@@ -161,6 +169,7 @@ loop:
 	_ = srv.Shutdown(sctx)
 	front.stop(sctx)
 	stopMetrics(sctx)
+	stopConsent(sctx)
 	h.Stop(sctx)
 	os.Remove(d.Host.AdminSocket)
 	log.Info("host stopped")

@@ -17,6 +17,7 @@ import (
 
 	"github.com/plugkit-go/plugkit/internal/mcptestserver"
 	"github.com/plugkit-go/plugkit/shared/sdk"
+	"github.com/plugkit-go/plugkit/shared/wire"
 )
 
 // recorder is an upstream over HTTP that records the Authorization of each
@@ -87,5 +88,49 @@ func TestPerCallBearer(t *testing.T) {
 		if strings.Contains(a, "for-") {
 			t.Errorf("a request of the session carried a call's token: %q", a)
 		}
+	}
+}
+
+// With user_consent, a call whose token the upstream refuses (401) fails
+// with wire.UpstreamRefused, which the host reads to drop the token; a
+// call that fails otherwise does not say it, and the session goes on.
+func TestRefusedTokenSaid(t *testing.T) {
+	type testToken struct{}
+	upstreamToken = func(ctx context.Context) (string, bool) { s, ok := ctx.Value(testToken{}).(string); return s, ok }
+	t.Cleanup(func() { upstreamToken = sdk.UpstreamToken })
+	opts := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, opts) })
+	srv := mcptestserver.New(io.Discard)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv.Server }, nil)
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") == "Bearer revoked" {
+			w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+			http.Error(w, "no", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(hs.Close)
+	t.Cleanup(hs.CloseClientConnections)
+	set, err := check(Config{URL: hs.URL, Prefix: strPtr(""), Auth: []AuthBlock{{UserConsent: []ConsentAuth{{Scope: "read"}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	b := newBridge(set, hclog.NewNullLogger(), newFakeHost().batch, func(error) {})
+	if err := b.start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer b.close()
+	_, err = b.call(context.WithValue(ctx, testToken{}, "revoked"), "echo", []byte(`{"message":"x"}`))
+	if err == nil || !strings.HasPrefix(err.Error(), wire.UpstreamRefused) {
+		t.Fatalf("a call whose token got 401: %v; want it to start with %q", err, wire.UpstreamRefused)
+	}
+	if _, err := b.call(context.WithValue(ctx, testToken{}, "good"), "fail", []byte(`{}`)); err == nil || strings.Contains(err.Error(), wire.UpstreamRefused) {
+		t.Fatalf("a call that failed otherwise: %v", err)
+	}
+	if _, err := b.call(context.WithValue(ctx, testToken{}, "good"), "echo", []byte(`{"message":"x"}`)); err != nil {
+		t.Fatalf("a good token's call after a refused one: %v", err)
 	}
 }

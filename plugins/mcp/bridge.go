@@ -22,6 +22,7 @@ import (
 
 	"github.com/plugkit-go/plugkit/shared/sdk"
 	"github.com/plugkit-go/plugkit/shared/toolname"
+	"github.com/plugkit-go/plugkit/shared/wire"
 )
 
 // bridge is one server's session and the tools registered for it.
@@ -363,6 +364,9 @@ func (b *bridge) call(ctx context.Context, name string, args json.RawMessage) (a
 		span.SetStatus(codes.Error, "tools/call failed")
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
+		}
+		if refusedToken(ctx) {
+			return nil, fmt.Errorf("%s: tools/call %s on the MCP server %s", wire.UpstreamRefused, name, b.set.describe())
 		}
 		var wire *jsonrpc.Error
 		if !errors.As(err, &wire) {

@@ -17,7 +17,7 @@ type Config struct {
 	Command []string            `json:"command,omitempty" doc:"A stdio server: the program and its arguments. The program is looked up in PATH; a relative path is relative to the deployment file's folder."`
 	URL     string              `json:"url,omitempty" doc:"A streamable HTTP server: its MCP endpoint (http or https)."`
 	Headers []map[string]string `json:"headers,omitempty" doc:"HTTP headers sent with every request to url, as headers { Name = \"value\" } blocks."`
-	Auth    []AuthBlock         `json:"auth,omitempty" doc:"url only: how calls authenticate to the server, one of static, token_exchange or client_credentials (see AuthBlock)."`
+	Auth    []AuthBlock         `json:"auth,omitempty" doc:"url only: how calls authenticate to the server, one of static, token_exchange, client_credentials or user_consent (see AuthBlock)."`
 	Env     map[string]string   `json:"env,omitempty" doc:"The stdio server's environment: only these variables, plus PATH and HOME from the host's."`
 	Prefix  *string             `json:"prefix,omitempty" doc:"Registers each tool as PREFIX_name. By default PREFIX is the plugin's name in the deployment; prefix = \"\" registers the server's own names."`
 	Timeout string              `json:"timeout,omitempty" doc:"The declared timeout of every bridged tool, a Go duration (\"30s\"); the host's timeout policy enforces it. None by default."`
@@ -55,6 +55,15 @@ type AuthBlock struct {
 	Static            []map[string]string `json:"static,omitempty" doc:"HTTP headers sent with every request, as headers blocks are: one identity for every caller."`
 	TokenExchange     []UpstreamAuth      `json:"token_exchange,omitempty" doc:"RFC 8693: the host exchanges the calling principal's OAuth token (mcp_auth oauth) for one of audience at token_url."`
 	ClientCredentials []UpstreamAuth      `json:"client_credentials,omitempty" doc:"The gateway's own identity: the host asks token_url for a client credentials token of audience."`
+	UserConsent       []ConsentAuth       `json:"user_consent,omitempty" doc:"Each user consents once in a browser (OAuth authorization code with PKCE, the server's authorization server found from its 401); the host keeps each user's token and sends it with that user's calls."`
+}
+
+// ConsentAuth is a user_consent block; the host reads it (packages consent
+// and vault) and drops client_secret before the plugin gets its config.
+type ConsentAuth struct {
+	Scope        string `json:"scope,omitempty" doc:"The scopes asked for, space-separated: the narrowest the tools need. Empty: the server's own scopes_supported."`
+	ClientID     string `json:"client_id,omitempty" doc:"The host's client id at the authorization server, registered beforehand. Empty: a client id metadata document the host serves, or dynamic registration where the server offers only that."`
+	ClientSecret string `json:"client_secret,omitempty" doc:"The client secret of client_id, for a confidential client; only the host uses it."`
 }
 
 // UpstreamAuth is a token_exchange or client_credentials block; the host

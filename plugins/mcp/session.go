@@ -125,7 +125,9 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			req.Header.Set(k, v)
 		}
 	}
-	return t.base.RoundTrip(callBearer(req))
+	req, seen := callBearer(req)
+	resp, err := t.base.RoundTrip(req)
+	return seen(resp), err
 }
 
 // stderrRelay logs each line the server writes to stderr through the
