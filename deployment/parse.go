@@ -49,6 +49,7 @@ func Parse(path string) (*Deployment, hcl.Diagnostics) {
 	p.names(file.Body, &syn, "the top level of the file")
 	d.Host = p.host(syn.Host)
 	d.Plugins = p.plugins(syn.Plugins)
+	d.Approvals = p.approvals(syn.Approvals)
 	p.checkUpstreams(d)
 	p.checkReceiptsFrom(d)
 	// After the walks above, which record the attribute names retype uses.
