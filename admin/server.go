@@ -67,6 +67,10 @@ func NewServer(c Controls, log hclog.Logger) *Server {
 	mux.HandleFunc("POST /v1/answer", s.answer)
 	mux.HandleFunc("POST /v1/reload", s.reload)
 	mux.HandleFunc("POST /v1/stop", s.stop)
+	mux.HandleFunc("GET /v1/approvals", s.listApprovals)
+	mux.HandleFunc("GET /v1/approvals/{id}", s.showApproval)
+	mux.HandleFunc("POST /v1/approvals/{id}/approve", s.approve)
+	mux.HandleFunc("POST /v1/approvals/{id}/deny", s.deny)
 	lim := c.Limits
 	if lim.MaxConns == 0 {
 		lim.MaxConns = maxConns
@@ -282,7 +286,7 @@ func (s *Server) call(w http.ResponseWriter, r *http.Request) {
 	}
 	caller, release := s.c.Host.Approvals.Caller("cli", ask)
 	defer release()
-	ctx := r.Context()
+	ctx := host.WithWaitNotice(r.Context(), func(wt host.Waiting) { send(CallEvent{Waiting: &wt}) })
 	if p, ok := peerPrincipal(ctx); ok {
 		ctx = pipeline.WithPrincipal(ctx, p)
 	}

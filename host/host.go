@@ -218,7 +218,8 @@ func New(d *deployment.Deployment, log hclog.Logger) (*Host, error) {
 		}
 		return h.Status()
 	}, func() int64 { return h.tools.InFlight() })
-	popts := pipeline.Options{ApprovalTimeout: d.Host.ApprovalTimeout, MaxArgumentBytes: d.Host.MaxArgumentBytes, MaxDescriptionBytes: d.Host.MaxDescriptionBytes, Logger: log.Named("tools"), OnApproval: h.Metrics.Approval, OnCall: h.Metrics.Call}
+	h.routeApprovals()
+	popts := pipeline.Options{ApprovalTimeout: d.Host.ApprovalTimeout, ApprovalTimeoutFor: h.Approvals.routeTimeout, MaxArgumentBytes: d.Host.MaxArgumentBytes, MaxDescriptionBytes: d.Host.MaxDescriptionBytes, Logger: log.Named("tools"), OnApproval: h.Metrics.Approval, OnCall: h.Metrics.Call}
 	opts := managerOptions(d.Host)
 	opts.Logger = log
 	opts.OnRPC = h.Metrics.RPC

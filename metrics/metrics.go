@@ -62,7 +62,8 @@ type Metrics struct {
 	upstream     *prometheus.CounterVec
 	egress       egressMetrics // egress.go
 	stages       [pipeline.NumStages]prometheus.Observer
-	store        limitStore // limits.go
+	store        limitStore   // limits.go
+	routes       routeMetrics // approvals.go
 
 	counters  sync.Map // callKey → prometheus.Counter
 	observers sync.Map // tool → prometheus.Observer
@@ -156,6 +157,7 @@ func New(version string, status func() []remote.Status, inflight func() int64) *
 		collectors.NewGoCollector(),
 	)
 	m.store = newLimitStore(m.reg)
+	m.routes = newRouteMetrics(m.reg)
 	// Every reload result is there from the start, at zero, so that a rate
 	// over it exists before the first reload.
 	m.reloads.WithLabelValues("ok")

@@ -1,0 +1,255 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/plugkit-go/plugkit/admin"
+)
+
+// approvalsHost is a host of the sample deployment with two approval
+// routes and MCP on loopback for API keys: delete_file's Asks go to this
+// OS user (route oncall), write_file's to a quorum of two (route pair,
+// short timeout).
+type approvalsHost struct {
+	config, dir, endpoint, me string
+	key                       string // the MCP agent's API key (agent:ci-bot)
+	run                       *running
+}
+
+func startApprovalsHost(t *testing.T, more string) *approvalsHost {
+	t.Helper()
+	needShippedDeployment(t)
+	dir := t.TempDir()
+	keysFile := filepath.Join(dir, "keys.hcl")
+	out, stderr, code := cli(t, "key", "add", "ci-bot", "-f", keysFile)
+	if code != 0 {
+		t.Fatalf("host key add: exit %d %s", code, stderr)
+	}
+	me := admin.LocalPrincipal(os.Getuid()).String()
+	addr := freePort(t)
+	routes := fmt.Sprintf(`
+approval "oncall" {
+  approvers = [%[1]q]
+  timeout   = "2m"
+  tools     = ["delete_file"]
+}
+
+approval "pair" {
+  approvers = [%[1]q, "group:plugkit-nobody"]
+  quorum    = 2
+  timeout   = "4s"
+  tools     = ["write_file"]
+}
+`, me) + more
+	config := deploymentFileWith(t, dir, deploymentTweaks{
+		host: fmt.Sprintf("  mcp = %q\n  mcp_auth {\n    keys = %q\n  }\n", addr, keysFile),
+		more: routes,
+	})
+	h := &approvalsHost{config: config, dir: dir, endpoint: "http://" + addr + "/mcp", me: me, key: strings.TrimSpace(out)}
+	h.run = startHost(t, config, len(shippedPlugins))
+	return h
+}
+
+// agent connects an MCP client that cannot answer elicitations.
+func (h *approvalsHost) agent(t *testing.T, ctx context.Context) *mcp.ClientSession {
+	t.Helper()
+	client := mcp.NewClient(&mcp.Implementation{Name: "unattended-agent", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: h.endpoint,
+		HTTPClient: &http.Client{Transport: bearer{h.key, http.DefaultTransport}}}, nil)
+	if err != nil {
+		t.Fatalf("connect the agent: %v\n%s", err, h.run.stderr)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// pending waits for the pending request of tool and returns it.
+func (h *approvalsHost) pending(t *testing.T, tool string) admin.ApprovalRequest {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		out, stderr, code := cli(t, "approvals", "list", "--json", "-c", h.config)
+		if code != 0 {
+			t.Fatalf("host approvals list: exit %d %s", code, stderr)
+		}
+		var reqs []admin.ApprovalRequest
+		if err := json.Unmarshal([]byte(out), &reqs); err != nil {
+			t.Fatalf("host approvals list --json: %v: %q", err, out)
+		}
+		for _, r := range reqs {
+			if r.Tool == tool && r.State == "pending" {
+				return r
+			}
+		}
+	}
+	t.Fatalf("no pending approval request for %s\n%s", tool, h.run.stderr)
+	return admin.ApprovalRequest{}
+}
+
+// mcpCallAsync makes a call on its own goroutine.
+func mcpCallAsync(ctx context.Context, cs *mcp.ClientSession, tool, args string) <-chan *mcp.CallToolResult {
+	done := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: json.RawMessage(args)})
+		if err != nil {
+			r = &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "transport: " + err.Error()}}}
+		}
+		done <- r
+	}()
+	return done
+}
+
+// TestApprovalsRoutedThroughBinaries: an MCP agent with no elicitation
+// calls a destructive tool routed to another principal; the call waits
+// until that principal approves with `host approvals approve`, then runs.
+// The caller cannot approve its own call; a quorum of two is not met by
+// one approver twice; a Deny ends a call with its reason; a route's
+// timeout ends a call DENIED saying from whom no approval came; an
+// approval is for one call's arguments only.
+func TestApprovalsRoutedThroughBinaries(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	h := startApprovalsHost(t, "")
+	cs := h.agent(t, ctx)
+	workspace := filepath.Join(h.dir, "workspace")
+
+	t.Run("approved by another principal", func(t *testing.T) {
+		done := mcpCallAsync(ctx, cs, "delete_file", `{"path":"todo.md"}`)
+		req := h.pending(t, "delete_file")
+		if req.Principal != "agent:ci-bot" || req.Route != "oncall" || req.ArgsSHA256 == "" {
+			t.Fatalf("request = %+v", req)
+		}
+		show, _, code := cli(t, "approvals", "show", req.ID, "-c", h.config)
+		if code != 0 || !strings.Contains(show, `{"path":"todo.md"}`) || !strings.Contains(show, "agent:ci-bot") {
+			t.Errorf("host approvals show: exit %d\n%s", code, show)
+		}
+		if _, err := os.Stat(filepath.Join(workspace, "todo.md")); err != nil {
+			t.Fatalf("the file went before the approval: %v", err)
+		}
+		out, stderr, code := cli(t, "approvals", "approve", req.ID, "-c", h.config)
+		if code != 0 || !strings.Contains(out, "approved by "+h.me) {
+			t.Fatalf("host approvals approve: exit %d %q %s", code, out, stderr)
+		}
+		r := <-done
+		if r.IsError {
+			t.Fatalf("approved call: %s", toolText(r))
+		}
+		if _, err := os.Stat(filepath.Join(workspace, "todo.md")); !os.IsNotExist(err) {
+			t.Errorf("the approved delete did not run: %v", err)
+		}
+		// Answered, the request no longer takes answers.
+		if _, _, code := cli(t, "approvals", "deny", req.ID, "-c", h.config); code != exitFailed {
+			t.Errorf("deny after approval: exit %d, want %d", code, exitFailed)
+		}
+	})
+
+	t.Run("the caller cannot approve its own call; cancelling withdraws", func(t *testing.T) {
+		// host call is made for this OS user, the route's approver.
+		cctx, stop := context.WithCancel(ctx)
+		defer stop()
+		cmd := exec.CommandContext(cctx, bins.host, "call", "-c", h.config, "delete_file", `{"path":"notes.md"}`)
+		stderr := &logBuffer{}
+		cmd.Stderr = stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		req := h.pending(t, "delete_file")
+		out, errText, code := cli(t, "approvals", "approve", req.ID, "-c", h.config)
+		if code != exitFailed || !strings.Contains(errText, "the call's own principal cannot approve") {
+			t.Errorf("self-approval: exit %d %q %s", code, out, errText)
+		}
+		if _, _, code := cli(t, "approvals", "deny", req.ID, "-c", h.config, "--reason", "mine"); code != exitFailed {
+			t.Errorf("self-deny: exit %d, want refused", code)
+		}
+		show, _, _ := cli(t, "approvals", "show", req.ID, "-c", h.config)
+		if !strings.Contains(show, "refused: the call's own principal") {
+			t.Errorf("the refused answer is not on the request:\n%s", show)
+		}
+		if !strings.Contains(stderr.String(), "waiting for approval by "+h.me+" (request "+req.ID) {
+			t.Errorf("host call did not say what it waits for:\n%s", stderr)
+		}
+		// The caller gives up: its request is withdrawn, not left to
+		// be approved.
+		stop()
+		<-exited
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			var got admin.ApprovalRequest
+			o, _, _ := cli(t, "approvals", "show", req.ID, "--json", "-c", h.config)
+			if json.Unmarshal([]byte(o), &got) == nil && got.State == "withdrawn" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("request %s after the call was cancelled: %s", req.ID, o)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(workspace, "notes.md")); err != nil {
+			t.Errorf("notes.md was deleted: %v", err)
+		}
+	})
+
+	t.Run("quorum of two distinct approvers, then timeout", func(t *testing.T) {
+		done := mcpCallAsync(ctx, cs, "write_file", `{"path":"new.md","content":"x"}`)
+		req := h.pending(t, "write_file")
+		out, _, code := cli(t, "approvals", "approve", req.ID, "-c", h.config)
+		if code != 0 || !strings.Contains(out, "1 of 2") {
+			t.Fatalf("first approval: exit %d %q", code, out)
+		}
+		out, stderr, code := cli(t, "approvals", "approve", req.ID, "-c", h.config)
+		if code != exitFailed || !strings.Contains(stderr, "already answered") {
+			t.Errorf("the same approver twice: exit %d %q %s", code, out, stderr)
+		}
+		r := <-done
+		if !r.IsError || !strings.Contains(toolText(r), "DENIED: no approval within 4s from "+h.me+" or group:plugkit-nobody") {
+			t.Errorf("one approver of two, then the timeout: %s", toolText(r))
+		}
+		if _, err := os.Stat(filepath.Join(workspace, "new.md")); !os.IsNotExist(err) {
+			t.Errorf("write_file ran without its quorum: %v", err)
+		}
+	})
+
+	t.Run("deny with a reason; an approval is for its call's arguments", func(t *testing.T) {
+		done := mcpCallAsync(ctx, cs, "delete_file", `{"path":"notes.md"}`)
+		first := h.pending(t, "delete_file")
+		if _, stderr, code := cli(t, "approvals", "deny", first.ID, "--reason", "not on a Friday", "-c", h.config); code != 0 {
+			t.Fatalf("deny: exit %d %s", code, stderr)
+		}
+		r := <-done
+		if !r.IsError || !strings.Contains(toolText(r), "DENIED: denied by "+h.me+": not on a Friday") {
+			t.Errorf("denied call: %s", toolText(r))
+		}
+		// The same call again is a new request: the deny, like an
+		// approval, was for that call alone.
+		again := mcpCallAsync(ctx, cs, "delete_file", `{"path":"notes.md"}`)
+		second := h.pending(t, "delete_file")
+		if second.ID == first.ID {
+			t.Fatalf("a second call reused request %s", first.ID)
+		}
+		// An answer given for other arguments is refused (the CLI sends
+		// the hash of the arguments it was shown).
+		var other admin.DecideRequest
+		other.ArgsSHA256 = strings.Repeat("0", 64)
+		c := admin.NewClient(filepath.Join(h.dir, "run", "host.sock"))
+		if _, err := c.Decide(ctx, second.ID, true, other); err == nil || !strings.Contains(err.Error(), "not those the answer was given for") {
+			t.Errorf("approval for other arguments: %v", err)
+		}
+		if _, stderr, code := cli(t, "approvals", "approve", second.ID, "-c", h.config); code != 0 {
+			t.Fatalf("approve: exit %d %s", code, stderr)
+		}
+		if r := <-again; r.IsError {
+			t.Errorf("approved call: %s", toolText(r))
+		}
+	})
+}
+
