@@ -252,4 +252,3 @@ func TestApprovalsRoutedThroughBinaries(t *testing.T) {
 		}
 	})
 }
-

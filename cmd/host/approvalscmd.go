@@ -31,7 +31,9 @@ func approvalsCommand(e *env) *cobra.Command {
 		Long: "Approve request ID as the user running this command. The host refuses the call's\n" +
 			"own principal and anyone the route's approvers do not name; a quorum needs that\n" +
 			"many distinct approvers. Exit 0 when the answer counted, 1 when it was refused.",
-		RunE: func(cmd *cobra.Command, args []string) error { return decideApproval(cmd.Context(), e, args[0], true, reason) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return decideApproval(cmd.Context(), e, args[0], true, reason)
+		},
 	}
 	approve.Flags().StringVar(&reason, "reason", "", "why, for the record")
 	var denyReason string
