@@ -53,8 +53,14 @@ approval "pair" {
 }
 `, me) + more
 	config := deploymentFileWith(t, dir, deploymentTweaks{
-		host: fmt.Sprintf("  mcp = %q\n  mcp_auth {\n    keys = %q\n  }\n", addr, keysFile),
+		host: fmt.Sprintf("  receipts = true\n  receipts_from = \"audit\"\n  mcp = %q\n  mcp_auth {\n    keys = %q\n  }\n", addr, keysFile),
 		more: routes,
+		plugin: func(name string) string {
+			if name == "audit" {
+				return "  critical = true\n"
+			}
+			return ""
+		},
 	})
 	h := &approvalsHost{config: config, dir: dir, endpoint: "http://" + addr + "/mcp", me: me, key: strings.TrimSpace(out)}
 	h.run = startHost(t, config, len(shippedPlugins))
@@ -146,6 +152,36 @@ func TestApprovalsRoutedThroughBinaries(t *testing.T) {
 		}
 		if _, err := os.Stat(filepath.Join(workspace, "todo.md")); !os.IsNotExist(err) {
 			t.Errorf("the approved delete did not run: %v", err)
+		}
+		// The call's receipt is its audit line's hash, and that line
+		// names the approval; the chain verifies (audit prove turns a
+		// receipt into a proof once a signing audit has signed it).
+		var rec admin.Receipt
+		if raw, err := json.Marshal(r.Meta["plugkit/receipt"]); err != nil || json.Unmarshal(raw, &rec) != nil || rec.Seq == 0 {
+			t.Fatalf("approved call without a receipt: %v", r.Meta)
+		}
+		logPath := filepath.Join(h.dir, "run", "audit", "audit.log")
+		line := auditLine(t, logPath, rec.Seq)
+		var l struct {
+			Hash     string `json:"hash"`
+			Approval struct {
+				ID        string `json:"id"`
+				Route     string `json:"route"`
+				State     string `json:"state"`
+				Decisions []struct {
+					By      string `json:"by"`
+					Approve bool   `json:"approve"`
+				} `json:"decisions"`
+			} `json:"approval"`
+		}
+		if err := json.Unmarshal([]byte(line), &l); err != nil {
+			t.Fatal(err)
+		}
+		if a := l.Approval; a.ID != req.ID || a.Route != "oncall" || a.State != "approved" || len(a.Decisions) != 1 || a.Decisions[0].By != h.me || !a.Decisions[0].Approve || l.Hash != rec.Hash {
+			t.Errorf("audit line of the approved call does not name its approval: %s (receipt %+v)", line, rec)
+		}
+		if out, stderr, code := auditCmd(t, "verify", logPath); code != 0 {
+			t.Errorf("audit verify: exit %d %s %s", code, out, stderr)
 		}
 		// Answered, the request no longer takes answers.
 		if _, _, code := cli(t, "approvals", "deny", req.ID, "-c", h.config); code != exitFailed {
@@ -251,4 +287,11 @@ func TestApprovalsRoutedThroughBinaries(t *testing.T) {
 			t.Errorf("approved call: %s", toolText(r))
 		}
 	})
+}
+
+// auditLine waits for line seq of the audit log at path and returns it.
+func auditLine(t *testing.T, path string, seq uint64) string {
+	t.Helper()
+	text := waitAuditLines(t, path, int(seq))
+	return strings.Split(text, "\n")[seq-1]
 }

@@ -283,6 +283,9 @@ func (a *auditor) observeInOrder(ctx context.Context, call *sdk.Call, r sdk.Tool
 	if a.record {
 		l.Arguments = auditlog.ArgumentsJSON(call.Arguments)
 	}
+	if len(call.Approval) > 0 {
+		l.Approval = auditlog.ArgumentsJSON(call.Approval)
+	}
 	if err := a.file.append(l); err != nil {
 		return a.writeFailed(ctx, l, call.Name, err)
 	}

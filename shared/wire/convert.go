@@ -63,6 +63,7 @@ func ExecutionToProto(e Execution) *pb.Execution {
 		Tool:          ToolDescriptorToProto(e.Tool),
 		Principal:     PrincipalToProto(e.Principal),
 		DryRun:        e.DryRun,
+		ApprovalJson:  e.Approval,
 	}
 }
 
@@ -95,6 +96,7 @@ func ExecutionFromProto(m *pb.Execution) Execution {
 		Tool:      ToolDescriptorFromProto(m.GetTool()),
 		Principal: PrincipalFromProto(m.GetPrincipal()),
 		DryRun:    m.GetDryRun(),
+		Approval:  m.GetApprovalJson(),
 	}
 }
 

@@ -47,6 +47,9 @@ type Line struct {
 	// JSON (see ArgumentsJSON). Bytes that are not valid JSON are recorded
 	// as a JSON string of them.
 	Arguments json.RawMessage
+	// Approval is nil unless an approval route decided the call's Ask:
+	// then how (route, each answer, quorum or timeout), valid JSON.
+	Approval json.RawMessage
 	// Prev is the previous line's Hash; ZeroHash on the first line.
 	Prev string
 	// Hash is Chain(Prev, Body()).
@@ -129,6 +132,10 @@ func (l *Line) appendBody(b []byte) []byte {
 		// ArgumentsJSON again: a Line built by hand with bad Arguments
 		// still encodes to a valid line, and a parsed one is unchanged.
 		b = append(b, ArgumentsJSON(l.Arguments)...)
+	}
+	if l.Approval != nil {
+		b = append(b, `,"approval":`...)
+		b = append(b, ArgumentsJSON(l.Approval)...)
 	}
 	b = append(b, `,"prev":`...)
 	b = appendString(b, l.Prev)
@@ -247,6 +254,7 @@ type lineJSON struct {
 	DurationMS json.Number     `json:"duration_ms"`
 	ArgsSHA256 string          `json:"args_sha256"`
 	Arguments  json.RawMessage `json:"arguments"`
+	Approval   json.RawMessage `json:"approval"`
 	Prev       string          `json:"prev"`
 	Hash       string          `json:"hash"`
 }
@@ -274,7 +282,7 @@ func ParseLine(text []byte) (Line, error) {
 	l := Line{
 		Seq: lj.Seq, Time: t, ID: lj.ID, Caller: lj.Caller, Principal: lj.Principal, PrincipalKind: lj.PKind, Tool: lj.Tool, OK: lj.OK,
 		Code: lj.Code, DecidedBy: lj.DecidedBy, Duration: d, ArgsSHA256: lj.ArgsSHA256,
-		Arguments: lj.Arguments, Prev: lj.Prev, Hash: lj.Hash,
+		Arguments: lj.Arguments, Approval: lj.Approval, Prev: lj.Prev, Hash: lj.Hash,
 	}
 	// Re-encoding catches everything the decoder forgives: a key in another
 	// case, a duplicate or missing member, an escape that means the same
