@@ -68,9 +68,9 @@ approval "pair" {
 }
 
 // agent connects an MCP client that cannot answer elicitations.
-func (h *approvalsHost) agent(t *testing.T, ctx context.Context) *mcp.ClientSession {
+func (h *approvalsHost) agent(t *testing.T, ctx context.Context, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
-	client := mcp.NewClient(&mcp.Implementation{Name: "unattended-agent", Version: "1"}, nil)
+	client := mcp.NewClient(&mcp.Implementation{Name: "unattended-agent", Version: "1"}, opts)
 	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: h.endpoint,
 		HTTPClient: &http.Client{Transport: bearer{h.key, http.DefaultTransport}}}, nil)
 	if err != nil {
@@ -106,7 +106,9 @@ func (h *approvalsHost) pending(t *testing.T, tool string) admin.ApprovalRequest
 func mcpCallAsync(ctx context.Context, cs *mcp.ClientSession, tool, args string) <-chan *mcp.CallToolResult {
 	done := make(chan *mcp.CallToolResult, 1)
 	go func() {
-		r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: json.RawMessage(args)})
+		p := &mcp.CallToolParams{Name: tool, Arguments: json.RawMessage(args)}
+		p.SetProgressToken("held-" + tool)
+		r, err := cs.CallTool(ctx, p)
 		if err != nil {
 			r = &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "transport: " + err.Error()}}}
 		}
@@ -126,7 +128,13 @@ func TestApprovalsRoutedThroughBinaries(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	h := startApprovalsHost(t, "")
-	cs := h.agent(t, ctx)
+	progress := make(chan string, 16)
+	cs := h.agent(t, ctx, &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+		select {
+		case progress <- r.Params.Message:
+		default:
+		}
+	}})
 	workspace := filepath.Join(h.dir, "workspace")
 
 	t.Run("approved by another principal", func(t *testing.T) {
@@ -141,6 +149,11 @@ func TestApprovalsRoutedThroughBinaries(t *testing.T) {
 		}
 		if _, err := os.Stat(filepath.Join(workspace, "todo.md")); err != nil {
 			t.Fatalf("the file went before the approval: %v", err)
+		}
+		// The held call tells its client whom it waits for (progress, so
+		// that a client resetting its timeout on progress keeps waiting).
+		if msg := <-progress; !strings.Contains(msg, "waiting for approval by "+h.me+" (request "+req.ID) {
+			t.Errorf("progress while held: %q", msg)
 		}
 		out, stderr, code := cli(t, "approvals", "approve", req.ID, "-c", h.config)
 		if code != 0 || !strings.Contains(out, "approved by "+h.me) {
