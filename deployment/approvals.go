@@ -203,3 +203,46 @@ func RouteFor(routes []Approval, tool string) *Approval {
 	}
 	return nil
 }
+
+// Console is the console block: the web console where approvers answer
+// requests and operators see plugins, tools and audit lines. Off (nil)
+// unless the file has the block.
+type Console struct {
+	// Listen is a loopback host:port.
+	Listen string
+	// SessionTTL is how long a sign-in lasts.
+	SessionTTL time.Duration
+	Range      hcl.Range
+}
+
+// DefaultConsoleSession is a console sign-in's lifetime by default.
+const DefaultConsoleSession = 30 * time.Minute
+
+type consoleSyntax struct {
+	Listen     *string `hcl:"listen,optional"`
+	SessionTTL *string `hcl:"session_ttl,optional"`
+
+	Body     hcl.Body  `hcl:",body"`
+	Unknown  hcl.Body  `hcl:",remain"`
+	DefRange hcl.Range `hcl:",def_range"`
+}
+
+// console checks the console block: a loopback listen address (the
+// console's sign-in is a bearer credential typed in a form: it does not
+// leave the machine in the clear).
+func (p *parser) console(cs *consoleSyntax) *Console {
+	if cs == nil {
+		return nil
+	}
+	p.names(cs.Body, cs, "the console block")
+	c := &Console{Range: cs.DefRange}
+	if cs.Listen == nil {
+		p.errorf(cs.DefRange, "Missing console listen", `The console block needs listen, a loopback address such as "127.0.0.1:8444".`)
+	} else if err := checkLoopback(*cs.Listen, "the console"); err != nil {
+		p.errorf(valueRange(cs.Body, "listen", cs.DefRange), "Invalid console listen", "listen %q %v.", *cs.Listen, err)
+	} else {
+		c.Listen = *cs.Listen
+	}
+	c.SessionTTL = p.duration(cs.Body, "session_ttl", cs.SessionTTL, DefaultConsoleSession)
+	return c
+}

@@ -23,6 +23,8 @@ type Deployment struct {
 	// Approvals are the approval routes, in file order; an Ask about a
 	// tool none of them claims is put to the caller (CallerRoute).
 	Approvals []Approval
+	// Console is the web console; nil when the file has no console block.
+	Console *Console
 }
 
 // Host holds the host block, defaults filled in.

@@ -50,6 +50,7 @@ func Parse(path string) (*Deployment, hcl.Diagnostics) {
 	d.Host = p.host(syn.Host)
 	d.Plugins = p.plugins(syn.Plugins)
 	d.Approvals = p.approvals(syn.Approvals)
+	d.Console = p.console(syn.Console)
 	p.checkUpstreams(d)
 	p.checkReceiptsFrom(d)
 	// After the walks above, which record the attribute names retype uses.

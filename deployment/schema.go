@@ -30,6 +30,7 @@ type fileSyntax struct {
 	Host      *hostSyntax      `hcl:"host,block"`
 	Plugins   []pluginSyntax   `hcl:"plugin,block"`
 	Approvals []approvalSyntax `hcl:"approval,block"`
+	Console   *consoleSyntax   `hcl:"console,block"`
 	Unknown   hcl.Body         `hcl:",remain"`
 }
 

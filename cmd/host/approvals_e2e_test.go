@@ -24,6 +24,7 @@ import (
 type approvalsHost struct {
 	config, dir, endpoint, me string
 	key                       string // the MCP agent's API key (agent:ci-bot)
+	annKey                    string // an approver's API key (user:ann)
 	run                       *running
 }
 
@@ -36,11 +37,15 @@ func startApprovalsHost(t *testing.T, more string) *approvalsHost {
 	if code != 0 {
 		t.Fatalf("host key add: exit %d %s", code, stderr)
 	}
+	annOut, stderr, code := cli(t, "key", "add", "ann", "--kind", "user", "-f", keysFile)
+	if code != 0 {
+		t.Fatalf("host key add ann: exit %d %s", code, stderr)
+	}
 	me := admin.LocalPrincipal(os.Getuid()).String()
 	addr := freePort(t)
 	routes := fmt.Sprintf(`
 approval "oncall" {
-  approvers = [%[1]q]
+  approvers = [%[1]q, "user:ann"]
   timeout   = "2m"
   tools     = ["delete_file"]
 }
@@ -62,7 +67,7 @@ approval "pair" {
 			return ""
 		},
 	})
-	h := &approvalsHost{config: config, dir: dir, endpoint: "http://" + addr + "/mcp", me: me, key: strings.TrimSpace(out)}
+	h := &approvalsHost{config: config, dir: dir, endpoint: "http://" + addr + "/mcp", me: me, key: strings.TrimSpace(out), annKey: strings.TrimSpace(annOut)}
 	h.run = startHost(t, config, len(shippedPlugins))
 	return h
 }
@@ -307,4 +312,15 @@ func auditLine(t *testing.T, path string, seq uint64) string {
 	t.Helper()
 	text := waitAuditLines(t, path, int(seq))
 	return strings.Split(text, "\n")[seq-1]
+}
+
+// requestState is the state of request id, as host approvals show says.
+func (h *approvalsHost) requestState(t *testing.T, id string) (string, admin.ApprovalRequest) {
+	t.Helper()
+	out, stderr, code := cli(t, "approvals", "show", id, "--json", "-c", h.config)
+	var r admin.ApprovalRequest
+	if code != 0 || json.Unmarshal([]byte(out), &r) != nil {
+		t.Fatalf("host approvals show %s: exit %d %q %s", id, code, out, stderr)
+	}
+	return r.State, r
 }

@@ -108,6 +108,14 @@ func runHost(ctx context.Context, e *env, _ []string) error {
 		h.Stop(ctx)
 		return fail(exitFailed, "%v", err)
 	}
+	stopConsole, err := startConsole(d, h, log)
+	if err != nil {
+		ln.Close()
+		front.stop(ctx)
+		stopMetrics(ctx)
+		h.Stop(ctx)
+		return fail(exitFailed, "%v", err)
+	}
 	h.Start(ctx)
 	stopped := make(chan struct{}, 1)
 	srv := admin.NewServer(admin.Controls{
@@ -160,6 +168,7 @@ loop:
 	defer cancel()
 	_ = srv.Shutdown(sctx)
 	front.stop(sctx)
+	stopConsole(sctx)
 	stopMetrics(sctx)
 	h.Stop(sctx)
 	os.Remove(d.Host.AdminSocket)
