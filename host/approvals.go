@@ -41,6 +41,8 @@ type Approvals struct {
 	Service *approvals.Service
 	// routes are the deployment's approval blocks as last loaded.
 	routes func() []deployment.Approval
+	// notifier delivers the routes' webhooks (nil in a bare NewApprovals).
+	notifier *approvals.Notifier
 
 	mu     sync.Mutex
 	askers map[string]Asker

@@ -3,6 +3,8 @@ package host
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
 	"time"
 
 	"github.com/plugkit-go/plugkit/approvals"
@@ -81,13 +83,20 @@ func (a *Approvals) askRoute(ctx context.Context, e *pipeline.Execution, questio
 // routeApprovals points the approver at the deployment's routes, as last
 // loaded (a reload changes them for the next Ask), and feeds the metrics
 // and the log from its requests.
-func (h *Host) routeApprovals() {
+func (h *Host) routeApprovals() error {
 	a := h.Approvals
 	a.routes = func() []deployment.Approval { return h.deployment().Approvals }
+	for _, r := range h.Deployment.Approvals {
+		if w := r.Webhook; w != nil && os.Getenv(w.SecretEnv) == "" {
+			return fmt.Errorf("approval %q: webhook secret_env %s is not set (or empty) in the host's environment", r.Name, w.SecretEnv)
+		}
+	}
+	a.notifier = approvals.NewNotifier()
 	a.Service = approvals.New(approvals.Events{
 		Created: func(r approvals.Request) {
 			h.Metrics.ApprovalRequested(r.Route)
 			h.log.Info("call waiting for approval", "request", r.ID, "call", r.CallID, "tool", r.Tool, "route", r.Route, "principal", r.Principal)
+			h.notify(r)
 		},
 		Ended: func(r approvals.Request) {
 			h.Metrics.ApprovalEnded(r.Route, r.State, r.Decided.Sub(r.Created))
@@ -98,4 +107,38 @@ func (h *Host) routeApprovals() {
 			h.log.Warn("approval answer refused", "request", r.ID, "call", r.CallID, "by", d.By, "why", d.Refused)
 		},
 	})
+	return nil
 }
+
+// notify posts r to its route's webhook, in the background; the secret is
+// read from the environment when the notification is sent.
+func (h *Host) notify(r approvals.Request) {
+	var wh *deployment.Webhook
+	for _, route := range h.deployment().Approvals {
+		if route.Name == r.Route {
+			wh = route.Webhook
+		}
+	}
+	if wh == nil {
+		return
+	}
+	secret := os.Getenv(wh.SecretEnv)
+	if secret == "" {
+		// A route added by a reload whose secret the host never had: an
+		// unsigned notification would teach receivers to accept them.
+		h.Metrics.ApprovalWebhookFailed(r.Route)
+		h.log.Error("approval webhook not sent: its secret_env is not set in the host's environment", "request", r.ID, "route", r.Route, "secret_env", wh.SecretEnv)
+		return
+	}
+	w := &approvals.Webhook{URL: wh.URL, Secret: []byte(secret), ConsoleURL: wh.ConsoleURL, Attempts: webhookAttempts, Backoff: webhookBackoff}
+	h.Approvals.notifier.Go(w, r, func(err error) {
+		h.Metrics.ApprovalWebhookFailed(r.Route)
+		h.log.Error("approval webhook not delivered", "request", r.ID, "route", r.Route, "error", err)
+	})
+}
+
+// A webhook delivery's attempts: 5 in all, waiting 1s, 2s, 4s, 8s.
+const (
+	webhookAttempts = 5
+	webhookBackoff  = time.Second
+)

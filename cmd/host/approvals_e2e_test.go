@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"crypto/hmac"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/plugkit-go/plugkit/admin"
+	"github.com/plugkit-go/plugkit/approvals"
 )
 
 // approvalsHost is a host of the sample deployment with two approval
@@ -25,6 +29,9 @@ type approvalsHost struct {
 	config, dir, endpoint, me string
 	key                       string // the MCP agent's API key (agent:ci-bot)
 	annKey                    string // an approver's API key (user:ann)
+	// hooks are the webhook notifications of route oncall, each checked
+	// against its signature.
+	hooks chan approvals.Notification
 	run                       *running
 }
 
@@ -42,12 +49,36 @@ func startApprovalsHost(t *testing.T, more string) *approvalsHost {
 		t.Fatalf("host key add ann: exit %d %s", code, stderr)
 	}
 	me := admin.LocalPrincipal(os.Getuid()).String()
+	hooks := make(chan approvals.Notification, 16)
+	const secret = "webhook-test-secret"
+	t.Setenv("PLUGKIT_TEST_HOOK_SECRET", secret)
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if !hmac.Equal([]byte(r.Header.Get(approvals.SignatureHeader)), []byte(approvals.Sign([]byte(secret), body))) {
+			http.Error(w, "bad signature", http.StatusUnauthorized)
+			return
+		}
+		var n approvals.Notification
+		if json.Unmarshal(body, &n) != nil {
+			http.Error(w, "bad body", http.StatusBadRequest)
+			return
+		}
+		select {
+		case hooks <- n:
+		default:
+		}
+	}))
+	t.Cleanup(receiver.Close)
 	addr := freePort(t)
 	routes := fmt.Sprintf(`
 approval "oncall" {
   approvers = [%[1]q, "user:ann"]
   timeout   = "2m"
   tools     = ["delete_file"]
+  webhook {
+    url        = %[2]q
+    secret_env = "PLUGKIT_TEST_HOOK_SECRET"
+  }
 }
 
 approval "pair" {
@@ -56,7 +87,7 @@ approval "pair" {
   timeout   = "4s"
   tools     = ["write_file"]
 }
-`, me) + more
+`, me, receiver.URL) + more
 	config := deploymentFileWith(t, dir, deploymentTweaks{
 		host: fmt.Sprintf("  receipts = true\n  receipts_from = \"audit\"\n  mcp = %q\n  mcp_auth {\n    keys = %q\n  }\n", addr, keysFile),
 		more: routes,
@@ -67,7 +98,7 @@ approval "pair" {
 			return ""
 		},
 	})
-	h := &approvalsHost{config: config, dir: dir, endpoint: "http://" + addr + "/mcp", me: me, key: strings.TrimSpace(out), annKey: strings.TrimSpace(annOut)}
+	h := &approvalsHost{config: config, dir: dir, endpoint: "http://" + addr + "/mcp", me: me, key: strings.TrimSpace(out), annKey: strings.TrimSpace(annOut), hooks: hooks}
 	h.run = startHost(t, config, len(shippedPlugins))
 	return h
 }
@@ -148,6 +179,10 @@ func TestApprovalsRoutedThroughBinaries(t *testing.T) {
 		if req.Principal != "agent:ci-bot" || req.Route != "oncall" || req.ArgsSHA256 == "" {
 			t.Fatalf("request = %+v", req)
 		}
+		// The route's webhook got a notification signed with its secret.
+		if n := <-h.hooks; n.Request != req.ID || n.Tool != "delete_file" || n.Principal != "agent:ci-bot" || !strings.Contains(n.Text, "agent:ci-bot wants to call delete_file") {
+			t.Errorf("webhook notification = %+v", n)
+		}
 		show, _, code := cli(t, "approvals", "show", req.ID, "-c", h.config)
 		if code != 0 || !strings.Contains(show, `{"path":"todo.md"}`) || !strings.Contains(show, "agent:ci-bot") {
 			t.Errorf("host approvals show: exit %d\n%s", code, show)
@@ -157,7 +192,7 @@ func TestApprovalsRoutedThroughBinaries(t *testing.T) {
 		}
 		// The held call tells its client whom it waits for (progress, so
 		// that a client resetting its timeout on progress keeps waiting).
-		if msg := <-progress; !strings.Contains(msg, "waiting for approval by "+h.me+" (request "+req.ID) {
+		if msg := <-progress; !strings.Contains(msg, "waiting for approval by "+h.me+" or user:ann (request "+req.ID) {
 			t.Errorf("progress while held: %q", msg)
 		}
 		out, stderr, code := cli(t, "approvals", "approve", req.ID, "-c", h.config)
@@ -231,7 +266,7 @@ func TestApprovalsRoutedThroughBinaries(t *testing.T) {
 		if !strings.Contains(show, "refused: the call's own principal") {
 			t.Errorf("the refused answer is not on the request:\n%s", show)
 		}
-		if !strings.Contains(stderr.String(), "waiting for approval by "+h.me+" (request "+req.ID) {
+		if !strings.Contains(stderr.String(), "waiting for approval by "+h.me+" or user:ann (request "+req.ID) {
 			t.Errorf("host call did not say what it waits for:\n%s", stderr)
 		}
 		// The caller gives up: its request is withdrawn, not left to
