@@ -142,3 +142,12 @@ const (
 	webhookAttempts = 5
 	webhookBackoff  = time.Second
 )
+
+// consoleChanged reports whether a reload changed the console block, which
+// takes effect at the next start (its listener is made once).
+func consoleChanged(a, b *deployment.Console) bool {
+	if a == nil || b == nil {
+		return a != b
+	}
+	return a.Listen != b.Listen || a.SessionTTL != b.SessionTTL
+}
