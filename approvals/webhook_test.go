@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/plugkit-go/plugkit/shared/identity"
+	"github.com/plugkit-go/plugkit/shared/secrets/fake"
 )
 
 // TestWebhookSignedAndRetried: the receiver fails twice, then gets a
@@ -40,7 +41,7 @@ func TestWebhookSignedAndRetried(t *testing.T) {
 		got <- n
 	}))
 	defer srv.Close()
-	req := Request{ID: "apr-1", CallID: "c1", Tool: "deploy", Arguments: `{"token":"ghp_0123456789abcdefghijABCDEFGHIJ012345","env":"prod"}`,
+	req := Request{ID: "apr-1", CallID: "c1", Tool: "deploy", Arguments: `{"token":"` + fake.New(1).GitHubToken("ghp_") + `","env":"prod"}`,
 		Principal: identity.Principal{ID: "bot", Kind: "agent"}.String(), Route: "oncall", Approvers: []string{"group:oncall"}, Quorum: 1,
 		Expires: time.Date(2026, 1, 1, 0, 15, 0, 0, time.UTC)}
 	w := &Webhook{URL: srv.URL, Secret: secret, ConsoleURL: "https://console.example/", Attempts: 4, Backoff: time.Millisecond}

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"net/http/cookiejar"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strings"
@@ -17,6 +17,7 @@ import (
 	"github.com/plugkit-go/plugkit/pipeline"
 	"github.com/plugkit-go/plugkit/remote"
 	"github.com/plugkit-go/plugkit/shared/identity"
+	"github.com/plugkit-go/plugkit/shared/secrets/fake"
 )
 
 // TestPendingArgumentsRedacted: a credential in a pending call's
@@ -29,7 +30,7 @@ func TestPendingArgumentsRedacted(t *testing.T) {
 	go func() {
 		defer close(done)
 		_, _ = svc.Ask(ctx, approvals.Route{Name: "oncall", Approvers: []string{"user:ann"}, Quorum: 1, Timeout: time.Minute},
-			approvals.Call{ID: "c1", Tool: "deploy", Arguments: `{"token":"ghp_0123456789abcdefghijABCDEFGHIJ012345"}`, Principal: identity.Principal{ID: "bot", Kind: "agent"}},
+			approvals.Call{ID: "c1", Tool: "deploy", Arguments: `{"token":"` + fake.New(1).GitHubToken("ghp_") + `"}`, Principal: identity.Principal{ID: "bot", Kind: "agent"}},
 			func(approvals.Request) { close(parked) })
 	}()
 	<-parked
@@ -63,7 +64,7 @@ func TestPendingArgumentsRedacted(t *testing.T) {
 		t.Fatal(err)
 	}
 	page := get("/approvals")
-	if strings.Contains(page, "ghp_0123456789") || !strings.Contains(page, "deploy") {
+	if strings.Contains(page, "ghp_") || !strings.Contains(page, "deploy") {
 		t.Fatalf("approvals page:\n%s", page)
 	}
 	time.Sleep(300 * time.Millisecond) // past SessionTTL
