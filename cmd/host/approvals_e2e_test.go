@@ -32,7 +32,7 @@ type approvalsHost struct {
 	// hooks are the webhook notifications of route oncall, each checked
 	// against its signature.
 	hooks chan approvals.Notification
-	run                       *running
+	run   *running
 }
 
 func startApprovalsHost(t *testing.T, more string) *approvalsHost {
