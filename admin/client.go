@@ -17,6 +17,9 @@ import (
 type Client struct {
 	socket string
 	http   *http.Client
+	// OnWaiting, when set, is told that a call waits for the approvers
+	// of a route.
+	OnWaiting func(Waiting)
 }
 
 // NewClient returns a client of the host serving socket. Before it sends
@@ -159,6 +162,10 @@ func (c *Client) Call(ctx context.Context, tool string, args json.RawMessage, as
 		switch {
 		case ev.Result != nil:
 			return *ev.Result, nil
+		case ev.Waiting != nil:
+			if c.OnWaiting != nil {
+				c.OnWaiting(*ev.Waiting)
+			}
 		case ev.Question != nil:
 			approved := ask != nil && ask(*ev.Question)
 			if _, err := c.post(ctx, "/v1/answer", Answer{ID: ev.Question.ID, Key: ev.AnswerKey, Approved: approved}); err != nil {

@@ -11,10 +11,15 @@
 //	POST /v1/stop            stop the host
 //	POST /v1/tokens          the user_consent tokens kept ({"principal", "plugin"}, either may be ""), never a token
 //	POST /v1/tokens/revoke   drop a principal's user_consent tokens ({"principal", "plugin"})
+//	GET  /v1/approvals       the requests of approval routes, pending first
+//	GET  /v1/approvals/{id}  one request: tool, arguments, caller, route, decisions
+//	POST /v1/approvals/{id}/approve  approve as the socket's peer ({"reason", "args_sha256"})
+//	POST /v1/approvals/{id}/deny     deny as the socket's peer ({"reason"})
 //
 // A call's response is newline-delimited JSON: zero or more
 // {"question": {...}} events, when an approver asks and the client said it
-// can answer, then one {"result": {...}}. The client answers a question with
+// can answer, a {"waiting": {...}} event when the call waits for the
+// approvers of a route, then one {"result": {...}}. The client answers a question with
 // POST /v1/answer {"id", "approved"} while the call waits.
 //
 // Who may talk to whom: Listen refuses a socket folder that another user

@@ -69,6 +69,10 @@ func NewServer(c Controls, log hclog.Logger) *Server {
 	mux.HandleFunc("POST /v1/stop", s.stop)
 	mux.HandleFunc("POST /v1/tokens", s.tokens)
 	mux.HandleFunc("POST /v1/tokens/revoke", s.revokeTokens)
+	mux.HandleFunc("GET /v1/approvals", s.listApprovals)
+	mux.HandleFunc("GET /v1/approvals/{id}", s.showApproval)
+	mux.HandleFunc("POST /v1/approvals/{id}/approve", s.approve)
+	mux.HandleFunc("POST /v1/approvals/{id}/deny", s.deny)
 	lim := c.Limits
 	if lim.MaxConns == 0 {
 		lim.MaxConns = maxConns
@@ -284,7 +288,7 @@ func (s *Server) call(w http.ResponseWriter, r *http.Request) {
 	}
 	caller, release := s.c.Host.Approvals.Caller("cli", ask)
 	defer release()
-	ctx := r.Context()
+	ctx := host.WithWaitNotice(r.Context(), func(wt host.Waiting) { send(CallEvent{Waiting: &wt}) })
 	if p, ok := peerPrincipal(ctx); ok {
 		ctx = pipeline.WithPrincipal(ctx, p)
 	}

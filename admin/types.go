@@ -142,6 +142,8 @@ type CallEvent struct {
 	// Only the client that made the call sees it.
 	AnswerKey string  `json:"answer_key,omitempty"`
 	Result    *Result `json:"result,omitempty"`
+	// Waiting says the call waits for the approvers of a route.
+	Waiting *Waiting `json:"waiting,omitempty"`
 }
 
 // Answer is POST /v1/answer. It is accepted only with the question's

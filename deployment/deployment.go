@@ -20,6 +20,11 @@ type Deployment struct {
 	// Plugins in file order after Parse; in start order after a Check
 	// without errors (each plugin after the providers it injects).
 	Plugins []Plugin
+	// Approvals are the approval routes, in file order; an Ask about a
+	// tool none of them claims is put to the caller (CallerRoute).
+	Approvals []Approval
+	// Console is the web console; nil when the file has no console block.
+	Console *Console
 }
 
 // Host holds the host block, defaults filled in.

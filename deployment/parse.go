@@ -49,6 +49,8 @@ func Parse(path string) (*Deployment, hcl.Diagnostics) {
 	p.names(file.Body, &syn, "the top level of the file")
 	d.Host = p.host(syn.Host)
 	d.Plugins = p.plugins(syn.Plugins)
+	d.Approvals = p.approvals(syn.Approvals)
+	d.Console = p.console(syn.Console)
 	p.checkUpstreams(d)
 	p.checkVaultReach(d)
 	p.checkReceiptsFrom(d)

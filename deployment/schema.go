@@ -27,9 +27,11 @@ import (
 // optional here so that Parse can report a missing one with the plugin's name.
 
 type fileSyntax struct {
-	Host    *hostSyntax    `hcl:"host,block"`
-	Plugins []pluginSyntax `hcl:"plugin,block"`
-	Unknown hcl.Body       `hcl:",remain"`
+	Host      *hostSyntax      `hcl:"host,block"`
+	Plugins   []pluginSyntax   `hcl:"plugin,block"`
+	Approvals []approvalSyntax `hcl:"approval,block"`
+	Console   *consoleSyntax   `hcl:"console,block"`
+	Unknown   hcl.Body         `hcl:",remain"`
 }
 
 type hostSyntax struct {

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/plugkit-go/plugkit/approvals"
+	"github.com/plugkit-go/plugkit/deployment"
 	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/pipeline"
 )
@@ -34,13 +36,23 @@ type Asker func(ctx context.Context, q Question) (bool, error)
 // registers as a caller name; a call from a caller with no Asker is denied
 // with a reason saying an approval was needed.
 type Approvals struct {
+	// Service holds the requests of the deployment's approval routes: an
+	// Ask about a tool a route claims goes there, not to the caller.
+	Service *approvals.Service
+	// routes are the deployment's approval blocks as last loaded.
+	routes func() []deployment.Approval
+	// notifier delivers the routes' webhooks (nil in a bare NewApprovals).
+	notifier *approvals.Notifier
+
 	mu     sync.Mutex
 	askers map[string]Asker
 	seq    atomic.Uint64
 }
 
 // NewApprovals returns an empty router.
-func NewApprovals() *Approvals { return &Approvals{askers: map[string]Asker{}} }
+func NewApprovals() *Approvals {
+	return &Approvals{askers: map[string]Asker{}, Service: approvals.New(approvals.Events{})}
+}
 
 // Caller returns a fresh caller name for a client session; ask may be nil
 // for a client that cannot answer. Call release when the session ends.
@@ -63,6 +75,9 @@ func (a *Approvals) Caller(prefix string, ask Asker) (caller string, release fun
 var ErrCannotAsk = errors.New("approval needed, but the client that made the call cannot answer")
 
 func (a *Approvals) approve(ctx context.Context, e *pipeline.Execution, question string) (bool, error) {
+	if r := a.route(e.Name()); r != nil {
+		return a.askRoute(ctx, e, question, r)
+	}
 	a.mu.Lock()
 	ask := a.askers[e.Caller()]
 	a.mu.Unlock()

@@ -222,7 +222,11 @@ func New(d *deployment.Deployment, log hclog.Logger) (*Host, error) {
 		}
 		return h.Status()
 	}, func() int64 { return h.tools.InFlight() })
-	popts := pipeline.Options{ApprovalTimeout: d.Host.ApprovalTimeout, MaxArgumentBytes: d.Host.MaxArgumentBytes, MaxDescriptionBytes: d.Host.MaxDescriptionBytes, Logger: log.Named("tools"), OnApproval: h.Metrics.Approval, OnCall: h.Metrics.Call}
+	if err := h.routeApprovals(); err != nil {
+		k.Close()
+		return nil, err
+	}
+	popts := pipeline.Options{ApprovalTimeout: d.Host.ApprovalTimeout, ApprovalTimeoutFor: h.Approvals.routeTimeout, MaxArgumentBytes: d.Host.MaxArgumentBytes, MaxDescriptionBytes: d.Host.MaxDescriptionBytes, Logger: log.Named("tools"), OnApproval: h.Metrics.Approval, OnCall: h.Metrics.Call}
 	opts := managerOptions(d.Host)
 	opts.Logger = log
 	opts.OnRPC = h.Metrics.RPC
@@ -369,6 +373,9 @@ func (h *Host) Stop(ctx context.Context) {
 // tools service and the tracing (once the plugins, which hand their last
 // spans to the host as they stop, are gone).
 func (h *Host) closeBuiltins(ctx context.Context) {
+	if n := h.Approvals.notifier; n != nil {
+		n.Close()
+	}
 	h.k.Close()
 	h.tools.Close()
 	if h.limitStore != nil {

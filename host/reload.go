@@ -88,6 +88,7 @@ func (h *Host) applyReload(ctx context.Context, old, next *deployment.Deployment
 	sandbox := next.Host.Sandbox
 	next.Host = old.Host
 	next.Host.Sandbox = sandbox
+	next.Console = old.Console // served as started, like the host block
 	h.mu.Lock()
 	h.Deployment = next
 	h.mu.Unlock()

@@ -75,6 +75,9 @@ func planReload(old, next *deployment.Deployment) reloadPlan {
 		}
 	}
 	plan.HostSettings = changedHostSettings(old.Host, next.Host)
+	if consoleChanged(old.Console, next.Console) {
+		plan.HostSettings = append(plan.HostSettings, "console")
+	}
 	plan.WatchChanged = !slices.Equal(watched(old), watched(next))
 	return plan
 }

@@ -62,6 +62,8 @@ type call struct {
 	answers   chan answer
 	done      chan struct{} // closed once result is set
 	result    pipeline.Result
+	// waiting says the call is held for an approval route's approvers.
+	waiting chan host.Waiting
 }
 
 type answer struct {
@@ -178,9 +180,16 @@ func (s *Server) start(sess *session, req *mcp.CallToolRequest) (*call, error) {
 		questions: make(chan host.Question),
 		answers:   make(chan answer, 1),
 		done:      make(chan struct{}),
+		waiting:   make(chan host.Waiting, 1),
 	}
 	ctx = context.WithValue(withClientTrace(ctx, req.Params.Meta), callKey{}, c)
 	ctx = pipeline.WithPrincipal(ctx, s.principal(req))
+	ctx = host.WithWaitNotice(ctx, func(w host.Waiting) {
+		select {
+		case c.waiting <- w:
+		default:
+		}
+	})
 	if req.Extra != nil && req.Extra.Header != nil {
 		// The principal's own token, for the host alone to exchange for an
 		// upstream's (never part of the call a stage sees).
@@ -244,16 +253,22 @@ func (s *Server) serve(ctx context.Context, sess *session, req *mcp.CallToolRequ
 		asked      chan answer // the elicitation in progress, nil when none
 		stopAsking = func() {}
 	)
+	var wait *held // progress while an approval route holds the call
 	defer func() {
 		stopAsking()
 		if asked != nil {
 			<-asked
 		}
+		wait.stop()
 	}()
 	for {
 		select {
 		case <-c.done:
 			return toolResult(c.result), nil
+		case w := <-c.waiting:
+			wait = hold(ctx, req, w)
+		case <-wait.ticks():
+			wait.notify(ctx, req)
 		case q := <-c.questions:
 			if !legacy(req.Session) {
 				return &mcp.CallToolResult{

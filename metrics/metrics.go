@@ -64,6 +64,7 @@ type Metrics struct {
 	stages       [pipeline.NumStages]prometheus.Observer
 	store        limitStore // limits.go
 	shadow       *shadowMetrics
+	routes       routeMetrics // approvals.go
 
 	counters  sync.Map // callKey → prometheus.Counter
 	observers sync.Map // tool → prometheus.Observer
@@ -158,6 +159,7 @@ func New(version string, status func() []remote.Status, inflight func() int64) *
 	)
 	m.store = newLimitStore(m.reg)
 	m.shadow = newShadowMetrics(m.reg)
+	m.routes = newRouteMetrics(m.reg)
 	// Every reload result is there from the start, at zero, so that a rate
 	// over it exists before the first reload.
 	m.reloads.WithLabelValues("ok")

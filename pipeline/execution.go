@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"encoding/json"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -21,6 +22,9 @@ type Execution struct {
 	// none), and shadowNotes what shadow listeners would have decided.
 	shadows     *shadowSet
 	shadowNotes shadowNotes
+	// approval is the record of how an Ask routed to approvers ended
+	// (SetApproval), JSON; nil when none was.
+	approval atomic.Pointer[string]
 }
 
 // NewExecution builds an execution for code that runs stages itself, such
@@ -66,3 +70,17 @@ func (e *Execution) Decode(v any) error {
 	// json.Unmarshal only reads its input, so the string's bytes are not copied.
 	return json.Unmarshal(unsafe.Slice(unsafe.StringData(e.args), len(e.args)), v)
 }
+
+// Approval is the JSON record of how the call's Ask was decided by
+// approvers other than the caller (route, each decision, quorum or
+// timeout), or "" when it was not: observers (the audit) record it.
+func (e *Execution) Approval() string {
+	if p := e.approval.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// SetApproval records how the call's Ask was decided (see Approval). The
+// approver calls it before it answers; a remote end sets what it was sent.
+func (e *Execution) SetApproval(record string) { e.approval.Store(&record) }

@@ -25,6 +25,16 @@ type GuardStart func(ctx context.Context, e *Execution) (wait func() (reason str
 // the call proceed.
 type ApproverFunc func(ctx context.Context, e *Execution, reason string) (approved bool, err error)
 
+// ApprovalDenied is an approver's error that ends the Ask DENIED with its
+// own Reason, not as the approver's failure: a route's approvers denied
+// it, or nobody approved in time (TimedOut).
+type ApprovalDenied struct {
+	Reason   string
+	TimedOut bool
+}
+
+func (d *ApprovalDenied) Error() string { return d.Reason }
+
 // ExecuteFunc is a stage-3 wrapper: it holds the whole call. Calling next
 // runs the inner wrappers and the tool; it may be called again (a retry).
 type ExecuteFunc func(ctx context.Context, e *Execution, next ExecuteNext) Result

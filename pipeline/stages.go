@@ -213,13 +213,20 @@ func (t *Tools) ask(ctx context.Context, s *snapshot, e *Execution, d Decision) 
 		outcome = NoApprover
 		return denied("approval needed but no approver is registered: "+d.Reason, d.DecidedBy), false
 	}
-	actx, cancel := context.WithTimeout(ctx, t.opts.ApprovalTimeout)
+	timeout := t.opts.ApprovalTimeout
+	if t.opts.ApprovalTimeoutFor != nil {
+		if d := t.opts.ApprovalTimeoutFor(e.name); d > 0 {
+			timeout = d
+		}
+	}
+	actx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	type answer struct {
 		ok  bool
 		err error
 	}
 	ch := make(chan answer, 1)
+	var ad *ApprovalDenied
 	go func() {
 		ok, err := callApprover(actx, a.fn, e, d.Reason)
 		ch <- answer{ok, err}
@@ -232,6 +239,12 @@ func (t *Tools) ask(ctx context.Context, s *snapshot, e *Execution, d Decision) 
 			// call is ABORTED, as when the cancellation is seen first.
 			outcome = AskCancelled
 			return Fail(CodeAborted, "call cancelled while waiting for approval: "+d.Reason), false
+		case ans.err != nil && errors.As(ans.err, &ad):
+			outcome = Refused
+			if ad.TimedOut {
+				outcome = ApprovalTimedOut
+			}
+			return denied(ad.Reason, a.owner), false
 		case ans.err != nil:
 			outcome = ApprovalFailed
 			return denied("approver "+a.owner+" failed: "+errText(ans.err)+" (asked: "+d.Reason+")", a.owner), false
@@ -246,7 +259,7 @@ func (t *Tools) ask(ctx context.Context, s *snapshot, e *Execution, d Decision) 
 			return Fail(CodeAborted, "call cancelled while waiting for approval: "+d.Reason), false
 		}
 		outcome = ApprovalTimedOut
-		return denied(fmt.Sprintf("approval timed out after %s: %s", t.opts.ApprovalTimeout, d.Reason), a.owner), false
+		return denied(fmt.Sprintf("approval timed out after %s: %s", timeout, d.Reason), a.owner), false
 	}
 }
 

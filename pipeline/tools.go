@@ -42,6 +42,9 @@ type Options struct {
 	// ApprovalTimeout bounds how long an Ask waits for the approver; an
 	// unanswered question is a denial. Zero means one minute.
 	ApprovalTimeout time.Duration
+	// ApprovalTimeoutFor, when set, may give a tool's Ask a bound of its
+	// own (an approval route's timeout); 0 keeps ApprovalTimeout.
+	ApprovalTimeoutFor func(tool string) time.Duration
 	// Logger receives contained failures (observers, undo). Nil discards.
 	Logger hclog.Logger
 	// OnApproval, when set, is told how each Ask ended (for metrics): one

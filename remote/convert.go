@@ -53,6 +53,8 @@ func toExecutionByRef(e *pipeline.Execution) *pb.Execution {
 		Caller:    e.Caller(),
 		Principal: wire.PrincipalToProto(e.Principal()),
 		DryRun:    e.DryRun(),
+		// Read when the result is sent: the Ask is over by then.
+		ApprovalJson: []byte(e.Approval()),
 	}
 }
 

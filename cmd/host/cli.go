@@ -139,7 +139,7 @@ func newRoot(e *env) *cobra.Command {
 			RunE: func(cmd *cobra.Command, args []string) error { return c.run(cmd.Context(), e, args) },
 		})
 	}
-	root.AddCommand(keyCommand(e), explainCommand(e), testCommand(e), replayCommand(e), tokensCommand(e))
+	root.AddCommand(keyCommand(e), explainCommand(e), testCommand(e), replayCommand(e), tokensCommand(e), approvalsCommand(e))
 	return root
 }
 

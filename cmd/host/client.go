@@ -256,6 +256,9 @@ func call(ctx context.Context, e *env, args []string) error {
 	if isTerminal(e.stdin) {
 		ask = func(q admin.Question) bool { return prompt(e, q) }
 	}
+	c.OnWaiting = func(w admin.Waiting) {
+		fmt.Fprintf(e.stderr, "waiting for approval by %s (request %s, until %s)\n", shown(w.Who), shown(w.Request), w.Expires.UTC().Format(time.RFC3339))
+	}
 	r, err := c.Call(ctx, tool, json.RawMessage(raw), ask)
 	if err != nil {
 		return requestError(err)

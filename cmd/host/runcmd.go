@@ -116,6 +116,15 @@ func runHost(ctx context.Context, e *env, _ []string) error {
 		h.Stop(ctx)
 		return fail(exitFailed, "%v", err)
 	}
+	stopConsole, err := startConsole(d, h, log)
+	if err != nil {
+		ln.Close()
+		stopConsent(ctx)
+		stopMetrics(ctx)
+		front.stop(ctx)
+		h.Stop(ctx)
+		return fail(exitFailed, "%v", err)
+	}
 	h.Start(ctx)
 	stopped := make(chan struct{}, 1)
 	srv := admin.NewServer(admin.Controls{
@@ -168,6 +177,7 @@ loop:
 	defer cancel()
 	_ = srv.Shutdown(sctx)
 	front.stop(sctx)
+	stopConsole(sctx)
 	stopMetrics(sctx)
 	stopConsent(sctx)
 	h.Stop(sctx)

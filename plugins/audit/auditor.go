@@ -287,6 +287,9 @@ func (a *auditor) observeInOrder(ctx context.Context, call *sdk.Call, r sdk.Tool
 	for _, d := range r.Shadow {
 		l.Shadow = append(l.Shadow, auditlog.Shadow{Stage: d.Stage, Plugin: d.Plugin, Rule: d.Rule, Would: d.Would, Reason: d.Reason})
 	}
+	if len(call.Approval) > 0 {
+		l.Approval = auditlog.ArgumentsJSON(call.Approval)
+	}
 	if err := a.file.append(l); err != nil {
 		return a.writeFailed(ctx, l, call.Name, err)
 	}

@@ -476,7 +476,12 @@ type Execution struct {
 	// queue carried it), then the ref alone, `tool` unset; the plugin keeps
 	// what it was sent by ref for as long as its process runs. So a tool's
 	// schema crosses once per process, not with every call.
-	ToolRef       uint64 `protobuf:"varint,8,opt,name=tool_ref,json=toolRef,proto3" json:"tool_ref,omitempty"`
+	ToolRef uint64 `protobuf:"varint,8,opt,name=tool_ref,json=toolRef,proto3" json:"tool_ref,omitempty"`
+	// How the call's Ask was decided by the approvers of an approval route
+	// (route, each answer and its time, quorum or timeout), as JSON; empty
+	// when no route decided. Set on the results stage-5 observers get, so
+	// that the audit line, and the receipt that proves it, record it.
+	ApprovalJson  []byte `protobuf:"bytes,9,opt,name=approval_json,json=approvalJson,proto3" json:"approval_json,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -565,6 +570,13 @@ func (x *Execution) GetToolRef() uint64 {
 		return x.ToolRef
 	}
 	return 0
+}
+
+func (x *Execution) GetApprovalJson() []byte {
+	if x != nil {
+		return x.ApprovalJson
+	}
+	return nil
 }
 
 // Principal is who a call is made for.
@@ -4168,7 +4180,7 @@ const file_plugkit_proto_rawDesc = "" +
 	"definition\x18\x16 \x01(\tR\n" +
 	"definition\x12!\n" +
 	"\fowner_prefix\x18\x17 \x01(\bR\vownerPrefix\x12\x12\n" +
-	"\x04kind\x18\x18 \x01(\tR\x04kind\"\x87\x02\n" +
+	"\x04kind\x18\x18 \x01(\tR\x04kind\"\xac\x02\n" +
 	"\tExecution\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12%\n" +
@@ -4177,7 +4189,8 @@ const file_plugkit_proto_rawDesc = "" +
 	"\x04tool\x18\x05 \x01(\v2\x1a.plugkit.v1.ToolDescriptorR\x04tool\x123\n" +
 	"\tprincipal\x18\x06 \x01(\v2\x15.plugkit.v1.PrincipalR\tprincipal\x12\x17\n" +
 	"\adry_run\x18\a \x01(\bR\x06dryRun\x12\x19\n" +
-	"\btool_ref\x18\b \x01(\x04R\atoolRef\"O\n" +
+	"\btool_ref\x18\b \x01(\x04R\atoolRef\x12#\n" +
+	"\rapproval_json\x18\t \x01(\fR\fapprovalJson\"O\n" +
 	"\tPrincipal\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x1e\n" +

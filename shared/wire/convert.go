@@ -65,6 +65,7 @@ func ExecutionToProto(e Execution) *pb.Execution {
 		Tool:          ToolDescriptorToProto(e.Tool),
 		Principal:     PrincipalToProto(e.Principal),
 		DryRun:        e.DryRun,
+		ApprovalJson:  e.Approval,
 	}
 }
 
@@ -97,6 +98,7 @@ func ExecutionFromProto(m *pb.Execution) Execution {
 		Tool:      ToolDescriptorFromProto(m.GetTool()),
 		Principal: PrincipalFromProto(m.GetPrincipal()),
 		DryRun:    m.GetDryRun(),
+		Approval:  m.GetApprovalJson(),
 	}
 }
 

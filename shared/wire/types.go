@@ -73,6 +73,9 @@ type Execution struct {
 	// `host test`): answer what you would decide and act on nothing. Only
 	// a plugin that declares dry-run support is sent one.
 	DryRun bool
+	// Approval is how an approval route's approvers decided the call's
+	// Ask, as JSON; nil when none did. Stage-5 observers see it.
+	Approval json.RawMessage
 }
 
 // Principal is who a call is made for (package identity).

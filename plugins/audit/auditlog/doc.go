@@ -11,7 +11,7 @@
 //	{"seq":1,"time":"2026-05-04T10:20:30.123456789Z","id":"c-1","caller":"cli","tool":"add","ok":true,"code":"","decided_by":"","duration_ms":1.25,"args_sha256":"…64 hex…","prev":"000…000","hash":"…64 hex…"}
 //
 // Members, in this order, all of them but principal, principal_kind,
-// arguments and shadow always:
+// arguments, shadow and approval always:
 //
 //	seq          integer, 1 on the first line, +1 on each next line
 //	time         when the line was written, RFC 3339 in UTC with nanoseconds
@@ -40,6 +40,11 @@
 //	             were asked, each an object with every member, in this
 //	             order: stage (1 or 2), plugin, rule ("" when none was
 //	             named), would (DENIED or ASK), reason
+//	approval     only when an approval route decided the call's Ask: a JSON
+//	             object (compact) naming the request, route, approvers,
+//	             quorum, state (approved, denied, timed_out, withdrawn), the
+//	             reason, and each answer with who gave it, when, and why it
+//	             was refused when it did not count
 //	prev         the previous line's hash; 64 "0" on the first line
 //	hash         this line's hash (below), 64 lowercase hex digits
 //

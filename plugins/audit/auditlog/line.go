@@ -50,6 +50,9 @@ type Line struct {
 	// Shadow is what listeners in shadow would have decided on the call
 	// and did not; nil when none would have objected (not recorded then).
 	Shadow []Shadow
+	// Approval is nil unless an approval route decided the call's Ask:
+	// then how (route, each answer, quorum or timeout), valid JSON.
+	Approval json.RawMessage
 	// Prev is the previous line's Hash; ZeroHash on the first line.
 	Prev string
 	// Hash is Chain(Prev, Body()).
@@ -136,6 +139,10 @@ func (l *Line) appendBody(b []byte) []byte {
 	if len(l.Shadow) > 0 {
 		b = append(b, `,"shadow":`...)
 		b = appendShadow(b, l.Shadow)
+	}
+	if l.Approval != nil {
+		b = append(b, `,"approval":`...)
+		b = append(b, ArgumentsJSON(l.Approval)...)
 	}
 	b = append(b, `,"prev":`...)
 	b = appendString(b, l.Prev)
@@ -255,6 +262,7 @@ type lineJSON struct {
 	ArgsSHA256 string          `json:"args_sha256"`
 	Arguments  json.RawMessage `json:"arguments"`
 	Shadow     []Shadow        `json:"shadow"`
+	Approval   json.RawMessage `json:"approval"`
 	Prev       string          `json:"prev"`
 	Hash       string          `json:"hash"`
 }
@@ -282,7 +290,7 @@ func ParseLine(text []byte) (Line, error) {
 	l := Line{
 		Seq: lj.Seq, Time: t, ID: lj.ID, Caller: lj.Caller, Principal: lj.Principal, PrincipalKind: lj.PKind, Tool: lj.Tool, OK: lj.OK,
 		Code: lj.Code, DecidedBy: lj.DecidedBy, Duration: d, ArgsSHA256: lj.ArgsSHA256,
-		Arguments: lj.Arguments, Shadow: lj.Shadow, Prev: lj.Prev, Hash: lj.Hash,
+		Arguments: lj.Arguments, Shadow: lj.Shadow, Approval: lj.Approval, Prev: lj.Prev, Hash: lj.Hash,
 	}
 	// Re-encoding catches everything the decoder forgives: a key in another
 	// case, a duplicate or missing member, an escape that means the same

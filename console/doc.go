@@ -1,0 +1,8 @@
+// Package console is the host's web console: where approvers answer the
+// requests of approval routes and operators see the plugins and tools.
+// Server-rendered HTML (html/template) with every asset embedded and no
+// JavaScript, so it works with no network; a sign-in with the same
+// credentials as MCP (an API key, an OAuth access token) makes a session
+// that expires; every form carries the session's CSRF token; every page is
+// served with a strict Content-Security-Policy.
+package console
