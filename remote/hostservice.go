@@ -171,7 +171,8 @@ func (h *hostService) AddGuard(ctx context.Context, req *pb.AddGuardRequest) (*p
 	if err != nil {
 		return nil, err
 	}
-	id, err := h.record(reg.StartedGuard(h.inst.guardProxy(req.GetHandlerId()), req.GetTools()...))
+	slot := h.inst.addGuard(req.GetName(), req.GetHandlerId())
+	id, err := h.record(reg.StartedGuard(h.inst.guardProxy(req.GetHandlerId(), slot), req.GetTools()...))
 	return &pb.AddGuardResponse{RegistrationId: id}, err
 }
 

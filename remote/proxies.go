@@ -175,10 +175,23 @@ func (in *instance) toolProxy(handler, name string) pipeline.ToolFunc {
 
 // guardProxy is a remote guard in two steps: start sends the check, the
 // func it returns waits for the verdict (pipeline.Registrar.StartedGuard).
-func (in *instance) guardProxy(handler string) pipeline.GuardStart {
+// slot is the guard's place among the process's guards, by which a
+// critical plugin's guard is found again in its next process to retry a
+// call alone (solo.go).
+func (in *instance) guardProxy(handler string, slot int) pipeline.GuardStart {
 	return func(ctx context.Context, e *pipeline.Execution) func() (string, error) {
 		if e.DryRun() && !in.dryRun {
 			return func() (string, error) { return "", pipeline.ErrNotAsked }
+		}
+		solo := in.mp != nil
+		if solo {
+			if err := in.mp.refused(e); err != nil {
+				return func() (string, error) { return "", err }
+			}
+			if err := in.solo.enter(ctx, e.ID()); err != nil {
+				err = fmt.Errorf("plugin %s: guard: waiting for a call retried alone: %w", in.name, err)
+				return func() (string, error) { return "", err }
+			}
 		}
 		rctx, cancel := in.filterCtx(ctx)
 		start := time.Now()
@@ -188,8 +201,19 @@ func (in *instance) guardProxy(handler string) pipeline.GuardStart {
 			defer cancel()
 			resp, err := wait()
 			in.timed("guard", start)
+			if solo {
+				in.solo.leave(e.ID())
+			}
 			if err == nil {
 				seen()
+			}
+			if err != nil && solo && in.crashed(rctx, err) {
+				// The process died during the call: these arguments may
+				// be why, or another call's. Ask the next process alone.
+				resp, err = in.mp.retryGuard(ctx, in, slot, e)
+				if err != nil {
+					return "", err
+				}
 			}
 			if err != nil {
 				_ = settle(rctx, err)
@@ -238,10 +262,10 @@ func (in *instance) preProxy(h *hostService, handler string, wrap bool, slot int
 		}
 		solo := in.mp != nil && !wrap
 		if solo {
-			if in.mp.poisonedCall(e) {
-				return pipeline.Decision{}, in.mp.errPoison(true)
+			if err := in.mp.refused(e); err != nil {
+				return pipeline.Decision{}, err
 			}
-			if err := in.mp.solo.enter(ctx); err != nil {
+			if err := in.solo.enter(ctx, e.ID()); err != nil {
 				return pipeline.Decision{}, fmt.Errorf("plugin %s: pre-execute listener: waiting for a call retried alone: %w", in.name, err)
 			}
 		}
@@ -271,7 +295,7 @@ func (in *instance) preProxy(h *hostService, handler string, wrap bool, slot int
 		resp, err := in.calls.PreExecute(rctx, req)
 		in.timed("pre_execute", start)
 		if solo {
-			in.mp.solo.leave()
+			in.solo.leave(e.ID())
 		}
 		if err == nil {
 			seen()
@@ -280,7 +304,7 @@ func (in *instance) preProxy(h *hostService, handler string, wrap bool, slot int
 		if err != nil && solo && in.crashed(rctx, err) {
 			// The process died during the call: these arguments may be why,
 			// or another call's. Ask the next process alone to tell.
-			resp, err = in.mp.retryAlone(ctx, in, slot, e)
+			resp, err = in.mp.retryFilter(ctx, in, slot, e)
 			if err != nil {
 				return pipeline.Decision{}, err
 			}

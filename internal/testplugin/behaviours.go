@@ -203,6 +203,14 @@ func (b *builder) guard(s conformance.GuardSpec) (sdk.Guard, error) {
 			<-ctx.Done()
 			return "", ctx.Err()
 		}
+	case conformance.GuardHangFirst:
+		fn = func(ctx context.Context, c *sdk.Call) (string, error) {
+			if b.logs.lines(s.Log) > 1 { // "called" is logged before fn
+				return "", nil
+			}
+			<-ctx.Done()
+			return "", ctx.Err()
+		}
 	default:
 		return sdk.Guard{}, fmt.Errorf("unknown guard behaviour %q", s.Behaviour)
 	}
