@@ -2,8 +2,8 @@ package remote
 
 import (
 	"context"
-	"errors"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
