@@ -186,8 +186,10 @@ func (h *hostService) Listen(ctx context.Context, req *pb.ListenRequest) (*pb.Li
 	var e *kernel.Effect
 	switch req.GetStage() {
 	case pb.Stage_STAGE_PRE_EXECUTE:
-		slot := -1
-		if !wrap {
+		var slot int
+		if wrap {
+			slot = h.inst.addPreWrapper(req.GetName(), handler)
+		} else {
 			slot = h.inst.addPreFilter(req.GetName(), handler)
 		}
 		e, err = reg.OnPreExecute(h.inst.preProxy(h, handler, wrap, slot), tools...)

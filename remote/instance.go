@@ -81,11 +81,13 @@ type instance struct {
 	// process waits at.
 	mp   *managed
 	solo soloGate
-	// preFilters and guards are the listeners the process registered, each
-	// kind in order: a listener's slot names it in the next process too.
-	preMu      sync.Mutex
-	preFilters []preFilter
-	guards     []preFilter
+	// preFilters, preWrappers and guards are the listeners the process
+	// registered, each kind in order: a listener's slot names it in the
+	// next process too.
+	preMu       sync.Mutex
+	preFilters  []preFilter
+	preWrappers []preFilter
+	guards      []preFilter
 	// soloRetry is set while a call is retried alone in this process: its
 	// death then is the call's doing and not counted as a crash.
 	soloRetry atomic.Bool

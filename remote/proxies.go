@@ -250,8 +250,8 @@ func (in *instance) approverProxy(handler string) pipeline.ApproverFunc {
 	}
 }
 
-// preProxy is a pre-execute listener; slot is a filter's place among the
-// process's filters (-1 for a wrapper), by which a critical plugin's filter
+// preProxy is a pre-execute listener; slot is its place among the
+// process's filters, or its wrappers, by which a critical plugin's listener
 // is found again in its next process to retry a call alone (solo.go).
 func (in *instance) preProxy(h *hostService, handler string, wrap bool, slot int) pipeline.PreExecuteFunc {
 	return func(ctx context.Context, e *pipeline.Execution, next pipeline.DecideNext) (pipeline.Decision, error) {
@@ -260,7 +260,7 @@ func (in *instance) preProxy(h *hostService, handler string, wrap bool, slot int
 			// on the call: it is not sent one.
 			return pipeline.Decision{}, pipeline.ErrNotAsked
 		}
-		solo := in.mp != nil && !wrap
+		solo := in.mp != nil
 		if solo {
 			if err := in.mp.refused(e); err != nil {
 				return pipeline.Decision{}, err
@@ -272,19 +272,12 @@ func (in *instance) preProxy(h *hostService, handler string, wrap bool, slot int
 		x, seen := in.execution(e)
 		req := &pb.PreExecuteRequest{HandlerId: handler, Execution: x}
 		var inner latest[pipeline.Decision]
+		var nexts running
 		var rctx context.Context
 		var b *budget
 		if wrap {
 			rctx, b = in.startBudget(ctx)
-			req.CallToken = h.tokens.add(func(ctx context.Context) *pb.NextResponse {
-				if !b.enter() {
-					return nil
-				}
-				defer b.leave()
-				d := next(ctx)
-				inner.set(d)
-				return &pb.NextResponse{Answer: &pb.NextResponse_PreExecute{PreExecute: toDecision(d)}}
-			})
+			req.CallToken = h.tokens.add(nextToken(b, next, &inner, &nexts))
 			defer h.tokens.remove(req.CallToken)
 		} else {
 			var cancel context.CancelFunc
@@ -301,10 +294,18 @@ func (in *instance) preProxy(h *hostService, handler string, wrap bool, slot int
 			seen()
 		}
 		expired := b.stop()
-		if err != nil && solo && in.crashed(rctx, err) {
+		crashCtx := rctx
+		if wrap {
+			crashCtx = ctx // rctx is cancelled by b.stop; expired tells the budget's end
+		}
+		if err != nil && solo && !expired && in.crashed(crashCtx, err) {
 			// The process died during the call: these arguments may be why,
 			// or another call's. Ask the next process alone to tell.
-			resp, err = in.mp.retryFilter(ctx, in, slot, e)
+			if wrap {
+				resp, err = in.mp.retryWrapper(ctx, in, slot, e, next, &inner, &nexts)
+			} else {
+				resp, err = in.mp.retryFilter(ctx, in, slot, e)
+			}
 			if err != nil {
 				return pipeline.Decision{}, err
 			}

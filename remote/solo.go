@@ -220,6 +220,9 @@ type aloneAsk struct {
 	// ask asks it in that process and keeps the answer; its error is the
 	// RPC's, for crashed to read.
 	ask func(ctx context.Context, in *instance) error
+	// ownTime says ask bounds its own time (a wrapper's budget, which
+	// does not count next); else the listener timeout bounds it.
+	ownTime bool
 }
 
 // retryAlone asks a's listener again for e, in the plugin's next process
@@ -299,7 +302,10 @@ func (mp *managed) askAlone(ctx context.Context, in, dead *instance, k [32]byte,
 	if in.exited() {
 		return errOvertaken
 	}
-	rctx, cancel := in.filterCtx(ctx)
+	rctx, cancel := ctx, context.CancelFunc(func() {})
+	if !a.ownTime {
+		rctx, cancel = in.filterCtx(ctx)
+	}
 	defer cancel()
 	// Set before the RPC, so that watch sees it whenever the process dies.
 	in.soloRetry.Store(true)
@@ -311,6 +317,9 @@ func (mp *managed) askAlone(ctx context.Context, in, dead *instance, k [32]byte,
 	if !in.crashed(rctx, err) {
 		in.soloRetry.Store(false)
 		_ = settle(rctx, err)
+		if _, rpc := status.FromError(err); !rpc {
+			return err // ask's own, which says what failed
+		}
 		return in.callErr(a.name, err)
 	}
 	mp.addPoison(k, a.kind)

@@ -130,6 +130,9 @@ const (
 	// passes every later one: a call in flight when its process is killed,
 	// which the next process serves. Test plugin only (Log required).
 	PreHangFirstFilter Pre = "hang-first-filter"
+	// PreHangFirstWrapper is PreHangFirstFilter as a wrapper: it blocks on
+	// the first call and calls next on every later one. Test plugin only.
+	PreHangFirstWrapper Pre = "hang-first-wrapper"
 )
 
 // PreSpec is a stage-1 listener.

@@ -108,13 +108,20 @@ func (c *crasher) neighbour(ctx context.Context) {
 }
 
 // addCrasher adds the crasher as a pre-execute filter or, with crash_in =
-// "guard", as a guard.
+// "guard", as a guard, or with "wrap", as a wrapping pre-execute listener.
 func addCrasher(ctx context.Context, p *sdk.Context, cfg Config) error {
 	c := newCrasher(cfg)
 	if cfg.CrashIn == "guard" {
 		_, err := p.AddGuard(ctx, sdk.Guard{Name: "crasher", Check: func(ctx context.Context, call *sdk.Call) (string, error) {
 			c.check(ctx, call)
 			return "", nil
+		}})
+		return err
+	}
+	if cfg.CrashIn == "wrap" {
+		_, err := p.OnPreExecute(ctx, sdk.PreExecuteListener{Name: "crasher", Wrap: func(ctx context.Context, call *sdk.Call, next sdk.NextDecision) (sdk.Decision, error) {
+			c.check(ctx, call)
+			return next(ctx)
 		}})
 		return err
 	}

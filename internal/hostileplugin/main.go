@@ -62,9 +62,10 @@ type Config struct {
 	// call: arguments (as many different ones as wanted) that crash a
 	// critical listener.
 	CrashOn string `json:"crash_on,omitempty" doc:"Exit the process in a pre-execute listener when a call's what starts with this."`
-	// CrashIn puts that listener at stage 2, as a guard ("guard"), rather
-	// than stage 1.
-	CrashIn string `json:"crash_in,omitempty" doc:"Where the crashing listener sits: guard, or a pre-execute filter by default."`
+	// CrashIn puts that listener at stage 2, as a guard ("guard"), or
+	// makes it a wrapping pre-execute listener ("wrap"), rather than a
+	// pre-execute filter.
+	CrashIn string `json:"crash_in,omitempty" doc:"Where the crashing listener sits: guard, wrap, or a pre-execute filter by default."`
 	// CrashBeside makes a crashing call wait for this many calls whose
 	// what starts with "neighbour" to be in the listener before it exits.
 	CrashBeside int `json:"crash_beside,omitempty" doc:"How many neighbour calls a crashing call waits for before it exits."`

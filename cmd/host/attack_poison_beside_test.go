@@ -25,6 +25,20 @@ import (
 // of safety failed: plugin process exited"), and every such call was a
 // counted crash.
 func TestAttackPoisonedArgumentInGuard(t *testing.T) {
+	testPoisonBeside(t, "guard", "guard")
+}
+
+// TestAttackPoisonedArgumentInWrapper: the same with the crashing
+// listener a wrapping pre-execute listener (stage 1), which calls next
+// after its check; before, the neighbours were DENIED ("pre-execute
+// listener of safety failed: plugin process exited").
+func TestAttackPoisonedArgumentInWrapper(t *testing.T) {
+	testPoisonBeside(t, "wrap", "pre-execute listener")
+}
+
+// testPoisonBeside runs the attack with the crasher where crashIn says;
+// kind is what the denial names.
+func testPoisonBeside(t *testing.T, crashIn, kind string) {
 	needShippedDeployment(t)
 	dir := t.TempDir()
 	config := filepath.Join(dir, "config.hcl")
@@ -46,12 +60,12 @@ plugin "safety" {
   config {
     tool         = "safety_probe"
     crash_on     = "poison"
-    crash_in     = "guard"
+    crash_in     = %q
     crash_beside = 2
     crash_log    = %q
   }
 }
-`, hostilePath(bins.dir), hostilePath(bins.dir), crashLog)
+`, hostilePath(bins.dir), hostilePath(bins.dir), crashIn, crashLog)
 	if err := os.WriteFile(config, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -83,18 +97,18 @@ plugin "safety" {
 		}()
 	}
 	wg.Wait()
-	// The first exit, with both neighbours in the guard; the second, alone.
+	// The first exit, with both neighbours in the listener; the second, alone.
 	crashes, err := os.ReadFile(crashLog)
 	if err != nil || !strings.HasPrefix(string(crashes), "hostile: crashing with 2 neighbour calls in flight\n") {
-		t.Fatalf("the crashing call did not crash with both neighbours in the guard: %v %q\n%s", err, crashes, tail(h.stderr.String()))
+		t.Fatalf("the crashing call did not crash with both neighbours in the listener: %v %q\n%s", err, crashes, tail(h.stderr.String()))
 	}
 	for i, a := range args[:2] {
 		if errs[i] != nil || !results[i].OK {
-			t.Errorf("neighbour %s, in the guard when another call's arguments crashed it: %v %+v %+v; want it served", a, errs[i], results[i], results[i].Error)
+			t.Errorf("neighbour %s, in the listener when another call's arguments crashed it: %v %+v %+v; want it served", a, errs[i], results[i], results[i].Error)
 		}
 	}
 	r := results[2]
-	if errs[2] != nil || r.OK || r.Error == nil || r.Error.Code != "DENIED" || !strings.Contains(r.Error.Message, "crashed its guard twice, the second time alone") {
+	if errs[2] != nil || r.OK || r.Error == nil || r.Error.Code != "DENIED" || !strings.Contains(r.Error.Message, "crashed its "+kind+" twice, the second time alone") {
 		t.Fatalf("the poisoned call: %v %+v %+v; want DENIED naming the crash alone\n%s", errs[2], r, r.Error, tail(h.stderr.String()))
 	}
 	t.Logf("poisoned call: %s: %s", r.Error.Code, r.Error.Message)
@@ -105,7 +119,7 @@ plugin "safety" {
 
 	for i := range 3 {
 		r, _ := callJSON(t, config, "attempt", poison)
-		if r.OK || r.Error == nil || r.Error.Code != "DENIED" || !strings.Contains(r.Error.Message, "crashed its guard when retried alone before") {
+		if r.OK || r.Error == nil || r.Error.Code != "DENIED" || !strings.Contains(r.Error.Message, "crashed its "+kind+" when retried alone before") {
 			t.Fatalf("poisoned call %d again: %+v %+v; want DENIED naming the crash\n%s", i, r, r.Error, tail(h.stderr.String()))
 		}
 		if now := pluginStatus(t, config, "safety"); now.State != "ACTIVE" || now.PID != st.PID || now.Restarts != 1 {
