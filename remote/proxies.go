@@ -196,6 +196,9 @@ func (in *instance) guardProxy(handler string, slot int) pipeline.GuardStart {
 		rctx, cancel := in.filterCtx(ctx)
 		start := time.Now()
 		x, seen := in.execution(e)
+		// Only a call in flight when the process died is retried; one sent
+		// to a process already dead is denied at once, as before.
+		sentAlive := !in.exited()
 		wait := in.calls.startGuard(rctx, &pb.GuardRequest{HandlerId: handler, Execution: x})
 		return func() (string, error) {
 			defer cancel()
@@ -207,7 +210,7 @@ func (in *instance) guardProxy(handler string, slot int) pipeline.GuardStart {
 			if err == nil {
 				seen()
 			}
-			if err != nil && solo && in.crashed(rctx, err) {
+			if err != nil && solo && sentAlive && in.crashed(rctx, err) {
 				// The process died during the call: these arguments may
 				// be why, or another call's. Ask the next process alone.
 				resp, err = in.mp.retryGuard(ctx, in, slot, e)
@@ -285,6 +288,7 @@ func (in *instance) preProxy(h *hostService, handler string, wrap bool, slot int
 			defer cancel()
 		}
 		start := time.Now()
+		sentAlive := !in.exited() // as for a guard: only a call in flight is retried
 		resp, err := in.calls.PreExecute(rctx, req)
 		in.timed("pre_execute", start)
 		if solo {
@@ -298,7 +302,7 @@ func (in *instance) preProxy(h *hostService, handler string, wrap bool, slot int
 		if wrap {
 			crashCtx = ctx // rctx is cancelled by b.stop; expired tells the budget's end
 		}
-		if err != nil && solo && !expired && in.crashed(crashCtx, err) {
+		if err != nil && solo && sentAlive && !expired && in.crashed(crashCtx, err) {
 			// The process died during the call: these arguments may be why,
 			// or another call's. Ask the next process alone to tell.
 			if wrap {

@@ -228,12 +228,13 @@ type aloneAsk struct {
 // retryAlone asks a's listener again for e, in the plugin's next process
 // and with no other call's question to it in flight, after the process
 // dead died during e's call. The wait for the next process is bounded by
-// ctx and by the restart's backoff plus the start timeout. It returns nil
+// ctx, by the restart's backoff plus the start timeout, and by
+// maxRestartWait. It returns nil
 // once a's answer is kept; any error denies the call (fail closed).
 func (mp *managed) retryAlone(ctx context.Context, dead *instance, e *pipeline.Execution, a aloneAsk) error {
 	k := poisonKey(e)
 	plugin, maxBackoff := mp.specNow()
-	bound := time.NewTimer(maxBackoff + mp.m.opts.StartTimeout)
+	bound := time.NewTimer(min(maxBackoff+mp.m.opts.StartTimeout, maxRestartWait))
 	defer bound.Stop()
 	for tries := 0; ; tries++ {
 		in, err := mp.nextServing(ctx, dead, bound.C, plugin, a.name)
@@ -261,6 +262,12 @@ func (mp *managed) retryAlone(ctx context.Context, dead *instance, e *pipeline.E
 		dead = in
 	}
 }
+
+// maxRestartWait bounds a retry's wait for the plugin's next process: a
+// restart takes well under it, and a call sent to a process that is dead
+// and not coming back soon (a start that hangs) is denied, as it was
+// before calls were retried, rather than held for the whole start timeout.
+const maxRestartWait = 3 * time.Second
 
 // maxOvertaken bounds how many processes a retry alone lets other calls'
 // retries end before it is asked.
