@@ -27,7 +27,11 @@ import (
 // The answer of a POST is written by the SDK one JSON-RPC message per
 // Write (an SSE event or a JSON body), so the replacement is made within
 // each Write.
+//
+// A notifications/cancelled naming a replaced id is given the placeholder
+// of that request, in flight in the same session (cancelids.go).
 func exactIDs(maxBody int64, next http.Handler) http.Handler {
+	var inFlight inFlightIDs
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || r.Body == nil {
 			next.ServeHTTP(w, r)
@@ -40,6 +44,8 @@ func exactIDs(maxBody int64, next http.Handler) http.Handler {
 			http.Error(w, "cannot read the request body: "+err.Error(), http.StatusBadRequest)
 			return
 		}
+		session := r.Header.Get("Mcp-Session-Id")
+		body = cancelIDs(body, inFlight.lookup(session))
 		out, swaps, err := replaceIDs(body)
 		if err != nil {
 			// Left to the SDK, which answers a body it cannot parse with
@@ -50,6 +56,8 @@ func exactIDs(maxBody int64, next http.Handler) http.Handler {
 		r.ContentLength = int64(len(out))
 		if len(swaps) > 0 {
 			w = &idWriter{ResponseWriter: w, swaps: swaps}
+			inFlight.add(session, swaps)
+			defer inFlight.remove(session, swaps)
 		}
 		next.ServeHTTP(w, r)
 	})
@@ -197,6 +205,9 @@ func (s *stdioIDs) Read(p []byte) (int, error) {
 		if len(line) == 0 {
 			return 0, err
 		}
+		if c := cancelIDs(line, s.lookup); !bytes.Equal(c, line) {
+			line = append(c, '\n')
+		}
 		if out, swaps, rerr := replaceIDs(line); rerr == nil && len(swaps) > 0 {
 			s.mu.Lock()
 			s.swaps = append(s.swaps, swaps...)
@@ -208,6 +219,18 @@ func (s *stdioIDs) Read(p []byte) (int, error) {
 	n := copy(p, s.buf)
 	s.buf = s.buf[n:]
 	return n, nil
+}
+
+// lookup is the placeholder of a request in flight whose id was literal.
+func (s *stdioIDs) lookup(literal []byte) []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, sw := range s.swaps {
+		if bytes.Equal(sw.literal, literal) {
+			return sw.placeholder
+		}
+	}
+	return nil
 }
 
 // writer returns w with the placeholders of s put back.

@@ -40,6 +40,10 @@ type killRole struct {
 	codes []pipeline.Code
 	// violates says whether an OK result breaks the victim's rule.
 	violates func(rec callRecord) bool
+	// retried says a critical victim's listener asks a call in flight at
+	// its death again in its next process (solo.go), so such a call may
+	// be served rather than fail.
+	retried bool
 }
 
 // The victim's listeners care about add only; the bystander's echo is
@@ -66,7 +70,7 @@ var killRoles = []killRole{
 			}
 			return "add", `{"a":1,"b":1}`, false
 		},
-		inFlight: pipeline.CodeDenied, failed: "guard of victim failed",
+		inFlight: pipeline.CodeDenied, failed: "guard of victim failed", retried: true,
 		codes:    []pipeline.Code{"", pipeline.CodeDenied},
 		violates: func(rec callRecord) bool { return rec.deny },
 	},
@@ -82,7 +86,7 @@ var killRoles = []killRole{
 			}
 			return "add", `{"a":1,"b":1}`, false
 		},
-		inFlight: pipeline.CodeDenied, failed: "pre-execute listener of victim failed",
+		inFlight: pipeline.CodeDenied, failed: "pre-execute listener of victim failed", retried: true,
 		codes:    []pipeline.Code{"", pipeline.CodeDenied},
 		violates: func(rec callRecord) bool { return rec.deny },
 	},
@@ -257,7 +261,7 @@ func testKill(t *testing.T, role killRole, critical bool) {
 			t.Errorf("%s: allowed a call the victim's rule denies", what)
 		}
 	}
-	if inFlight == 0 {
+	if inFlight == 0 && !(critical && role.retried) {
 		t.Errorf("no call was in flight into the victim when it died (want at least one %s %q)", role.inFlight, role.failed)
 	}
 	t.Logf("%d calls into the dead victim failed as %s; the calls in flight at the kill had all returned %v after it", inFlight, role.inFlight, slowest.Round(time.Millisecond))

@@ -171,7 +171,8 @@ func (h *hostService) AddGuard(ctx context.Context, req *pb.AddGuardRequest) (*p
 	if err != nil {
 		return nil, err
 	}
-	id, err := h.record(reg.StartedGuard(h.inst.guardProxy(req.GetHandlerId(), req.GetName()), req.GetTools()...))
+	slot := h.inst.addGuard(req.GetName(), req.GetHandlerId())
+	id, err := h.record(reg.StartedGuard(h.inst.guardProxy(req.GetHandlerId(), req.GetName(), slot), req.GetTools()...))
 	return &pb.AddGuardResponse{RegistrationId: id}, err
 }
 
@@ -185,8 +186,10 @@ func (h *hostService) Listen(ctx context.Context, req *pb.ListenRequest) (*pb.Li
 	var e *kernel.Effect
 	switch req.GetStage() {
 	case pb.Stage_STAGE_PRE_EXECUTE:
-		slot := -1
-		if !wrap {
+		var slot int
+		if wrap {
+			slot = h.inst.addPreWrapper(req.GetName(), handler)
+		} else {
 			slot = h.inst.addPreFilter(req.GetName(), handler)
 		}
 		e, err = reg.OnPreExecute(h.inst.preProxy(h, handler, wrap, slot), tools...)

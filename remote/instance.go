@@ -78,14 +78,19 @@ type instance struct {
 	scope *kernel.Scope
 	// durable takes its result listeners when the plugin is critical.
 	durable *durableResults
-	// mp is the plugin of a critical process, whose pre-execute filters
-	// retry a call alone when the process dies during it (solo.go); nil
-	// otherwise.
-	mp *managed
-	// preFilters are the pre-execute filters the process registered, in
-	// order: a filter's slot names it in the next process too.
-	preMu      sync.Mutex
-	preFilters []preFilter
+	// mp is the plugin of a critical process, whose pre-execute listeners
+	// and guards retry a call alone when the process dies during it
+	// (solo.go); nil otherwise. solo is the gate a retry alone in this
+	// process waits at.
+	mp   *managed
+	solo soloGate
+	// preFilters, preWrappers and guards are the listeners the process
+	// registered, each kind in order: a listener's slot names it in the
+	// next process too.
+	preMu       sync.Mutex
+	preFilters  []preFilter
+	preWrappers []preFilter
+	guards      []preFilter
 	// soloRetry is set while a call is retried alone in this process: its
 	// death then is the call's doing and not counted as a crash.
 	soloRetry atomic.Bool

@@ -184,22 +184,48 @@ func (in *instance) toolProxy(handler, name string) pipeline.ToolFunc {
 // func it returns waits for the verdict (pipeline.Registrar.StartedGuard).
 // name is the guard's registered name (a safety rule's): the rule its
 // failure or timeout is reported under, so that a rule in shadow stays in
-// shadow when it fails.
-func (in *instance) guardProxy(handler, name string) pipeline.GuardStart {
+// shadow when it fails. slot is the guard's place among the process's
+// guards, by which a critical plugin's guard is found again in its next
+// process to retry a call alone (solo.go).
+func (in *instance) guardProxy(handler, name string, slot int) pipeline.GuardStart {
 	return func(ctx context.Context, e *pipeline.Execution) func() (string, error) {
 		if e.DryRun() && !in.dryRun {
 			return func() (string, error) { return "", pipeline.ErrNotAsked }
 		}
+		solo := in.mp != nil
+		if solo {
+			if err := in.mp.refused(e); err != nil {
+				return func() (string, error) { return "", err }
+			}
+			if err := in.solo.enter(ctx, e.ID()); err != nil {
+				err = fmt.Errorf("plugin %s: guard: waiting for a call retried alone: %w", in.name, err)
+				return func() (string, error) { return "", err }
+			}
+		}
 		rctx, cancel := in.filterCtx(ctx)
 		start := time.Now()
 		x, seen := in.execution(e)
+		// Only a call in flight when the process died is retried; one sent
+		// to a process already dead is denied at once, as before.
+		sentAlive := !in.exited()
 		wait := in.calls.startGuard(rctx, &pb.GuardRequest{HandlerId: handler, Execution: x})
 		return func() (string, error) {
 			defer cancel()
 			resp, err := wait()
 			in.timed("guard", start)
+			if solo {
+				in.solo.leave(e.ID())
+			}
 			if err == nil {
 				seen()
+			}
+			if err != nil && solo && sentAlive && in.crashed(rctx, err) {
+				// The process died during the call: these arguments may
+				// be why, or another call's. Ask the next process alone.
+				resp, err = in.mp.retryGuard(ctx, in, slot, e)
+				if err != nil {
+					return "", err
+				}
 			}
 			if err != nil {
 				pipeline.NoteRule(ctx, name)
@@ -241,8 +267,8 @@ func (in *instance) approverProxy(handler string) pipeline.ApproverFunc {
 	}
 }
 
-// preProxy is a pre-execute listener; slot is a filter's place among the
-// process's filters (-1 for a wrapper), by which a critical plugin's filter
+// preProxy is a pre-execute listener; slot is its place among the
+// process's filters, or its wrappers, by which a critical plugin's listener
 // is found again in its next process to retry a call alone (solo.go).
 func (in *instance) preProxy(h *hostService, handler string, wrap bool, slot int) pipeline.PreExecuteFunc {
 	return func(ctx context.Context, e *pipeline.Execution, next pipeline.DecideNext) (pipeline.Decision, error) {
@@ -251,31 +277,24 @@ func (in *instance) preProxy(h *hostService, handler string, wrap bool, slot int
 			// on the call: it is not sent one.
 			return pipeline.Decision{}, pipeline.ErrNotAsked
 		}
-		solo := in.mp != nil && !wrap
+		solo := in.mp != nil
 		if solo {
-			if in.mp.poisonedCall(e) {
-				return pipeline.Decision{}, in.mp.errPoison(true)
+			if err := in.mp.refused(e); err != nil {
+				return pipeline.Decision{}, err
 			}
-			if err := in.mp.solo.enter(ctx); err != nil {
+			if err := in.solo.enter(ctx, e.ID()); err != nil {
 				return pipeline.Decision{}, fmt.Errorf("plugin %s: pre-execute listener: waiting for a call retried alone: %w", in.name, err)
 			}
 		}
 		x, seen := in.execution(e)
 		req := &pb.PreExecuteRequest{HandlerId: handler, Execution: x}
 		var inner latest[pipeline.Decision]
+		var nexts running
 		var rctx context.Context
 		var b *budget
 		if wrap {
 			rctx, b = in.startBudget(ctx)
-			req.CallToken = h.tokens.add(func(ctx context.Context) *pb.NextResponse {
-				if !b.enter() {
-					return nil
-				}
-				defer b.leave()
-				d := next(ctx)
-				inner.set(d)
-				return &pb.NextResponse{Answer: &pb.NextResponse_PreExecute{PreExecute: toDecision(d)}}
-			})
+			req.CallToken = h.tokens.add(nextToken(b, next, &inner, &nexts))
 			defer h.tokens.remove(req.CallToken)
 		} else {
 			var cancel context.CancelFunc
@@ -283,19 +302,28 @@ func (in *instance) preProxy(h *hostService, handler string, wrap bool, slot int
 			defer cancel()
 		}
 		start := time.Now()
+		sentAlive := !in.exited() // as for a guard: only a call in flight is retried
 		resp, err := in.calls.PreExecute(rctx, req)
 		in.timed("pre_execute", start)
 		if solo {
-			in.mp.solo.leave()
+			in.solo.leave(e.ID())
 		}
 		if err == nil {
 			seen()
 		}
 		expired := b.stop()
-		if err != nil && solo && in.crashed(rctx, err) {
+		crashCtx := rctx
+		if wrap {
+			crashCtx = ctx // rctx is cancelled by b.stop; expired tells the budget's end
+		}
+		if err != nil && solo && sentAlive && !expired && in.crashed(crashCtx, err) {
 			// The process died during the call: these arguments may be why,
 			// or another call's. Ask the next process alone to tell.
-			resp, err = in.mp.retryAlone(ctx, in, slot, e)
+			if wrap {
+				resp, err = in.mp.retryWrapper(ctx, in, slot, e, next, &inner, &nexts)
+			} else {
+				resp, err = in.mp.retryFilter(ctx, in, slot, e)
+			}
 			if err != nil {
 				return pipeline.Decision{}, err
 			}

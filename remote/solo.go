@@ -3,9 +3,9 @@ package remote
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -17,102 +17,21 @@ import (
 )
 
 // Retry alone: a call's arguments that crash a critical plugin's
-// pre-execute filter (stage 1) must not be able to spend its restart
-// budget, after which every call is DENIED. When the process dies during
-// such a call, the call waits for the next process and asks the same
-// filter again with no other stage-1 call of the plugin in flight. If the
-// process dies again, the arguments did it: the call is DENIED, neither
-// exit is counted toward the restart budget (the first is taken back, the
-// second never counted), and the same arguments to the same tool are
-// denied from then on without being sent. Calls that only shared the
-// first crash are served by their retry. While a retry alone runs (up to
-// the listener timeout), the plugin's other stage-1 calls wait for it.
+// pre-execute listener (stage 1, filter or wrapper) or guard (stage 2)
+// must not be able to spend its restart budget, after which every call is
+// DENIED, nor fail the calls that were in flight beside it. When the
+// process dies during such a call, the call waits for the next process
+// and asks the same listener again with no other call's question to the
+// plugin's listeners in flight (soloGate). If the process dies again, the
+// arguments did it: the call is DENIED, neither exit is counted toward the
+// restart budget (the first is taken back, the second never counted), and
+// the same arguments to the same tool are denied from then on without
+// being sent. Calls that only shared the first crash are served by their
+// retry. While a retry alone runs (up to the listener timeout), the
+// plugin's other listener calls wait for it.
 //
-// Not covered: wrapping pre-execute listeners and guards (a started guard
-// of one call may be waited for only after another of its guards, so a
-// retry alone could wait for the call itself), and the plugin's other
-// calls (tools, later stages, results), which are not held during the
-// retry.
-
-// soloGate lets ordinary stage-1 calls of one plugin run together, and a
-// retry alone run with none of them in flight. A retry waiting for its turn
-// keeps new calls out, so that traffic cannot starve it; an ordinary call
-// holds the gate only for its own RPC, never while it waits for another
-// entry, so this cannot deadlock.
-type soloGate struct {
-	mu       sync.Mutex
-	inflight int           // ordinary calls in their RPC
-	solo     bool          // a retry alone holds the plugin
-	waiting  int           // retries alone waiting for their turn
-	changed  chan struct{} // closed and replaced on every change
-}
-
-// waitLocked waits, with mu released, for the next change or ctx's end.
-func (g *soloGate) waitLocked(ctx context.Context) error {
-	if g.changed == nil {
-		g.changed = make(chan struct{})
-	}
-	ch := g.changed
-	g.mu.Unlock()
-	defer g.mu.Lock()
-	select {
-	case <-ch:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-func (g *soloGate) broadcastLocked() {
-	if g.changed != nil {
-		close(g.changed)
-		g.changed = nil
-	}
-}
-
-// enter admits an ordinary call; leave ends it.
-func (g *soloGate) enter(ctx context.Context) error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	for g.solo || g.waiting > 0 {
-		if err := g.waitLocked(ctx); err != nil {
-			return err
-		}
-	}
-	g.inflight++
-	return nil
-}
-
-func (g *soloGate) leave() {
-	g.mu.Lock()
-	g.inflight--
-	g.broadcastLocked()
-	g.mu.Unlock()
-}
-
-// lock admits a retry alone once no other call is in flight; unlock ends it.
-func (g *soloGate) lock(ctx context.Context) error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.waiting++
-	for g.solo || g.inflight > 0 {
-		if err := g.waitLocked(ctx); err != nil {
-			g.waiting--
-			g.broadcastLocked()
-			return err
-		}
-	}
-	g.waiting--
-	g.solo = true
-	return nil
-}
-
-func (g *soloGate) unlock() {
-	g.mu.Lock()
-	g.solo = false
-	g.broadcastLocked()
-	g.mu.Unlock()
-}
+// Not covered: the plugin's other calls (tools, stage 3 and later,
+// results), which are not held during the retry.
 
 // poisonMax bounds the arguments remembered as crashing a plugin alone;
 // past it the oldest are forgotten (such a call is then retried alone again).
@@ -129,48 +48,60 @@ func poisonKey(e *pipeline.Execution) [32]byte {
 	return k
 }
 
-// poisoned says whether these arguments crashed the plugin alone before.
-func (mp *managed) poisoned(k [32]byte) bool {
+// poisoned says which kind of listener ("pre-execute listener", "guard")
+// these arguments crashed alone before; "" when none did.
+func (mp *managed) poisoned(k [32]byte) string {
 	mp.mu.Lock()
 	defer mp.mu.Unlock()
-	_, ok := mp.poison[k]
-	return ok
+	return mp.poison[k]
 }
 
 // poisonedCall is poisoned for e's arguments; they are hashed only when
 // some are remembered, so that ordinary calls do not pay for it.
-func (mp *managed) poisonedCall(e *pipeline.Execution) bool {
+func (mp *managed) poisonedCall(e *pipeline.Execution) string {
 	mp.mu.Lock()
 	none := len(mp.poison) == 0
 	mp.mu.Unlock()
-	return !none && mp.poisoned(poisonKey(e))
+	if none {
+		return ""
+	}
+	return mp.poisoned(poisonKey(e))
 }
 
-func (mp *managed) addPoison(k [32]byte) {
+func (mp *managed) addPoison(k [32]byte, kind string) {
 	mp.mu.Lock()
 	defer mp.mu.Unlock()
 	if _, ok := mp.poison[k]; ok {
 		return
 	}
 	if mp.poison == nil {
-		mp.poison = map[[32]byte]struct{}{}
+		mp.poison = map[[32]byte]string{}
 	}
 	if len(mp.poisonOrder) >= poisonMax {
 		delete(mp.poison, mp.poisonOrder[0])
 		mp.poisonOrder = mp.poisonOrder[1:]
 	}
-	mp.poison[k] = struct{}{}
+	mp.poison[k] = kind
 	mp.poisonOrder = append(mp.poisonOrder, k)
 }
 
 // errPoison is the error of a call whose arguments crashed a critical
-// plugin's listener alone; stage 1 denies the call with it.
-func (mp *managed) errPoison(again bool) error {
+// plugin's listener of kind alone; the stage denies the call with it.
+func (mp *managed) errPoison(kind string, again bool) error {
 	name, _ := mp.specNow()
 	if again {
-		return fmt.Errorf("plugin %s: this call's arguments crashed its pre-execute listener when retried alone before; denied without asking it", name)
+		return fmt.Errorf("plugin %s: this call's arguments crashed its %s when retried alone before; denied without asking it", name, kind)
 	}
-	return fmt.Errorf("plugin %s: this call's arguments crashed its pre-execute listener twice, the second time alone; denied, and neither exit counts toward its restart budget", name)
+	return fmt.Errorf("plugin %s: this call's arguments crashed its %s twice, the second time alone; denied, and neither exit counts toward its restart budget", name, kind)
+}
+
+// refused is the error for a call whose arguments crashed one of the
+// plugin's listeners alone before, nil for any other call: it is not sent.
+func (mp *managed) refused(e *pipeline.Execution) error {
+	if kind := mp.poisonedCall(e); kind != "" {
+		return mp.errPoison(kind, true)
+	}
+	return nil
 }
 
 // specNow is the plugin's name and restart backoff cap, read under mu (a
@@ -280,26 +211,79 @@ func (in *instance) preFilterAt(slot int) (preFilter, bool) {
 
 type preFilter struct{ name, handler string }
 
-// retryAlone asks the pre-execute filter in slot again for e, in the
-// plugin's next process and with no other stage-1 call of the plugin in
-// flight, after the process dead died during e's call. The wait for the
-// next process is bounded by ctx and by the restart's backoff plus the
-// start timeout.
-func (mp *managed) retryAlone(ctx context.Context, dead *instance, slot int, e *pipeline.Execution) (*pb.PreExecuteResponse, error) {
-	name := "pre-execute listener"
-	if f, ok := dead.preFilterAt(slot); ok && f.name != "" {
-		name = "pre-execute listener " + f.name
-	}
+// aloneAsk is a listener's question to ask again alone (retryAlone).
+type aloneAsk struct {
+	kind string // "pre-execute listener", "guard": what crashed
+	name string // the listener's name in errors, kind and its own name
+	// same says whether the next process registered the same listener.
+	same func(in *instance) bool
+	// ask asks it in that process and keeps the answer; its error is the
+	// RPC's, for crashed to read.
+	ask func(ctx context.Context, in *instance) error
+	// ownTime says ask bounds its own time (a wrapper's budget, which
+	// does not count next); else the listener timeout bounds it.
+	ownTime bool
+}
+
+// retryAlone asks a's listener again for e, in the plugin's next process
+// and with no other call's question to it in flight, after the process
+// dead died during e's call. The wait for the next process is bounded by
+// ctx, by the restart's backoff plus the start timeout, and by
+// maxRestartWait. It returns nil
+// once a's answer is kept; any error denies the call (fail closed).
+func (mp *managed) retryAlone(ctx context.Context, dead *instance, e *pipeline.Execution, a aloneAsk) error {
 	k := poisonKey(e)
 	plugin, maxBackoff := mp.specNow()
-	bound := time.NewTimer(maxBackoff + mp.m.opts.StartTimeout)
+	bound := time.NewTimer(min(maxBackoff+mp.m.opts.StartTimeout, maxRestartWait))
 	defer bound.Stop()
-	var in *instance
+	for tries := 0; ; tries++ {
+		in, err := mp.nextServing(ctx, dead, bound.C, plugin, a.name)
+		if err != nil {
+			return err
+		}
+		if !a.same(in) {
+			return fmt.Errorf("plugin %s: %s: plugin process exited, and its next process has no such listener to ask again", plugin, a.name)
+		}
+		if err := in.solo.lock(ctx, e.ID()); err != nil {
+			return fmt.Errorf("plugin %s: %s: plugin process exited; waiting to ask again alone: %w", plugin, a.name, err)
+		}
+		err = mp.askAlone(ctx, in, dead, k, e, a)
+		in.solo.unlock()
+		if !errors.Is(err, errOvertaken) {
+			return err
+		}
+		// Another call's retry alone ended that process first (another
+		// call's arguments proven to crash it): this call's proof is yet
+		// to come, in the process after it. Bounded, as each such end is
+		// another call's, proven and not to come again.
+		if tries >= maxOvertaken {
+			return fmt.Errorf("plugin %s: %s: plugin process exited, and the next %d too before it could be asked again", plugin, a.name, tries+1)
+		}
+		dead = in
+	}
+}
+
+// maxRestartWait bounds a retry's wait for the plugin's next process: a
+// restart takes well under it, and a call sent to a process that is dead
+// and not coming back soon (a start that hangs) is denied, as it was
+// before calls were retried, rather than held for the whole start timeout.
+const maxRestartWait = 3 * time.Second
+
+// maxOvertaken bounds how many processes a retry alone lets other calls'
+// retries end before it is asked.
+const maxOvertaken = 3
+
+// errOvertaken says the process to ask alone ended before it was asked.
+var errOvertaken = errors.New("overtaken")
+
+// nextServing waits for a process of the plugin other than dead to serve,
+// bounded by ctx and bound.
+func (mp *managed) nextServing(ctx context.Context, dead *instance, bound <-chan time.Time, plugin, name string) (*instance, error) {
 	for {
 		ch := mp.activatedCh()
-		var failed bool
-		if in, failed = mp.serving(); in != nil && in != dead {
-			break
+		in, failed := mp.serving()
+		if in != nil && in != dead {
+			return in, nil
 		}
 		if failed {
 			return nil, fmt.Errorf("plugin %s: %s: plugin process exited, and the plugin is not coming back to ask again", plugin, name)
@@ -308,47 +292,75 @@ func (mp *managed) retryAlone(ctx context.Context, dead *instance, slot int, e *
 		case <-ch:
 		case <-ctx.Done():
 			return nil, fmt.Errorf("plugin %s: %s: plugin process exited; waiting for its restart to ask again: %w", plugin, name, ctx.Err())
-		case <-bound.C:
+		case <-bound:
 			return nil, fmt.Errorf("plugin %s: %s: plugin process exited and did not come back in time to ask again", plugin, name)
 		}
 	}
-	want, _ := dead.preFilterAt(slot)
-	f, ok := in.preFilterAt(slot)
-	if !ok || f.name != want.name {
-		return nil, fmt.Errorf("plugin %s: %s: plugin process exited, and its next process has no such listener to ask again", plugin, name)
-	}
-	if err := mp.solo.lock(ctx); err != nil {
-		return nil, fmt.Errorf("plugin %s: %s: plugin process exited; waiting to ask again alone: %w", plugin, name, err)
-	}
-	defer mp.solo.unlock()
-	if mp.poisoned(k) {
+}
+
+// askAlone asks a's listener in in, holding in's gate alone; errOvertaken
+// when in ended before it was asked. dead is the process whose crash is
+// taken back when the arguments prove to crash in alone.
+func (mp *managed) askAlone(ctx context.Context, in, dead *instance, k [32]byte, e *pipeline.Execution, a aloneAsk) error {
+	if kind := mp.poisoned(k); kind != "" {
 		// A call with the same arguments proved it meanwhile.
-		return nil, mp.errPoison(true)
+		return mp.errPoison(kind, true)
 	}
 	if in.exited() {
-		// Something else ended it meanwhile: not this call's proof.
-		return nil, fmt.Errorf("plugin %s: %s: plugin process exited, and its next one too before it could be asked again", plugin, name)
+		return errOvertaken
 	}
-	x, seen := in.execution(e)
-	rctx, cancel := in.filterCtx(ctx)
+	rctx, cancel := ctx, context.CancelFunc(func() {})
+	if !a.ownTime {
+		rctx, cancel = in.filterCtx(ctx)
+	}
 	defer cancel()
 	// Set before the RPC, so that watch sees it whenever the process dies.
 	in.soloRetry.Store(true)
-	start := time.Now()
-	resp, err := in.calls.PreExecute(rctx, &pb.PreExecuteRequest{HandlerId: f.handler, Execution: x})
-	in.timed("pre_execute", start)
+	err := a.ask(rctx, in)
 	if err == nil {
 		in.soloRetry.Store(false)
-		seen()
-		return resp, nil
+		return nil
 	}
 	if !in.crashed(rctx, err) {
 		in.soloRetry.Store(false)
 		_ = settle(rctx, err)
-		return nil, in.callErr(name, err)
+		if _, rpc := status.FromError(err); !rpc {
+			return err // ask's own, which says what failed
+		}
+		return in.callErr(a.name, err)
 	}
-	mp.addPoison(k)
+	mp.addPoison(k, a.kind)
 	mp.refund(dead)
-	in.log.Error("a call's arguments crashed the plugin's pre-execute listener alone; the call is denied and the exit not counted toward its restart budget", "call", e.ID(), "tool", e.Name(), "pid", in.pid)
-	return nil, mp.errPoison(false)
+	in.log.Error("a call's arguments crashed the plugin's "+a.kind+" alone; the call is denied and the exit not counted toward its restart budget", "call", e.ID(), "tool", e.Name(), "pid", in.pid)
+	return mp.errPoison(a.kind, false)
+}
+
+// retryFilter asks the pre-execute filter in slot again alone (retryAlone).
+func (mp *managed) retryFilter(ctx context.Context, dead *instance, slot int, e *pipeline.Execution) (*pb.PreExecuteResponse, error) {
+	want, _ := dead.preFilterAt(slot)
+	a := aloneAsk{kind: "pre-execute listener", name: "pre-execute listener"}
+	if want.name != "" {
+		a.name += " " + want.name
+	}
+	a.same = func(in *instance) bool {
+		f, ok := in.preFilterAt(slot)
+		return ok && f.name == want.name
+	}
+	var resp *pb.PreExecuteResponse
+	a.ask = func(ctx context.Context, in *instance) error {
+		f, _ := in.preFilterAt(slot)
+		x, seen := in.execution(e)
+		start := time.Now()
+		r, err := in.calls.PreExecute(ctx, &pb.PreExecuteRequest{HandlerId: f.handler, Execution: x})
+		in.timed("pre_execute", start)
+		if err == nil {
+			seen()
+			resp = r
+		}
+		return err
+	}
+	if err := mp.retryAlone(ctx, dead, e, a); err != nil {
+		return nil, err
+	}
+	return resp, nil
 }

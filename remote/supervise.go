@@ -48,12 +48,11 @@ type managed struct {
 
 	stops sync.WaitGroup // processes being stopped (endProcess)
 
-	// solo, poison and activated serve the retry alone of a critical
-	// plugin's pre-execute filters (solo.go): the gate, the arguments
-	// proven to crash it alone (poisonOrder oldest first), and a channel
+	// poison and activated serve the retry alone of a critical plugin's
+	// listeners (solo.go): the arguments proven to crash one alone, with
+	// the kind of listener (poisonOrder oldest first), and a channel
 	// closed when it next turns ACTIVE.
-	solo        soloGate
-	poison      map[[32]byte]struct{}
+	poison      map[[32]byte]string
 	poisonOrder [][32]byte
 	activated   chan struct{}
 }

@@ -130,6 +130,9 @@ const (
 	// passes every later one: a call in flight when its process is killed,
 	// which the next process serves. Test plugin only (Log required).
 	PreHangFirstFilter Pre = "hang-first-filter"
+	// PreHangFirstWrapper is PreHangFirstFilter as a wrapper: it blocks on
+	// the first call and calls next on every later one. Test plugin only.
+	PreHangFirstWrapper Pre = "hang-first-wrapper"
 )
 
 // PreSpec is a stage-1 listener.
@@ -167,6 +170,11 @@ const (
 	GuardError Guard = "error"
 	// GuardHang blocks until its context ends (to be killed mid-call).
 	GuardHang Guard = "hang"
+	// GuardHangFirst blocks like GuardHang on the first call its log
+	// records, across the plugin's processes, and passes every later one:
+	// a call in flight when its process is killed, which the next process
+	// serves. Test plugin only (Log required).
+	GuardHangFirst Guard = "hang-first"
 )
 
 // GuardSpec is a stage-2 guard.

@@ -62,6 +62,16 @@ type Config struct {
 	// call: arguments (as many different ones as wanted) that crash a
 	// critical listener.
 	CrashOn string `json:"crash_on,omitempty" doc:"Exit the process in a pre-execute listener when a call's what starts with this."`
+	// CrashIn puts that listener at stage 2, as a guard ("guard"), or
+	// makes it a wrapping pre-execute listener ("wrap"), rather than a
+	// pre-execute filter.
+	CrashIn string `json:"crash_in,omitempty" doc:"Where the crashing listener sits: guard, wrap, or a pre-execute filter by default."`
+	// CrashBeside makes a crashing call wait for this many calls whose
+	// what starts with "neighbour" to be in the listener before it exits.
+	CrashBeside int `json:"crash_beside,omitempty" doc:"How many neighbour calls a crashing call waits for before it exits."`
+	// CrashLog is a file each such exit appends a line to, saying how many
+	// neighbours were in flight.
+	CrashLog string `json:"crash_log,omitempty" doc:"A file each crash appends a line to."`
 }
 
 func main() {
@@ -93,13 +103,7 @@ func main() {
 				}
 			}
 			if cfg.CrashOn != "" {
-				if _, err := p.OnPreExecute(ctx, sdk.PreExecuteListener{Name: "crasher", Filter: func(_ context.Context, call *sdk.Call) (sdk.Decision, error) {
-					var a Attempt
-					if err := call.Bind(&a); err == nil && strings.HasPrefix(a.What, cfg.CrashOn) {
-						os.Exit(3)
-					}
-					return sdk.Pass(), nil
-				}}); err != nil {
+				if err := addCrasher(ctx, p, cfg); err != nil {
 					return err
 				}
 			}

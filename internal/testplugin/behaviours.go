@@ -153,6 +153,16 @@ func (b *builder) pre(s conformance.PreSpec) (sdk.PreExecuteListener, error) {
 			<-ctx.Done()
 			return sdk.Decision{}, ctx.Err()
 		}
+	case conformance.PreHangFirstWrapper:
+		l.Wrap = func(ctx context.Context, c *sdk.Call, next sdk.NextDecision) (sdk.Decision, error) {
+			earlier := b.logs.lines(s.Log)
+			b.logs.add(s.Log, "called")
+			if earlier > 0 {
+				return next(ctx)
+			}
+			<-ctx.Done()
+			return sdk.Decision{}, ctx.Err()
+		}
 	case conformance.PreHangFirstFilter:
 		l.Filter = func(ctx context.Context, c *sdk.Call) (sdk.Decision, error) {
 			earlier := b.logs.lines(s.Log)
@@ -200,6 +210,14 @@ func (b *builder) guard(s conformance.GuardSpec) (sdk.Guard, error) {
 		fn = func(context.Context, *sdk.Call) (string, error) { return "", errors.New(s.Reason) }
 	case conformance.GuardHang:
 		fn = func(ctx context.Context, c *sdk.Call) (string, error) {
+			<-ctx.Done()
+			return "", ctx.Err()
+		}
+	case conformance.GuardHangFirst:
+		fn = func(ctx context.Context, c *sdk.Call) (string, error) {
+			if b.logs.lines(s.Log) > 1 { // "called" is logged before fn
+				return "", nil
+			}
 			<-ctx.Done()
 			return "", ctx.Err()
 		}
