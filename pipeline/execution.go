@@ -17,6 +17,9 @@ type Execution struct {
 	principal Principal
 	// dryRun marks an explained call (Tools.Explain): nothing executes.
 	dryRun bool
+	// visibility marks a visibility question (Tools.Visible): a dry run
+	// without arguments.
+	visibility bool
 }
 
 // NewExecution builds an execution for code that runs stages itself, such
@@ -34,6 +37,15 @@ func (e *Execution) Principal() Principal { return e.principal }
 // effect, no question to a person). Remote listeners see it as
 // Execution.dry_run.
 func (e *Execution) DryRun() bool { return e.dryRun }
+
+// Visibility reports that the call is the visibility question
+// (Tools.Visible): a dry run without arguments, which asks whether any call
+// of the tool by the principal could be allowed or asked. A listener that
+// answers it (registered as one that does, see Registrar.OnPreExecuteVisible)
+// denies only when it would deny every call of the tool by the principal,
+// whatever the arguments; otherwise it answers as for a call it may allow
+// (or passes to next). Remote listeners see it as Execution.visibility.
+func (e *Execution) Visibility() bool { return e.visibility }
 
 // ID identifies the call.
 func (e *Execution) ID() string { return e.id }

@@ -146,6 +146,9 @@ func (t *Tools) decide(ctx context.Context, s *snapshot, e *Execution, i int, re
 		return Allow()
 	}
 	l := &s.pre[i]
+	if e.visibility && !l.visible {
+		return rec.mayAllow(i, StepNotAsked, "")
+	}
 	next := func(ctx context.Context) Decision {
 		d := t.decide(ctx, s, e, i+1, rec)
 		if rec != nil {
@@ -155,12 +158,21 @@ func (t *Tools) decide(ctx context.Context, s *snapshot, e *Execution, i int, re
 	}
 	d, err := callPre(ctx, l.fn, e, next)
 	switch {
+	case err != nil && e.visibility:
+		// A listener that cannot answer, or fails to, may allow: a tool is
+		// never hidden by a question nobody answered.
+		if errors.Is(err, ErrNotAsked) {
+			return rec.mayAllow(i, StepNotAsked, "")
+		}
+		return rec.mayAllow(i, StepFailed, errText(err))
 	case err != nil && e.dryRun && errors.Is(err, ErrNotAsked):
 		return rec.notAsked(ctx, i, next)
 	case err != nil:
 		d = Decision{Verdict: VerdictDeny, Reason: "pre-execute listener of " + l.owner + " failed: " + errText(err), DecidedBy: l.owner}
 		rec.failed(i, d)
 		return d
+	case (d.Verdict < VerdictAllow || d.Verdict > VerdictAsk) && e.visibility:
+		return rec.mayAllow(i, StepFailed, fmt.Sprintf("unknown decision (%d)", d.Verdict))
 	case d.Verdict < VerdictAllow || d.Verdict > VerdictAsk:
 		d = Decision{Verdict: VerdictDeny, Reason: fmt.Sprintf("pre-execute listener of %s returned an unknown decision (%d)", l.owner, d.Verdict), DecidedBy: l.owner}
 		rec.failed(i, d)
