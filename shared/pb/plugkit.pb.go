@@ -460,7 +460,17 @@ type Execution struct {
 	// queue carried it), then the ref alone, `tool` unset; the plugin keeps
 	// what it was sent by ref for as long as its process runs. So a tool's
 	// schema crosses once per process, not with every call.
-	ToolRef       uint64 `protobuf:"varint,8,opt,name=tool_ref,json=toolRef,proto3" json:"tool_ref,omitempty"`
+	ToolRef uint64 `protobuf:"varint,8,opt,name=tool_ref,json=toolRef,proto3" json:"tool_ref,omitempty"`
+	// The visibility question (a dry run without arguments): could any call
+	// of this tool by this principal be allowed or asked? Sent only to a
+	// plugin that declares DescribeResponse.visibility, with dry_run set and
+	// arguments_json empty. A stage-1 listener answers DENY only when it
+	// would deny every call of the tool by the principal, whatever the
+	// arguments, and otherwise as for a call it may allow (or passes it on);
+	// a guard gives a reason only in the same case. The host hides a tool
+	// from a principal's tool lists when the answer is no; a listener of a
+	// plugin that does not declare it counts as one that may allow.
+	Visibility    bool `protobuf:"varint,9,opt,name=visibility,proto3" json:"visibility,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -549,6 +559,13 @@ func (x *Execution) GetToolRef() uint64 {
 		return x.ToolRef
 	}
 	return 0
+}
+
+func (x *Execution) GetVisibility() bool {
+	if x != nil {
+		return x.Visibility
+	}
+	return false
 }
 
 // Principal is who a call is made for.
@@ -1208,7 +1225,11 @@ type DescribeResponse struct {
 	// plugin the deployment names (receipts_from) or, by default, from the
 	// one critical plugin that declares this; two declaring it without
 	// receipts_from is a configuration error.
-	Receipts      bool `protobuf:"varint,12,opt,name=receipts,proto3" json:"receipts,omitempty"`
+	Receipts bool `protobuf:"varint,12,opt,name=receipts,proto3" json:"receipts,omitempty"`
+	// The plugin's stage-1 listeners and guards answer the visibility
+	// question (Execution.visibility). Without it the host counts them as
+	// ones that may allow: no tool is hidden on their account.
+	Visibility    bool `protobuf:"varint,13,opt,name=visibility,proto3" json:"visibility,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1323,6 +1344,13 @@ func (x *DescribeResponse) GetToolRefs() bool {
 func (x *DescribeResponse) GetReceipts() bool {
 	if x != nil {
 		return x.Receipts
+	}
+	return false
+}
+
+func (x *DescribeResponse) GetVisibility() bool {
+	if x != nil {
+		return x.Visibility
 	}
 	return false
 }
@@ -3978,7 +4006,7 @@ const file_plugkit_proto_rawDesc = "" +
 	"\n" +
 	"definition\x18\x16 \x01(\tR\n" +
 	"definition\x12!\n" +
-	"\fowner_prefix\x18\x17 \x01(\bR\vownerPrefix\"\x87\x02\n" +
+	"\fowner_prefix\x18\x17 \x01(\bR\vownerPrefix\"\xa7\x02\n" +
 	"\tExecution\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12%\n" +
@@ -3987,7 +4015,10 @@ const file_plugkit_proto_rawDesc = "" +
 	"\x04tool\x18\x05 \x01(\v2\x1a.plugkit.v1.ToolDescriptorR\x04tool\x123\n" +
 	"\tprincipal\x18\x06 \x01(\v2\x15.plugkit.v1.PrincipalR\tprincipal\x12\x17\n" +
 	"\adry_run\x18\a \x01(\bR\x06dryRun\x12\x19\n" +
-	"\btool_ref\x18\b \x01(\x04R\atoolRef\"O\n" +
+	"\btool_ref\x18\b \x01(\x04R\atoolRef\x12\x1e\n" +
+	"\n" +
+	"visibility\x18\t \x01(\bR\n" +
+	"visibility\"O\n" +
 	"\tPrincipal\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x1e\n" +
@@ -4042,7 +4073,7 @@ const file_plugkit_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"A\n" +
 	"\x0fDescribeRequest\x12.\n" +
-	"\x13prepare_config_json\x18\x01 \x01(\fR\x11prepareConfigJson\"\x80\x03\n" +
+	"\x13prepare_config_json\x18\x01 \x01(\fR\x11prepareConfigJson\"\xa0\x03\n" +
 	"\x10DescribeResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\x1f\n" +
@@ -4059,7 +4090,10 @@ const file_plugkit_proto_rawDesc = "" +
 	"\adry_run\x18\n" +
 	" \x01(\bR\x06dryRun\x12\x1b\n" +
 	"\ttool_refs\x18\v \x01(\bR\btoolRefs\x12\x1a\n" +
-	"\breceipts\x18\f \x01(\bR\breceipts\"U\n" +
+	"\breceipts\x18\f \x01(\bR\breceipts\x12\x1e\n" +
+	"\n" +
+	"visibility\x18\r \x01(\bR\n" +
+	"visibility\"U\n" +
 	"\fApplyRequest\x12\x1f\n" +
 	"\vconfig_json\x18\x01 \x01(\fR\n" +
 	"configJson\x12$\n" +

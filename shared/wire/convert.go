@@ -63,6 +63,7 @@ func ExecutionToProto(e Execution) *pb.Execution {
 		Tool:          ToolDescriptorToProto(e.Tool),
 		Principal:     PrincipalToProto(e.Principal),
 		DryRun:        e.DryRun,
+		Visibility:    e.Visibility,
 	}
 }
 
@@ -88,13 +89,14 @@ func ExecutionFromProto(m *pb.Execution) Execution {
 		return Execution{}
 	}
 	return Execution{
-		ID:        m.GetId(),
-		Name:      m.GetName(),
-		Arguments: m.GetArgumentsJson(),
-		Caller:    m.GetCaller(),
-		Tool:      ToolDescriptorFromProto(m.GetTool()),
-		Principal: PrincipalFromProto(m.GetPrincipal()),
-		DryRun:    m.GetDryRun(),
+		ID:         m.GetId(),
+		Name:       m.GetName(),
+		Arguments:  m.GetArgumentsJson(),
+		Caller:     m.GetCaller(),
+		Tool:       ToolDescriptorFromProto(m.GetTool()),
+		Principal:  PrincipalFromProto(m.GetPrincipal()),
+		DryRun:     m.GetDryRun(),
+		Visibility: m.GetVisibility(),
 	}
 }
 

@@ -70,6 +70,11 @@ type Execution struct {
 	// `host test`): answer what you would decide and act on nothing. Only
 	// a plugin that declares dry-run support is sent one.
 	DryRun bool
+	// Visibility marks the visibility question, a dry run without
+	// arguments: could any call of the tool by the principal be allowed or
+	// asked? Deny only when every call would be denied, whatever the
+	// arguments. Only a plugin that declares visibility support is sent one.
+	Visibility bool
 }
 
 // Principal is who a call is made for (package identity).
