@@ -20,6 +20,9 @@ type Execution struct {
 	// visibility marks a visibility question (Tools.Visible): a dry run
 	// without arguments.
 	visibility bool
+	// visibleOnly: the call sees only the tools shown to its principal
+	// (WithVisibleOnly).
+	visibleOnly bool
 }
 
 // NewExecution builds an execution for code that runs stages itself, such

@@ -17,7 +17,7 @@ func (t *Tools) Execute(ctx context.Context, name string, args json.RawMessage, 
 	s := t.acquire()
 	defer s.inflight.Add(-1)
 	id, seq := t.nextID()
-	e := &Execution{id: id, name: name, caller: caller, principal: PrincipalFrom(ctx)}
+	e := &Execution{id: id, name: name, caller: caller, principal: PrincipalFrom(ctx), visibleOnly: visibleOnly(ctx)}
 	var c clock
 	ctx = c.begin(ctx, &t.opts, start, e, seq%t.opts.StageSample == 0)
 	r := t.run(ctx, s, e, args, &c, start)
@@ -90,6 +90,11 @@ func (t *Tools) lookup(s *snapshot, e *Execution, args json.RawMessage) (*regist
 		return nil, denied(h.reason, h.who)
 	}
 	reg, ok := s.tools[e.name]
+	if ok && e.visibleOnly && !t.visibleSet(context.Background(), s, e.principal).Has(e.name) {
+		// A tool hidden from the principal is one that does not exist,
+		// from here on, for the answer, the observers and the metrics.
+		reg, ok = nil, false
+	}
 	// Arguments over their bound are refused before anything reads them,
 	// observers included: a critical listener with a memory limit must not
 	// be the one to find out.

@@ -181,3 +181,21 @@ func (v Visibility) String() string {
 	}
 	return fmt.Sprintf("%s hidden from %s by %s: %s", v.Tool, v.Principal, v.DecidedBy, v.Reason)
 }
+
+type visibleOnlyKey struct{}
+
+// WithVisibleOnly returns ctx whose calls (Tools.Execute) see only the
+// tools shown to their principal: a call of a tool hidden from it is
+// answered as a call of a tool that does not exist (UNKNOWN_TOOL, "no
+// tool named NAME", decided by nobody), and its observers, audit and
+// metrics see it so. Front ends that list tools per principal (MCP) set
+// it, so that a hidden tool cannot be found by calling it. The check is a
+// lookup in the principal's cached visible set.
+func WithVisibleOnly(ctx context.Context) context.Context {
+	return context.WithValue(ctx, visibleOnlyKey{}, true)
+}
+
+func visibleOnly(ctx context.Context) bool {
+	v, _ := ctx.Value(visibleOnlyKey{}).(bool)
+	return v
+}

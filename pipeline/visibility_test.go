@@ -322,3 +322,46 @@ func TestVisibleSetCache(t *testing.T) {
 		t.Fatal("Equal is wrong")
 	}
 }
+
+// TestVisibleOnlyCallIsUnknown: with WithVisibleOnly, a call of a tool
+// hidden from its principal gets what a call of a tool that does not exist
+// gets, and its observers see the same; without it, the call is made (and
+// denied, here, by the rule that hides it).
+func TestVisibleOnlyCallIsUnknown(t *testing.T) {
+	k, tools := newTools(t, pipeline.Options{})
+	var rec recorder
+	load(t, k,
+		fakePlugin{name: "toolbox", tools: []pipeline.Tool{tool("write", okBody("wrote"))}}.plugin(),
+		rec.plugin(),
+		kernel.Plugin{Name: "rules", Inject: []string{pipeline.ServiceName}, Apply: func(ctx context.Context, s *kernel.Scope) error {
+			reg, _ := pipeline.RegistrarOf(s)
+			_, err := reg.GuardVisible(func(ctx context.Context, e *pipeline.Execution) (string, error) {
+				if e.Principal().Matches("group:support") {
+					return "support may not write", nil
+				}
+				return "", nil
+			}, "write")
+			return err
+		}},
+	)
+	support := identity.Principal{ID: "s", Kind: "agent", Attributes: []string{"group:support"}}
+	ctx := pipeline.WithVisibleOnly(pipeline.WithPrincipal(testCtx(t), support))
+	hidden := tools.Execute(ctx, "write", json.RawMessage(`{"a":1}`), "c")
+	unknown := tools.Execute(ctx, "nope", json.RawMessage(`{"a":1}`), "c")
+	norm := func(r pipeline.Result) string {
+		return fmt.Sprintf("%v %s %q %q", r.OK, r.Code(), strings.ReplaceAll(r.Error.Message, "nope", "NAME"), r.DecidedBy)
+	}
+	if a, b := norm(hidden), strings.ReplaceAll(norm(unknown), "NAME", "write"); a != strings.ReplaceAll(b, "nope", "write") || hidden.Code() != pipeline.CodeUnknownTool {
+		t.Fatalf("hidden: %s\nunknown: %s", a, b)
+	}
+	seen := rec.all()
+	if len(seen) != 2 || seen[0].args != seen[1].args || norm(seen[0].result) != norm(hidden) {
+		t.Fatalf("observers saw %+v", seen)
+	}
+	// Not asked for: the call is made and denied by the guard.
+	plain := tools.Execute(pipeline.WithPrincipal(testCtx(t), support), "write", json.RawMessage(`{}`), "c")
+	wantCode(t, plain, pipeline.CodeDenied)
+	// Another principal sees the tool and calls it.
+	eng := identity.Principal{ID: "e", Kind: "agent", Attributes: []string{"group:eng"}}
+	wantCode(t, tools.Execute(pipeline.WithVisibleOnly(pipeline.WithPrincipal(testCtx(t), eng)), "write", json.RawMessage(`{}`), "c"), "")
+}

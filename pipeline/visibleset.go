@@ -98,6 +98,11 @@ func principalClass(p Principal) string {
 func (t *Tools) VisibleSet(ctx context.Context, p Principal) *VisibleSet {
 	s := t.acquire()
 	defer s.inflight.Add(-1)
+	return t.visibleSet(ctx, s, p)
+}
+
+// visibleSet is VisibleSet on snapshot s.
+func (t *Tools) visibleSet(ctx context.Context, s *snapshot, p Principal) *VisibleSet {
 	key := principalClass(p)
 	t.seen.mu.Lock()
 	ent := t.seen.sets[key]
