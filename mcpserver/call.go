@@ -177,7 +177,7 @@ func (s *Server) start(sess *session, req *mcp.CallToolRequest) (*call, error) {
 		done:      make(chan struct{}),
 	}
 	ctx = context.WithValue(withClientTrace(ctx, req.Params.Meta), callKey{}, c)
-	ctx = pipeline.WithPrincipal(ctx, s.principal(req))
+	ctx = pipeline.WithVisibleOnly(pipeline.WithPrincipal(ctx, s.principal(req)))
 	if req.Extra != nil && req.Extra.Header != nil {
 		// The principal's own token, for the host alone to exchange for an
 		// upstream's (never part of the call a stage sees).

@@ -115,6 +115,9 @@ type Server struct {
 	// listed is what clients were last told; only sync touches it.
 	listed map[string]pipeline.ToolInfo
 
+	// views is what each session was last shown (visibility.go).
+	views views
+
 	smu      sync.Mutex
 	sessions map[*mcp.ServerSession]*session
 	closed   bool
@@ -171,7 +174,8 @@ func New(h *host.Host, opts Options) *Server {
 		Logger:       newSlog(log.Named("sdk")),
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
 	})
-	s.mcp.AddReceivingMiddleware(s.refuseUnknown)
+	s.mcp.AddReceivingMiddleware(s.refuseUnknown, s.listVisible)
+	s.mcp.AddSendingMiddleware(s.notifyChanged)
 	s.sync()
 	s.unfollow = []func(){
 		h.OnToolsChanged(s.poke),

@@ -27,7 +27,7 @@ func (s *Server) refuseUnknown(next mcp.MethodHandler) mcp.MethodHandler {
 			// A retry names a call the pipeline already has.
 			return next(ctx, method, req)
 		}
-		if t, ok := s.h.Pipeline().Lookup(cr.Params.Name); ok && t.Held == "" {
+		if t, ok := s.h.Pipeline().Lookup(cr.Params.Name); ok && t.Held == "" && !s.hiddenFrom(ctx, cr.Extra, t.Name) {
 			return next(ctx, method, req)
 		}
 		res, err := s.callTool(ctx, cr)
