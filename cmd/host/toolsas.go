@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/plugkit-go/plugkit/admin"
 	"github.com/plugkit-go/plugkit/authn"
+	"github.com/plugkit-go/plugkit/deployment"
 	"github.com/plugkit-go/plugkit/pipeline"
 )
 
@@ -66,4 +69,31 @@ func (t toolsAs) keyPrincipal(name string) (pipeline.Principal, error) {
 		return pipeline.Principal{}, fail(exitUsage, "tools: --as key:%s: no key of that name in %s (`host key add` makes one)", name, shortPath(file))
 	}
 	return p, nil
+}
+
+// printVisibility is host validate's line on the visibility question:
+// which plugins answer it, and which do not, whose stage-1 listeners and
+// guards (if they have any) count as ones that may allow, so that no tool
+// is hidden on their account.
+func printVisibility(w io.Writer, d *deployment.Deployment) {
+	var yes, no []string
+	for _, p := range d.Plugins {
+		if p.AnswersVisibility {
+			yes = append(yes, p.Name)
+		} else {
+			no = append(no, p.Name)
+		}
+	}
+	if len(no) == 0 {
+		fmt.Fprintf(w, "tool visibility: every plugin answers\n")
+		return
+	}
+	fmt.Fprintf(w, "tool visibility: answered by %s; not by %s (their rules, if any, hide no tool)\n", orNoneList(yes), strings.Join(no, ", "))
+}
+
+func orNoneList(names []string) string {
+	if len(names) == 0 {
+		return "no plugin"
+	}
+	return strings.Join(names, ", ")
 }
