@@ -80,7 +80,9 @@ func BenchmarkToolsList10k(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			srv.AddTool(tool, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })
+			srv.AddTool(tool, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{}, nil
+			})
 		}
 		cs := connectSDK(b, ctx, srv)
 		loopCPU(b, func() {
