@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/plugkit-go/plugkit/admin"
+	"github.com/plugkit-go/plugkit/internal/testenv"
 )
 
 // notePhases notes, per session, the test phase in which each of its
@@ -246,5 +247,33 @@ func mcpHidden(t *testing.T, ctx context.Context, cs *mcp.ClientSession, tool, a
 	var je *jsonrpc.Error
 	if !errors.As(err, &je) || je.Code != jsonrpc.CodeInvalidParams || !strings.Contains(je.Message, "no tool named "+tool) {
 		t.Fatalf("call of hidden %s: %v, want the unknown-tool protocol error", tool, err)
+	}
+}
+
+// TestPythonListenerKeepsToolsShown: a remote listener written in Python,
+// whose SDK does not declare the visibility answer, is never asked it and
+// hides nothing, even a tool it denies every call of (max_words = -1: any
+// text is over the limit). host validate names it among the plugins that
+// do not answer.
+func TestPythonListenerKeepsToolsShown(t *testing.T) {
+	needShippedDeployment(t)
+	testenv.NeedPython(t)
+	dir := t.TempDir()
+	config := pythonDeployment(t, dir, "    max_words = -1\n")
+	out, stderr, code := cli(t, "validate", "-c", config)
+	if code != 0 || !regexp.MustCompile(`tool visibility: answered by safety; not by .*\bwords\b`).MatchString(out) {
+		t.Fatalf("host validate: exit %d\n%s%s", code, out, stderr)
+	}
+	startHost(t, config, 6)
+	if r, _ := callJSON(t, config, "word_count", `{"text":""}`); r.OK || r.Error == nil || r.Error.Code != "DENIED" || r.DecidedBy != "words" {
+		t.Fatalf("word_count: %+v, want DENIED by words (its guard denies every call)", r)
+	}
+	out, stderr, code = cli(t, "tools", "-c", config, "--as", "agent:someone", "--attribute", "group:support", "--json")
+	var ts []admin.Tool
+	if code != 0 || json.Unmarshal([]byte(out), &ts) != nil {
+		t.Fatalf("host tools --as: exit %d %s%s", code, out, stderr)
+	}
+	if !slices.ContainsFunc(ts, func(tl admin.Tool) bool { return tl.Name == "word_count" }) {
+		t.Fatalf("host tools --as lacks word_count, which a listener that cannot answer must not hide: %s", out)
 	}
 }
