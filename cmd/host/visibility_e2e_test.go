@@ -25,10 +25,10 @@ import (
 // notePhases notes, per session, the test phase in which each of its
 // tools/list_changed notifications arrived.
 type notePhases struct {
-	mu    sync.Mutex
-	now   int
-	by    map[string][]int
-	wake  chan struct{}
+	mu   sync.Mutex
+	now  int
+	by   map[string][]int
+	wake chan struct{}
 }
 
 func (p *notePhases) set(n int) { p.mu.Lock(); p.now = n; p.mu.Unlock() }
