@@ -4,6 +4,7 @@
 //
 //	GET  /v1/status          every plugin: state, pid, uptime, restarts, tools, last error
 //	GET  /v1/tools           every tool: name, owner, hints, parameters
+//	                         (?as=KIND:ID&attribute=k:v: those shown to that principal)
 //	POST /v1/call            one call through the pipeline (a stream, see below)
 //	POST /v1/explain         what a call would do, stages 0-2 as a dry run ({"tool", "arguments", "as"}); nothing executes
 //	POST /v1/answer          the answer to a question asked during a call

@@ -224,8 +224,16 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) tools(w http.ResponseWriter, r *http.Request) {
+	keep, err := s.visibleFilter(r)
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, Message{Error: err.Error()})
+		return
+	}
 	out := []Tool{}
 	for _, t := range s.c.Host.Tools() {
+		if keep != nil && !keep(t.Name, t.Held) {
+			continue
+		}
 		tool := Tool{
 			Name: t.Name, Owner: t.Owner, Description: t.Description, Parameters: t.Parameters,
 			Destructive: t.Destructive, ReadOnly: t.ReadOnly, Idempotent: t.Idempotent,

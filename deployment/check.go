@@ -27,6 +27,8 @@ type Declaration struct {
 	Provides []string
 	// Receipts: the plugin declares itself an audit that sends receipts.
 	Receipts bool
+	// Visibility: its listeners answer the visibility question.
+	Visibility bool
 }
 
 // Check adds to Parse what needs each plugin's own declaration, which
@@ -71,6 +73,7 @@ func Check(ctx context.Context, d *Deployment, describe func(ctx context.Context
 	for _, i := range g.order() {
 		p := d.Plugins[i]
 		p.Inject = g.inject[i]
+		p.AnswersVisibility = decls[i].Visibility
 		ordered = append(ordered, p)
 	}
 	d.Plugins = ordered

@@ -187,6 +187,10 @@ type Retry struct {
 // Plugin is one plugin block.
 type Plugin struct {
 	Name string
+	// AnswersVisibility: the plugin declares that its listeners answer the
+	// visibility question (filled in by Check from its declaration; host
+	// validate names the plugins that do not).
+	AnswersVisibility bool
 	// Path is the binary's absolute path.
 	Path string
 	// Dir is the folder of the deployment file: the plugin's working folder,

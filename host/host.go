@@ -169,7 +169,7 @@ func probe(ctx context.Context, d *deployment.Deployment, log hclog.Logger, chec
 		if err != nil {
 			return deployment.Declaration{}, err
 		}
-		return deployment.Declaration{ConfigSchema: desc.GetConfigSchemaJson(), Inject: desc.GetInject(), Provides: desc.GetProvides(), Receipts: desc.GetReceipts()}, nil
+		return deployment.Declaration{ConfigSchema: desc.GetConfigSchemaJson(), Inject: desc.GetInject(), Provides: desc.GetProvides(), Receipts: desc.GetReceipts(), Visibility: desc.GetVisibility()}, nil
 	})
 	return nil
 }

@@ -183,7 +183,7 @@ func (s *Server) start(sess *session, req *mcp.CallToolRequest) (*call, error) {
 		waiting:   make(chan host.Waiting, 1),
 	}
 	ctx = context.WithValue(withClientTrace(ctx, req.Params.Meta), callKey{}, c)
-	ctx = pipeline.WithPrincipal(ctx, s.principal(req))
+	ctx = pipeline.WithVisibleOnly(pipeline.WithPrincipal(ctx, s.principal(req)))
 	ctx = host.WithWaitNotice(ctx, func(w host.Waiting) {
 		select {
 		case c.waiting <- w:

@@ -121,6 +121,9 @@ type Server struct {
 	// prompts is what clients were last told of the prompts (prompts.go).
 	prompts map[string]pipeline.ToolInfo
 
+	// views is what each session was last shown (visibility.go).
+	views views
+
 	smu      sync.Mutex
 	sessions map[*mcp.ServerSession]*session
 	closed   bool
@@ -190,7 +193,8 @@ func New(h *host.Host, opts Options) *Server {
 		SubscribeHandler:   s.subscribe,
 		UnsubscribeHandler: unsubscribe,
 	})
-	s.mcp.AddReceivingMiddleware(s.refuseUnknown, s.serveResources)
+	s.mcp.AddReceivingMiddleware(s.refuseUnknown, s.serveResources, s.listVisible)
+	s.mcp.AddSendingMiddleware(s.notifyChanged)
 	s.sync()
 	s.unfollow = []func(){
 		h.OnToolsChanged(s.poke),

@@ -105,6 +105,7 @@ func (s *Server) sync() {
 	if len(add) > 0 || len(remove) > 0 {
 		s.log.Debug("tools synced", "tools", len(s.listed), "added", len(add), "removed", len(remove))
 	}
+	s.recheck()
 }
 
 // addTool adds one tool; the SDK panics on a schema it cannot take, and

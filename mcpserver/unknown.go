@@ -28,7 +28,7 @@ func (s *Server) refuseUnknown(next mcp.MethodHandler) mcp.MethodHandler {
 			// A retry names a call the pipeline already has.
 			return next(ctx, method, req)
 		}
-		if t, ok := s.h.Pipeline().Lookup(cr.Params.Name); ok && t.Held == "" {
+		if t, ok := s.h.Pipeline().Lookup(cr.Params.Name); ok && t.Held == "" && !s.hiddenFrom(ctx, cr.Extra, t.Name) {
 			if t.Kind != "" {
 				// Resources and prompts are served as what they are.
 				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("%s is not a tool: it offers a %s (resources/read, prompts/get)", cr.Params.Name, t.Kind)}

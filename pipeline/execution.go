@@ -25,6 +25,12 @@ type Execution struct {
 	// approval is the record of how an Ask routed to approvers ended
 	// (SetApproval), JSON; nil when none was.
 	approval atomic.Pointer[string]
+	// visibility marks a visibility question (Tools.Visible): a dry run
+	// without arguments.
+	visibility bool
+	// visibleOnly: the call sees only the tools shown to its principal
+	// (WithVisibleOnly).
+	visibleOnly bool
 }
 
 // NewExecution builds an execution for code that runs stages itself, such
@@ -42,6 +48,15 @@ func (e *Execution) Principal() Principal { return e.principal }
 // effect, no question to a person). Remote listeners see it as
 // Execution.dry_run.
 func (e *Execution) DryRun() bool { return e.dryRun }
+
+// Visibility reports that the call is the visibility question
+// (Tools.Visible): a dry run without arguments, which asks whether any call
+// of the tool by the principal could be allowed or asked. A listener that
+// answers it (registered as one that does, see Registrar.OnPreExecuteVisible)
+// denies only when it would deny every call of the tool by the principal,
+// whatever the arguments; otherwise it answers as for a call it may allow
+// (or passes to next). Remote listeners see it as Execution.visibility.
+func (e *Execution) Visibility() bool { return e.visibility }
 
 // ID identifies the call.
 func (e *Execution) ID() string { return e.id }

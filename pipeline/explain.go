@@ -264,6 +264,12 @@ func (r *recorder) guard(ctx context.Context, s *snapshot, e *Execution) (reason
 			r.guards = append(r.guards, st)
 			continue
 		}
+		if e.visibility && !g.visible {
+			// A guard that cannot answer the visibility question may pass.
+			st.Verdict = StepNotAsked
+			r.guards = append(r.guards, st)
+			continue
+		}
 		n := &ruleNote{}
 		said, err := callGuard(context.WithValue(ctx, ruleNoteKey{}, n), g.fn, e)
 		n.mu.Lock()
@@ -273,6 +279,10 @@ func (r *recorder) guard(ctx context.Context, s *snapshot, e *Execution) (reason
 		switch {
 		case errors.Is(err, ErrNotAsked):
 			st.Verdict = StepNotAsked
+			by = ""
+		case err != nil && e.visibility:
+			// A guard that fails to answer may pass: it hides nothing.
+			st.Verdict, st.Reason = StepFailed, denial
 			by = ""
 		case by != "" && e.inShadow(g.owner, st.Rule, who == "", denial):
 			st.Verdict, st.Reason = StepShadowDeny, denial

@@ -17,7 +17,7 @@ func (t *Tools) Execute(ctx context.Context, name string, args json.RawMessage, 
 	s := t.acquire()
 	defer s.inflight.Add(-1)
 	id, seq := t.nextID()
-	e := &Execution{id: id, name: name, caller: caller, principal: PrincipalFrom(ctx), shadows: t.shadows.Load()}
+	e := &Execution{id: id, name: name, caller: caller, principal: PrincipalFrom(ctx), shadows: t.shadows.Load(), visibleOnly: visibleOnly(ctx)}
 	var c clock
 	ctx = c.begin(ctx, &t.opts, start, e, seq%t.opts.StageSample == 0)
 	r := t.run(ctx, s, e, args, &c, start)
@@ -91,6 +91,11 @@ func (t *Tools) lookup(s *snapshot, e *Execution, args json.RawMessage) (*regist
 		return nil, denied(h.reason, h.who)
 	}
 	reg, ok := s.tools[e.name]
+	if ok && e.visibleOnly && !t.visibleSet(context.Background(), s, e.principal).Has(e.name) {
+		// A tool hidden from the principal is one that does not exist,
+		// from here on, for the answer, the observers and the metrics.
+		reg, ok = nil, false
+	}
 	// Arguments over their bound are refused before anything reads them,
 	// observers included: a critical listener with a memory limit must not
 	// be the one to find out.
@@ -147,6 +152,9 @@ func (t *Tools) decide(ctx context.Context, s *snapshot, e *Execution, i int, re
 		return Allow()
 	}
 	l := &s.pre[i]
+	if e.visibility && !l.visible {
+		return rec.mayAllow(i, StepNotAsked, "")
+	}
 	// inner keeps what next returned, for a shadow listener's answer to be
 	// told from the inner chain's (see passOn); only when there are
 	// shadow rules.
@@ -164,6 +172,13 @@ func (t *Tools) decide(ctx context.Context, s *snapshot, e *Execution, i int, re
 	}
 	d, err := callPre(ctx, l.fn, e, next)
 	switch {
+	case err != nil && e.visibility:
+		// A listener that cannot answer, or fails to, may allow: a tool is
+		// never hidden by a question nobody answered.
+		if errors.Is(err, ErrNotAsked) {
+			return rec.mayAllow(i, StepNotAsked, "")
+		}
+		return rec.mayAllow(i, StepFailed, errText(err))
 	case err != nil && e.dryRun && errors.Is(err, ErrNotAsked):
 		return rec.notAsked(ctx, i, next)
 	case err != nil:
@@ -174,6 +189,8 @@ func (t *Tools) decide(ctx context.Context, s *snapshot, e *Execution, i int, re
 		}
 		rec.failed(i, d)
 		return d
+	case (d.Verdict < VerdictAllow || d.Verdict > VerdictAsk) && e.visibility:
+		return rec.mayAllow(i, StepFailed, fmt.Sprintf("unknown decision (%d)", d.Verdict))
 	case d.Verdict < VerdictAllow || d.Verdict > VerdictAsk:
 		d = Decision{Verdict: VerdictDeny, Reason: fmt.Sprintf("pre-execute listener of %s returned an unknown decision (%d)", l.owner, d.Verdict), DecidedBy: l.owner}
 		if e.shadowPre(l.owner, d) {

@@ -119,6 +119,8 @@ type Tools struct {
 	naming sync.Mutex
 	// shadows are the shadow rules (SetShadow); nil when there are none.
 	shadows atomic.Pointer[shadowSet]
+	// seen caches the visible sets (visibleset.go).
+	seen visibleCache
 }
 
 // InFlight is how many calls are running now, stages 0 to 5.
@@ -309,6 +311,9 @@ type entry[F any] struct {
 	// start, when set, is the concurrent guard fn in two steps
 	// (Registrar.StartedGuard).
 	start GuardStart
+	// visible: fn answers the visibility question (Execution.Visibility);
+	// a listener without it counts as one that may allow.
+	visible bool
 }
 
 func (e *entry[F]) wants(tool string) bool {

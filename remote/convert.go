@@ -50,9 +50,10 @@ func toExecution(e *pipeline.Execution) *pb.Execution {
 func toExecutionByRef(e *pipeline.Execution) *pb.Execution {
 	return &pb.Execution{
 		Id: e.ID(), Name: e.Name(), ArgumentsJson: []byte(e.ArgumentsJSON()),
-		Caller:    e.Caller(),
-		Principal: wire.PrincipalToProto(e.Principal()),
-		DryRun:    e.DryRun(),
+		Caller:     e.Caller(),
+		Principal:  wire.PrincipalToProto(e.Principal()),
+		DryRun:     e.DryRun(),
+		Visibility: e.Visibility(),
 		// Read when the result is sent: the Ask is over by then.
 		ApprovalJson: []byte(e.Approval()),
 	}

@@ -172,7 +172,7 @@ func (h *hostService) AddGuard(ctx context.Context, req *pb.AddGuardRequest) (*p
 		return nil, err
 	}
 	slot := h.inst.addGuard(req.GetName(), req.GetHandlerId())
-	id, err := h.record(reg.StartedGuard(h.inst.guardProxy(req.GetHandlerId(), req.GetName(), slot), req.GetTools()...))
+	id, err := h.record(reg.StartedGuardVisible(h.inst.guardProxy(req.GetHandlerId(), req.GetName(), slot), req.GetTools()...))
 	return &pb.AddGuardResponse{RegistrationId: id}, err
 }
 
@@ -192,7 +192,9 @@ func (h *hostService) Listen(ctx context.Context, req *pb.ListenRequest) (*pb.Li
 		} else {
 			slot = h.inst.addPreFilter(req.GetName(), handler)
 		}
-		e, err = reg.OnPreExecute(h.inst.preProxy(h, handler, wrap, slot), tools...)
+		// The proxy answers the visibility question only for a plugin
+		// that declares it does (ErrNotAsked otherwise: may allow).
+		e, err = reg.OnPreExecuteVisible(h.inst.preProxy(h, handler, wrap, slot), tools...)
 	case pb.Stage_STAGE_EXECUTE:
 		e, err = reg.OnExecute(h.inst.execProxy(h, handler, wrap), tools...)
 	case pb.Stage_STAGE_POST_EXECUTE:

@@ -45,6 +45,10 @@ type instance struct {
 	// dryRun: the plugin's Describe says its listeners understand dry runs
 	// (Execution.dry_run); without it, explain does not call them.
 	dryRun bool
+	// visibility: the plugin's Describe says its listeners answer the
+	// visibility question (Execution.visibility); without it they count as
+	// ones that may allow.
+	visibility bool
 	// receipts: the plugin's Describe declares it an audit that sends
 	// receipts (Receipts.accepts).
 	receipts bool
@@ -315,6 +319,7 @@ func (in *instance) describe(ctx context.Context, prepare json.RawMessage) (*pb.
 	}
 	// Set before Apply, so before any listener of the plugin exists.
 	in.dryRun = resp.GetDryRun()
+	in.visibility = resp.GetVisibility()
 	in.receipts = resp.GetReceipts()
 	if resp.GetToolRefs() {
 		in.refs = &toolRefs{}

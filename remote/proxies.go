@@ -189,7 +189,7 @@ func (in *instance) toolProxy(handler, name string) pipeline.ToolFunc {
 // process to retry a call alone (solo.go).
 func (in *instance) guardProxy(handler, name string, slot int) pipeline.GuardStart {
 	return func(ctx context.Context, e *pipeline.Execution) func() (string, error) {
-		if e.DryRun() && !in.dryRun {
+		if e.DryRun() && !in.dryRun || e.Visibility() && !in.visibility {
 			return func() (string, error) { return "", pipeline.ErrNotAsked }
 		}
 		solo := in.mp != nil
@@ -272,9 +272,10 @@ func (in *instance) approverProxy(handler string) pipeline.ApproverFunc {
 // is found again in its next process to retry a call alone (solo.go).
 func (in *instance) preProxy(h *hostService, handler string, wrap bool, slot int) pipeline.PreExecuteFunc {
 	return func(ctx context.Context, e *pipeline.Execution, next pipeline.DecideNext) (pipeline.Decision, error) {
-		if e.DryRun() && !in.dryRun {
+		if e.DryRun() && !in.dryRun || e.Visibility() && !in.visibility {
 			// A plugin that did not say it understands dry runs might act
-			// on the call: it is not sent one.
+			// on the call: it is not sent one; nor the visibility question
+			// to one that did not say it answers it (it may allow).
 			return pipeline.Decision{}, pipeline.ErrNotAsked
 		}
 		solo := in.mp != nil

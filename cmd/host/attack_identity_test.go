@@ -51,10 +51,9 @@ func TestAttackMalformedGroupsClaim(t *testing.T) {
 		t.Fatalf("connect: %v\n%s", err, running.stderr)
 	}
 	defer cs.Close()
-	waitTools(t, ctx, cs, "list_dir")
-	if r := mcpCall(t, ctx, cs, "list_dir", `{"path":"."}`); !r.IsError || !strings.Contains(toolText(r), "readers-list") {
-		t.Fatalf("a reader's list_dir: isError %v %q", r.IsError, toolText(r))
-	}
+	// Hidden from readers: the rule denies them every call of it.
+	waitTools(t, ctx, cs, "read_file")
+	mcpHidden(t, ctx, cs, "list_dir", `{"path":"."}`)
 
 	for _, c := range []struct {
 		name   string

@@ -76,6 +76,8 @@ type env struct {
 	config         string
 	socket         string
 	json           bool
+	// toolsAs: `host tools --as` (toolsas.go).
+	toolsAs toolsAs
 }
 
 // command is one row of the CLI: cobra's fields plus what it runs.
@@ -93,7 +95,8 @@ var commands = []command{
 	{use: "mcp", short: "Serve the deployment to an agent over MCP on stdio", args: cobra.NoArgs, run: serveMCP,
 		long: "Start every plugin of the deployment file and serve its tools over the Model\nContext Protocol on stdin and stdout, for MCP clients that launch their tool\nservers. Every call passes the pipeline as caller mcp#N; a policy's question is\nput to the client's user (elicitation). Logs go to stderr. No admin socket is\nserved; for a host shared with the other commands, set mcp = \"127.0.0.1:PORT\"\nin the host block and use `host run`."},
 	{use: "status", short: "Show each plugin of the running host", args: cobra.NoArgs, run: status},
-	{use: "tools", short: "List the tools of the running host", args: cobra.NoArgs, run: tools},
+	{use: "tools", short: "List the tools of the running host", args: cobra.NoArgs, run: tools,
+		long: "List every tool of the running host: its owner, hints, parameters and\ndescription. With --as KIND:ID (and --attribute key:value for each of its\nattributes), or --as key:NAME for an API key, list only the tools shown to that\nprincipal: those its MCP\ntools/list holds, whose calls some rule could allow or ask about."},
 	{use: "call TOOL [JSON]", short: "Call a tool through the pipeline", args: callArgs, run: call,
 		long: "Call TOOL with JSON arguments (default {}) through the whole pipeline and print\nthe result. When a policy asks for approval and the terminal can answer, you are\nasked yes/no; otherwise the call is denied.\nExit 0 when the result is ok, 1 when it is not, 2 on usage or connection errors."},
 	{use: "reload [PLUGIN]", short: "Restart one plugin, or reload the deployment file", args: cobra.MaximumNArgs(1), run: reload,
@@ -140,6 +143,7 @@ func newRoot(e *env) *cobra.Command {
 		})
 	}
 	root.AddCommand(keyCommand(e), explainCommand(e), testCommand(e), replayCommand(e), tokensCommand(e), approvalsCommand(e))
+	addToolsAsFlags(root, e)
 	return root
 }
 

@@ -164,7 +164,7 @@ func tools(ctx context.Context, e *env, _ []string) error {
 	if err != nil {
 		return err
 	}
-	ts, err := c.Tools(ctx)
+	ts, err := e.toolsAs.list(ctx, c)
 	if err != nil {
 		return err
 	}

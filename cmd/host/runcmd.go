@@ -42,6 +42,7 @@ func validate(ctx context.Context, e *env, _ []string) error {
 		fmt.Fprint(e.stderr, shownText(deployment.Format(diags)))
 	}
 	fmt.Fprintf(e.stdout, "%s: ok (%d plugins)\n", e.config, len(d.Plugins))
+	printVisibility(e.stdout, d)
 	if sup, err := host.SandboxSupport(); err == nil {
 		fmt.Fprintf(e.stdout, "sandbox support: %s\n", sup)
 		// What holds each egress list: the proxy in the plugin's own

@@ -23,7 +23,10 @@ import (
 func preExecute(askDestructive bool, sp *secretsPolicy, scan *secrets.Scanner) func(context.Context, *sdk.Call) (sdk.Decision, error) {
 	return func(_ context.Context, call *sdk.Call) (sdk.Decision, error) {
 		found := ""
-		if sp != nil {
+		// The visibility question has no arguments, and arguments without
+		// a credential pass the secrets check: only ask_destructive is
+		// left, which asks (shows the tool) rather than denies.
+		if sp != nil && !call.Visibility() {
 			hits, err := sp.argumentHits(call)
 			if err != nil {
 				return sdk.Decision{}, err

@@ -237,6 +237,10 @@ func newPlugin() sdk.Plugin[Config] {
 		// Every rule only reads the call: a dry run is answered as a
 		// call would be.
 		DryRun: true,
+		// And the visibility question: a tools-only deny rule that applies
+		// to the principal denies every call of its tools; nothing else
+		// of the plugin denies every call.
+		Visibility: true,
 	}
 }
 

@@ -481,7 +481,17 @@ type Execution struct {
 	// (route, each answer and its time, quorum or timeout), as JSON; empty
 	// when no route decided. Set on the results stage-5 observers get, so
 	// that the audit line, and the receipt that proves it, record it.
-	ApprovalJson  []byte `protobuf:"bytes,9,opt,name=approval_json,json=approvalJson,proto3" json:"approval_json,omitempty"`
+	ApprovalJson []byte `protobuf:"bytes,9,opt,name=approval_json,json=approvalJson,proto3" json:"approval_json,omitempty"`
+	// The visibility question (a dry run without arguments): could any call
+	// of this tool by this principal be allowed or asked? Sent only to a
+	// plugin that declares DescribeResponse.visibility, with dry_run set and
+	// arguments_json empty. A stage-1 listener answers DENY only when it
+	// would deny every call of the tool by the principal, whatever the
+	// arguments, and otherwise as for a call it may allow (or passes it on);
+	// a guard gives a reason only in the same case. The host hides a tool
+	// from a principal's tool lists when the answer is no; a listener of a
+	// plugin that does not declare it counts as one that may allow.
+	Visibility    bool `protobuf:"varint,10,opt,name=visibility,proto3" json:"visibility,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -577,6 +587,13 @@ func (x *Execution) GetApprovalJson() []byte {
 		return x.ApprovalJson
 	}
 	return nil
+}
+
+func (x *Execution) GetVisibility() bool {
+	if x != nil {
+		return x.Visibility
+	}
+	return false
 }
 
 // Principal is who a call is made for.
@@ -1328,7 +1345,11 @@ type DescribeResponse struct {
 	// plugin the deployment names (receipts_from) or, by default, from the
 	// one critical plugin that declares this; two declaring it without
 	// receipts_from is a configuration error.
-	Receipts      bool `protobuf:"varint,12,opt,name=receipts,proto3" json:"receipts,omitempty"`
+	Receipts bool `protobuf:"varint,12,opt,name=receipts,proto3" json:"receipts,omitempty"`
+	// The plugin's stage-1 listeners and guards answer the visibility
+	// question (Execution.visibility). Without it the host counts them as
+	// ones that may allow: no tool is hidden on their account.
+	Visibility    bool `protobuf:"varint,13,opt,name=visibility,proto3" json:"visibility,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1443,6 +1464,13 @@ func (x *DescribeResponse) GetToolRefs() bool {
 func (x *DescribeResponse) GetReceipts() bool {
 	if x != nil {
 		return x.Receipts
+	}
+	return false
+}
+
+func (x *DescribeResponse) GetVisibility() bool {
+	if x != nil {
+		return x.Visibility
 	}
 	return false
 }
@@ -4180,7 +4208,7 @@ const file_plugkit_proto_rawDesc = "" +
 	"definition\x18\x16 \x01(\tR\n" +
 	"definition\x12!\n" +
 	"\fowner_prefix\x18\x17 \x01(\bR\vownerPrefix\x12\x12\n" +
-	"\x04kind\x18\x18 \x01(\tR\x04kind\"\xac\x02\n" +
+	"\x04kind\x18\x18 \x01(\tR\x04kind\"\xcc\x02\n" +
 	"\tExecution\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12%\n" +
@@ -4190,7 +4218,11 @@ const file_plugkit_proto_rawDesc = "" +
 	"\tprincipal\x18\x06 \x01(\v2\x15.plugkit.v1.PrincipalR\tprincipal\x12\x17\n" +
 	"\adry_run\x18\a \x01(\bR\x06dryRun\x12\x19\n" +
 	"\btool_ref\x18\b \x01(\x04R\atoolRef\x12#\n" +
-	"\rapproval_json\x18\t \x01(\fR\fapprovalJson\"O\n" +
+	"\rapproval_json\x18\t \x01(\fR\fapprovalJson\x12\x1e\n" +
+	"\n" +
+	"visibility\x18\n" +
+	" \x01(\bR\n" +
+	"visibility\"O\n" +
 	"\tPrincipal\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x1e\n" +
@@ -4252,7 +4284,7 @@ const file_plugkit_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"A\n" +
 	"\x0fDescribeRequest\x12.\n" +
-	"\x13prepare_config_json\x18\x01 \x01(\fR\x11prepareConfigJson\"\x80\x03\n" +
+	"\x13prepare_config_json\x18\x01 \x01(\fR\x11prepareConfigJson\"\xa0\x03\n" +
 	"\x10DescribeResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\x1f\n" +
@@ -4269,7 +4301,10 @@ const file_plugkit_proto_rawDesc = "" +
 	"\adry_run\x18\n" +
 	" \x01(\bR\x06dryRun\x12\x1b\n" +
 	"\ttool_refs\x18\v \x01(\bR\btoolRefs\x12\x1a\n" +
-	"\breceipts\x18\f \x01(\bR\breceipts\"U\n" +
+	"\breceipts\x18\f \x01(\bR\breceipts\x12\x1e\n" +
+	"\n" +
+	"visibility\x18\r \x01(\bR\n" +
+	"visibility\"U\n" +
 	"\fApplyRequest\x12\x1f\n" +
 	"\vconfig_json\x18\x01 \x01(\fR\n" +
 	"configJson\x12$\n" +

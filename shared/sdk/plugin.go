@@ -63,6 +63,13 @@ type Plugin[C any] struct {
 	// acting. `host explain` and `host test` ask only such plugins; the
 	// listeners of any other are reported "not asked".
 	DryRun bool
+	// Visibility declares that the plugin's stage-1 listeners and guards
+	// answer the visibility question (Call.Visibility): given one, a
+	// listener denies only when it would deny every call of the tool by
+	// the principal, whatever the arguments. The host hides a tool from a
+	// principal's lists on that answer; without this declaration it counts
+	// the plugin's listeners as ones that may allow.
+	Visibility bool
 	// Receipts declares the plugin an audit whose Record listeners send
 	// receipts. With receipts on, the host takes them only from the
 	// plugin the deployment names (receipts_from) or the one critical
@@ -83,6 +90,7 @@ type definition struct {
 	stop     func(ctx context.Context) error
 	dryRun   bool
 	receipts bool
+	visible  bool
 }
 
 // build checks the definition and erases C. Every problem is reported, not
@@ -131,6 +139,7 @@ func (def Plugin[C]) build() (*definition, error) {
 		stop:     def.Stop,
 		dryRun:   def.DryRun,
 		receipts: def.Receipts,
+		visible:  def.Visibility,
 	}, nil
 }
 

@@ -95,6 +95,7 @@ func (s *server) Describe(_ context.Context, req *pb.DescribeRequest) (*pb.Descr
 		DryRun:           s.def.dryRun,
 		ToolRefs:         true,
 		Receipts:         s.def.receipts,
+		Visibility:       s.def.visible,
 	}, nil
 }
 

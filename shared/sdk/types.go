@@ -48,6 +48,15 @@ type Call struct {
 // Plugin.DryRun is set is sent such a call.
 func (c *Call) DryRun() bool { return c.Execution.DryRun }
 
+// Visibility reports that the host asks the visibility question rather
+// than explains a call: could any call of this tool by this principal be
+// allowed or asked? The call has no arguments. Deny (or, from a guard,
+// give a reason) only when every call of the tool by the principal would
+// be denied, whatever the arguments; otherwise answer as for a call you
+// may allow. DryRun is set too. Only a plugin whose Plugin.Visibility is
+// set is sent such a call.
+func (c *Call) Visibility() bool { return c.Execution.Visibility }
+
 // Bind decodes the call's JSON arguments into v. The host has already checked
 // them against the tool's parameters schema.
 func (c *Call) Bind(v any) error {

@@ -66,6 +66,7 @@ func ExecutionToProto(e Execution) *pb.Execution {
 		Principal:     PrincipalToProto(e.Principal),
 		DryRun:        e.DryRun,
 		ApprovalJson:  e.Approval,
+		Visibility:    e.Visibility,
 	}
 }
 
@@ -91,14 +92,15 @@ func ExecutionFromProto(m *pb.Execution) Execution {
 		return Execution{}
 	}
 	return Execution{
-		ID:        m.GetId(),
-		Name:      m.GetName(),
-		Arguments: m.GetArgumentsJson(),
-		Caller:    m.GetCaller(),
-		Tool:      ToolDescriptorFromProto(m.GetTool()),
-		Principal: PrincipalFromProto(m.GetPrincipal()),
-		DryRun:    m.GetDryRun(),
-		Approval:  m.GetApprovalJson(),
+		ID:         m.GetId(),
+		Name:       m.GetName(),
+		Arguments:  m.GetArgumentsJson(),
+		Caller:     m.GetCaller(),
+		Tool:       ToolDescriptorFromProto(m.GetTool()),
+		Principal:  PrincipalFromProto(m.GetPrincipal()),
+		DryRun:     m.GetDryRun(),
+		Approval:   m.GetApprovalJson(),
+		Visibility: m.GetVisibility(),
 	}
 }
 

@@ -76,6 +76,11 @@ type Execution struct {
 	// Approval is how an approval route's approvers decided the call's
 	// Ask, as JSON; nil when none did. Stage-5 observers see it.
 	Approval json.RawMessage
+	// Visibility marks the visibility question, a dry run without
+	// arguments: could any call of the tool by the principal be allowed or
+	// asked? Deny only when every call would be denied, whatever the
+	// arguments. Only a plugin that declares visibility support is sent one.
+	Visibility bool
 }
 
 // Principal is who a call is made for (package identity).
