@@ -36,7 +36,10 @@ type Asker func(ctx context.Context, q Question) (bool, error)
 type Approvals struct {
 	mu     sync.Mutex
 	askers map[string]Asker
-	seq    atomic.Uint64
+	// elicitors are the callers that can answer a plugin's question (see
+	// elicit.go).
+	elicitors map[string]Elicitor
+	seq       atomic.Uint64
 }
 
 // NewApprovals returns an empty router.

@@ -89,6 +89,9 @@ func (s *Server) session(ss *mcp.ServerSession) (*session, error) {
 	sess.caller, sess.release = s.h.Approvals.Caller(CallerPrefix, func(ctx context.Context, q host.Question) (bool, error) {
 		return s.ask(ctx, sess, q)
 	})
+	// A plugin's questions during the session's calls go to its client.
+	releaseCaller, releaseElicitor := sess.release, s.h.Approvals.SetElicitor(sess.caller, elicitor(ss))
+	sess.release = func() { releaseElicitor(); releaseCaller() }
 	s.sessions[ss] = sess
 	s.wg.Add(1)
 	go func() {

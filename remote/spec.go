@@ -157,6 +157,10 @@ type Options struct {
 	// ExportSpans sends on the spans a plugin handed to the host: otlp is an
 	// OTLP ExportTraceServiceRequest.
 	ExportSpans func(ctx context.Context, plugin string, otlp []byte) error
+	// Elicit puts a plugin's question (MCP ElicitRequest params as JSON) to
+	// the client that made the call e and returns its answer (an
+	// ElicitResult as JSON). Without it every question is declined.
+	Elicit ElicitFunc
 	// Tokens obtains the upstream tokens of the plugins whose Spec has an
 	// Upstream; without it their calls are DENIED.
 	Tokens *tokenexchange.Broker

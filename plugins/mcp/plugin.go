@@ -128,6 +128,7 @@ func newPlugin() sdk.Plugin[Config] {
 			if w, wcfg, wby := takeWarm(); w != nil && reflect.DeepEqual(wcfg, cfg) {
 				b = w
 				b.batch, b.onGone = batch, onGone
+				b.setAsk(p.Elicit)
 				bctx := ctx
 				if b.listed == nil {
 					// Prepare's tools/list failed: listing again gets what
@@ -151,6 +152,7 @@ func newPlugin() sdk.Plugin[Config] {
 				sctx, cancel := context.WithDeadline(ctx, by)
 				defer cancel()
 				b = newBridge(set, p.Logger(), batch, onGone)
+				b.setAsk(p.Elicit)
 				err = b.start(sctx)
 			}
 			if err != nil {

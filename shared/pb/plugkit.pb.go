@@ -3810,6 +3810,107 @@ func (*ExportSpansResponse) Descriptor() ([]byte, []int) {
 	return file_plugkit_proto_rawDescGZIP(), []int{56}
 }
 
+type HostElicitRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The call the question belongs to (Execution.id).
+	ExecutionId string `protobuf:"bytes,1,opt,name=execution_id,json=executionId,proto3" json:"execution_id,omitempty"`
+	// MCP ElicitRequest params as JSON (mode, message, requestedSchema or
+	// url and elicitationId).
+	ParamsJson    []byte `protobuf:"bytes,2,opt,name=params_json,json=paramsJson,proto3" json:"params_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HostElicitRequest) Reset() {
+	*x = HostElicitRequest{}
+	mi := &file_plugkit_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HostElicitRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HostElicitRequest) ProtoMessage() {}
+
+func (x *HostElicitRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugkit_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HostElicitRequest.ProtoReflect.Descriptor instead.
+func (*HostElicitRequest) Descriptor() ([]byte, []int) {
+	return file_plugkit_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *HostElicitRequest) GetExecutionId() string {
+	if x != nil {
+		return x.ExecutionId
+	}
+	return ""
+}
+
+func (x *HostElicitRequest) GetParamsJson() []byte {
+	if x != nil {
+		return x.ParamsJson
+	}
+	return nil
+}
+
+type HostElicitResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// MCP ElicitResult as JSON: action (accept, decline, cancel) and, on
+	// accept in form mode, content.
+	ResultJson    []byte `protobuf:"bytes,1,opt,name=result_json,json=resultJson,proto3" json:"result_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HostElicitResponse) Reset() {
+	*x = HostElicitResponse{}
+	mi := &file_plugkit_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HostElicitResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HostElicitResponse) ProtoMessage() {}
+
+func (x *HostElicitResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_plugkit_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HostElicitResponse.ProtoReflect.Descriptor instead.
+func (*HostElicitResponse) Descriptor() ([]byte, []int) {
+	return file_plugkit_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *HostElicitResponse) GetResultJson() []byte {
+	if x != nil {
+		return x.ResultJson
+	}
+	return nil
+}
+
 type NextRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The call_token of the WRAP request being handled.
@@ -3820,7 +3921,7 @@ type NextRequest struct {
 
 func (x *NextRequest) Reset() {
 	*x = NextRequest{}
-	mi := &file_plugkit_proto_msgTypes[57]
+	mi := &file_plugkit_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3832,7 +3933,7 @@ func (x *NextRequest) String() string {
 func (*NextRequest) ProtoMessage() {}
 
 func (x *NextRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[57]
+	mi := &file_plugkit_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3845,7 +3946,7 @@ func (x *NextRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NextRequest.ProtoReflect.Descriptor instead.
 func (*NextRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{57}
+	return file_plugkit_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *NextRequest) GetCallToken() string {
@@ -3871,7 +3972,7 @@ type NextResponse struct {
 
 func (x *NextResponse) Reset() {
 	*x = NextResponse{}
-	mi := &file_plugkit_proto_msgTypes[58]
+	mi := &file_plugkit_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3883,7 +3984,7 @@ func (x *NextResponse) String() string {
 func (*NextResponse) ProtoMessage() {}
 
 func (x *NextResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[58]
+	mi := &file_plugkit_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3896,7 +3997,7 @@ func (x *NextResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NextResponse.ProtoReflect.Descriptor instead.
 func (*NextResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{58}
+	return file_plugkit_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *NextResponse) GetAnswer() isNextResponse_Answer {
@@ -4220,7 +4321,14 @@ const file_plugkit_proto_rawDesc = "" +
 	"\x15ReportProblemResponse\"(\n" +
 	"\x12ExportSpansRequest\x12\x12\n" +
 	"\x04otlp\x18\x01 \x01(\fR\x04otlp\"\x15\n" +
-	"\x13ExportSpansResponse\",\n" +
+	"\x13ExportSpansResponse\"W\n" +
+	"\x11HostElicitRequest\x12!\n" +
+	"\fexecution_id\x18\x01 \x01(\tR\vexecutionId\x12\x1f\n" +
+	"\vparams_json\x18\x02 \x01(\fR\n" +
+	"paramsJson\"5\n" +
+	"\x12HostElicitResponse\x12\x1f\n" +
+	"\vresult_json\x18\x01 \x01(\fR\n" +
+	"resultJson\",\n" +
 	"\vNextRequest\x12\x1d\n" +
 	"\n" +
 	"call_token\x18\x01 \x01(\tR\tcallToken\"\xbb\x01\n" +
@@ -4266,7 +4374,7 @@ const file_plugkit_proto_rawDesc = "" +
 	"\vCallService\x12\x1e.plugkit.v1.CallServiceRequest\x1a\x1f.plugkit.v1.CallServiceResponse\x12D\n" +
 	"\aObserve\x12\x1a.plugkit.v1.ObserveRequest\x1a\x1b.plugkit.v1.ObserveResponse(\x01\x12E\n" +
 	"\bShutdown\x12\x1b.plugkit.v1.ShutdownRequest\x1a\x1c.plugkit.v1.ShutdownResponse\x129\n" +
-	"\x05Calls\x12\x15.plugkit.v1.CallFrame\x1a\x15.plugkit.v1.CallFrame(\x010\x012\xed\a\n" +
+	"\x05Calls\x12\x15.plugkit.v1.CallFrame\x1a\x15.plugkit.v1.CallFrame(\x010\x012\xb6\b\n" +
 	"\x04Host\x12Q\n" +
 	"\fRegisterTool\x12\x1f.plugkit.v1.RegisterToolRequest\x1a .plugkit.v1.RegisterToolResponse\x12T\n" +
 	"\rRegisterTools\x12 .plugkit.v1.RegisterToolsRequest\x1a!.plugkit.v1.RegisterToolsResponse\x12E\n" +
@@ -4281,7 +4389,8 @@ const file_plugkit_proto_rawDesc = "" +
 	"\aDispose\x12\x1a.plugkit.v1.DisposeRequest\x1a\x1b.plugkit.v1.DisposeResponse\x129\n" +
 	"\x04Next\x12\x17.plugkit.v1.NextRequest\x1a\x18.plugkit.v1.NextResponse\x12T\n" +
 	"\rReportProblem\x12 .plugkit.v1.ReportProblemRequest\x1a!.plugkit.v1.ReportProblemResponse\x12N\n" +
-	"\vExportSpans\x12\x1e.plugkit.v1.ExportSpansRequest\x1a\x1f.plugkit.v1.ExportSpansResponseB)Z'github.com/plugkit-go/plugkit/shared/pbb\x06proto3"
+	"\vExportSpans\x12\x1e.plugkit.v1.ExportSpansRequest\x1a\x1f.plugkit.v1.ExportSpansResponse\x12G\n" +
+	"\x06Elicit\x12\x1d.plugkit.v1.HostElicitRequest\x1a\x1e.plugkit.v1.HostElicitResponseB)Z'github.com/plugkit-go/plugkit/shared/pbb\x06proto3"
 
 var (
 	file_plugkit_proto_rawDescOnce sync.Once
@@ -4296,7 +4405,7 @@ func file_plugkit_proto_rawDescGZIP() []byte {
 }
 
 var file_plugkit_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_plugkit_proto_msgTypes = make([]protoimpl.MessageInfo, 60)
+var file_plugkit_proto_msgTypes = make([]protoimpl.MessageInfo, 62)
 var file_plugkit_proto_goTypes = []any{
 	(Verdict)(0),                    // 0: plugkit.v1.Verdict
 	(ReviewVerdict)(0),              // 1: plugkit.v1.ReviewVerdict
@@ -4359,9 +4468,11 @@ var file_plugkit_proto_goTypes = []any{
 	(*ReportProblemResponse)(nil),   // 58: plugkit.v1.ReportProblemResponse
 	(*ExportSpansRequest)(nil),      // 59: plugkit.v1.ExportSpansRequest
 	(*ExportSpansResponse)(nil),     // 60: plugkit.v1.ExportSpansResponse
-	(*NextRequest)(nil),             // 61: plugkit.v1.NextRequest
-	(*NextResponse)(nil),            // 62: plugkit.v1.NextResponse
-	nil,                             // 63: plugkit.v1.CallFrame.MetadataEntry
+	(*HostElicitRequest)(nil),       // 61: plugkit.v1.HostElicitRequest
+	(*HostElicitResponse)(nil),      // 62: plugkit.v1.HostElicitResponse
+	(*NextRequest)(nil),             // 63: plugkit.v1.NextRequest
+	(*NextResponse)(nil),            // 64: plugkit.v1.NextResponse
+	nil,                             // 65: plugkit.v1.CallFrame.MetadataEntry
 }
 var file_plugkit_proto_depIdxs = []int32{
 	4,  // 0: plugkit.v1.Execution.tool:type_name -> plugkit.v1.ToolDescriptor
@@ -4370,7 +4481,7 @@ var file_plugkit_proto_depIdxs = []int32{
 	7,  // 3: plugkit.v1.Outcome.error:type_name -> plugkit.v1.ToolError
 	0,  // 4: plugkit.v1.Decision.verdict:type_name -> plugkit.v1.Verdict
 	1,  // 5: plugkit.v1.Review.verdict:type_name -> plugkit.v1.ReviewVerdict
-	63, // 6: plugkit.v1.CallFrame.metadata:type_name -> plugkit.v1.CallFrame.MetadataEntry
+	65, // 6: plugkit.v1.CallFrame.metadata:type_name -> plugkit.v1.CallFrame.MetadataEntry
 	5,  // 7: plugkit.v1.ExecuteToolRequest.execution:type_name -> plugkit.v1.Execution
 	5,  // 8: plugkit.v1.PreExecuteRequest.execution:type_name -> plugkit.v1.Execution
 	10, // 9: plugkit.v1.PreExecuteResponse.decision:type_name -> plugkit.v1.Decision
@@ -4415,36 +4526,38 @@ var file_plugkit_proto_depIdxs = []int32{
 	51, // 48: plugkit.v1.Host.ExecuteTool:input_type -> plugkit.v1.HostExecuteToolRequest
 	53, // 49: plugkit.v1.Host.Contribute:input_type -> plugkit.v1.ContributeRequest
 	55, // 50: plugkit.v1.Host.Dispose:input_type -> plugkit.v1.DisposeRequest
-	61, // 51: plugkit.v1.Host.Next:input_type -> plugkit.v1.NextRequest
+	63, // 51: plugkit.v1.Host.Next:input_type -> plugkit.v1.NextRequest
 	57, // 52: plugkit.v1.Host.ReportProblem:input_type -> plugkit.v1.ReportProblemRequest
 	59, // 53: plugkit.v1.Host.ExportSpans:input_type -> plugkit.v1.ExportSpansRequest
-	14, // 54: plugkit.v1.Plugin.Describe:output_type -> plugkit.v1.DescribeResponse
-	16, // 55: plugkit.v1.Plugin.Apply:output_type -> plugkit.v1.ApplyResponse
-	18, // 56: plugkit.v1.Plugin.ExecuteTool:output_type -> plugkit.v1.ExecuteToolResponse
-	20, // 57: plugkit.v1.Plugin.PreExecute:output_type -> plugkit.v1.PreExecuteResponse
-	22, // 58: plugkit.v1.Plugin.Guard:output_type -> plugkit.v1.GuardResponse
-	24, // 59: plugkit.v1.Plugin.WrapExecute:output_type -> plugkit.v1.WrapExecuteResponse
-	26, // 60: plugkit.v1.Plugin.PostExecute:output_type -> plugkit.v1.PostExecuteResponse
-	28, // 61: plugkit.v1.Plugin.Approve:output_type -> plugkit.v1.ApproveResponse
-	30, // 62: plugkit.v1.Plugin.CallService:output_type -> plugkit.v1.CallServiceResponse
-	32, // 63: plugkit.v1.Plugin.Observe:output_type -> plugkit.v1.ObserveResponse
-	35, // 64: plugkit.v1.Plugin.Shutdown:output_type -> plugkit.v1.ShutdownResponse
-	12, // 65: plugkit.v1.Plugin.Calls:output_type -> plugkit.v1.CallFrame
-	37, // 66: plugkit.v1.Host.RegisterTool:output_type -> plugkit.v1.RegisterToolResponse
-	39, // 67: plugkit.v1.Host.RegisterTools:output_type -> plugkit.v1.RegisterToolsResponse
-	42, // 68: plugkit.v1.Host.AddGuard:output_type -> plugkit.v1.AddGuardResponse
-	44, // 69: plugkit.v1.Host.Listen:output_type -> plugkit.v1.ListenResponse
-	46, // 70: plugkit.v1.Host.SetApprover:output_type -> plugkit.v1.SetApproverResponse
-	48, // 71: plugkit.v1.Host.Provide:output_type -> plugkit.v1.ProvideResponse
-	50, // 72: plugkit.v1.Host.CallService:output_type -> plugkit.v1.HostCallServiceResponse
-	52, // 73: plugkit.v1.Host.ExecuteTool:output_type -> plugkit.v1.HostExecuteToolResponse
-	54, // 74: plugkit.v1.Host.Contribute:output_type -> plugkit.v1.ContributeResponse
-	56, // 75: plugkit.v1.Host.Dispose:output_type -> plugkit.v1.DisposeResponse
-	62, // 76: plugkit.v1.Host.Next:output_type -> plugkit.v1.NextResponse
-	58, // 77: plugkit.v1.Host.ReportProblem:output_type -> plugkit.v1.ReportProblemResponse
-	60, // 78: plugkit.v1.Host.ExportSpans:output_type -> plugkit.v1.ExportSpansResponse
-	54, // [54:79] is the sub-list for method output_type
-	29, // [29:54] is the sub-list for method input_type
+	61, // 54: plugkit.v1.Host.Elicit:input_type -> plugkit.v1.HostElicitRequest
+	14, // 55: plugkit.v1.Plugin.Describe:output_type -> plugkit.v1.DescribeResponse
+	16, // 56: plugkit.v1.Plugin.Apply:output_type -> plugkit.v1.ApplyResponse
+	18, // 57: plugkit.v1.Plugin.ExecuteTool:output_type -> plugkit.v1.ExecuteToolResponse
+	20, // 58: plugkit.v1.Plugin.PreExecute:output_type -> plugkit.v1.PreExecuteResponse
+	22, // 59: plugkit.v1.Plugin.Guard:output_type -> plugkit.v1.GuardResponse
+	24, // 60: plugkit.v1.Plugin.WrapExecute:output_type -> plugkit.v1.WrapExecuteResponse
+	26, // 61: plugkit.v1.Plugin.PostExecute:output_type -> plugkit.v1.PostExecuteResponse
+	28, // 62: plugkit.v1.Plugin.Approve:output_type -> plugkit.v1.ApproveResponse
+	30, // 63: plugkit.v1.Plugin.CallService:output_type -> plugkit.v1.CallServiceResponse
+	32, // 64: plugkit.v1.Plugin.Observe:output_type -> plugkit.v1.ObserveResponse
+	35, // 65: plugkit.v1.Plugin.Shutdown:output_type -> plugkit.v1.ShutdownResponse
+	12, // 66: plugkit.v1.Plugin.Calls:output_type -> plugkit.v1.CallFrame
+	37, // 67: plugkit.v1.Host.RegisterTool:output_type -> plugkit.v1.RegisterToolResponse
+	39, // 68: plugkit.v1.Host.RegisterTools:output_type -> plugkit.v1.RegisterToolsResponse
+	42, // 69: plugkit.v1.Host.AddGuard:output_type -> plugkit.v1.AddGuardResponse
+	44, // 70: plugkit.v1.Host.Listen:output_type -> plugkit.v1.ListenResponse
+	46, // 71: plugkit.v1.Host.SetApprover:output_type -> plugkit.v1.SetApproverResponse
+	48, // 72: plugkit.v1.Host.Provide:output_type -> plugkit.v1.ProvideResponse
+	50, // 73: plugkit.v1.Host.CallService:output_type -> plugkit.v1.HostCallServiceResponse
+	52, // 74: plugkit.v1.Host.ExecuteTool:output_type -> plugkit.v1.HostExecuteToolResponse
+	54, // 75: plugkit.v1.Host.Contribute:output_type -> plugkit.v1.ContributeResponse
+	56, // 76: plugkit.v1.Host.Dispose:output_type -> plugkit.v1.DisposeResponse
+	64, // 77: plugkit.v1.Host.Next:output_type -> plugkit.v1.NextResponse
+	58, // 78: plugkit.v1.Host.ReportProblem:output_type -> plugkit.v1.ReportProblemResponse
+	60, // 79: plugkit.v1.Host.ExportSpans:output_type -> plugkit.v1.ExportSpansResponse
+	62, // 80: plugkit.v1.Host.Elicit:output_type -> plugkit.v1.HostElicitResponse
+	55, // [55:81] is the sub-list for method output_type
+	29, // [29:55] is the sub-list for method input_type
 	29, // [29:29] is the sub-list for extension type_name
 	29, // [29:29] is the sub-list for extension extendee
 	0,  // [0:29] is the sub-list for field type_name
@@ -4455,7 +4568,7 @@ func file_plugkit_proto_init() {
 	if File_plugkit_proto != nil {
 		return
 	}
-	file_plugkit_proto_msgTypes[58].OneofWrappers = []any{
+	file_plugkit_proto_msgTypes[60].OneofWrappers = []any{
 		(*NextResponse_PreExecute)(nil),
 		(*NextResponse_Execute)(nil),
 		(*NextResponse_PostExecute)(nil),
@@ -4466,7 +4579,7 @@ func file_plugkit_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugkit_proto_rawDesc), len(file_plugkit_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   60,
+			NumMessages:   62,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

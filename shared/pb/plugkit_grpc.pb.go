@@ -593,6 +593,7 @@ const (
 	Host_Next_FullMethodName          = "/plugkit.v1.Host/Next"
 	Host_ReportProblem_FullMethodName = "/plugkit.v1.Host/ReportProblem"
 	Host_ExportSpans_FullMethodName   = "/plugkit.v1.Host/ExportSpans"
+	Host_Elicit_FullMethodName        = "/plugkit.v1.Host/Elicit"
 )
 
 // HostClient is the client API for Host service.
@@ -630,6 +631,12 @@ type HostClient interface {
 	// the host started the plugin with PLUGKIT_TRACE=1; otherwise it answers
 	// FAILED_PRECONDITION.
 	ExportSpans(ctx context.Context, in *ExportSpansRequest, opts ...grpc.CallOption) (*ExportSpansResponse, error)
+	// Puts a question to the client that made a call in flight on one of
+	// this plugin's tools (an MCP elicitation, form or URL mode, such as a
+	// bridged server's elicitation/create) and returns its answer. The host
+	// refuses it (FAILED_PRECONDITION) for a call that is not this plugin's
+	// or has ended; a client that cannot answer gets the question declined.
+	Elicit(ctx context.Context, in *HostElicitRequest, opts ...grpc.CallOption) (*HostElicitResponse, error)
 }
 
 type hostClient struct {
@@ -770,6 +777,16 @@ func (c *hostClient) ExportSpans(ctx context.Context, in *ExportSpansRequest, op
 	return out, nil
 }
 
+func (c *hostClient) Elicit(ctx context.Context, in *HostElicitRequest, opts ...grpc.CallOption) (*HostElicitResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(HostElicitResponse)
+	err := c.cc.Invoke(ctx, Host_Elicit_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // HostServer is the server API for Host service.
 // All implementations must embed UnimplementedHostServer
 // for forward compatibility.
@@ -805,6 +822,12 @@ type HostServer interface {
 	// the host started the plugin with PLUGKIT_TRACE=1; otherwise it answers
 	// FAILED_PRECONDITION.
 	ExportSpans(context.Context, *ExportSpansRequest) (*ExportSpansResponse, error)
+	// Puts a question to the client that made a call in flight on one of
+	// this plugin's tools (an MCP elicitation, form or URL mode, such as a
+	// bridged server's elicitation/create) and returns its answer. The host
+	// refuses it (FAILED_PRECONDITION) for a call that is not this plugin's
+	// or has ended; a client that cannot answer gets the question declined.
+	Elicit(context.Context, *HostElicitRequest) (*HostElicitResponse, error)
 	mustEmbedUnimplementedHostServer()
 }
 
@@ -853,6 +876,9 @@ func (UnimplementedHostServer) ReportProblem(context.Context, *ReportProblemRequ
 }
 func (UnimplementedHostServer) ExportSpans(context.Context, *ExportSpansRequest) (*ExportSpansResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ExportSpans not implemented")
+}
+func (UnimplementedHostServer) Elicit(context.Context, *HostElicitRequest) (*HostElicitResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Elicit not implemented")
 }
 func (UnimplementedHostServer) mustEmbedUnimplementedHostServer() {}
 func (UnimplementedHostServer) testEmbeddedByValue()              {}
@@ -1109,6 +1135,24 @@ func _Host_ExportSpans_Handler(srv interface{}, ctx context.Context, dec func(in
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Host_Elicit_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(HostElicitRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HostServer).Elicit(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Host_Elicit_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HostServer).Elicit(ctx, req.(*HostElicitRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Host_ServiceDesc is the grpc.ServiceDesc for Host service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1167,6 +1211,10 @@ var Host_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ExportSpans",
 			Handler:    _Host_ExportSpans_Handler,
+		},
+		{
+			MethodName: "Elicit",
+			Handler:    _Host_Elicit_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
