@@ -62,6 +62,12 @@ type call struct {
 	answers   chan answer
 	done      chan struct{} // closed once result is set
 	result    pipeline.Result
+
+	// serving is the context of the request whose handler waits for the
+	// call now, nil between requests: a plugin's question is sent in
+	// relation to it (elicit.go), on that request's stream over HTTP.
+	smu     sync.Mutex
+	serving context.Context
 }
 
 type answer struct {
@@ -247,6 +253,8 @@ func (s *Server) serve(ctx context.Context, sess *session, req *mcp.CallToolRequ
 		asked      chan answer // the elicitation in progress, nil when none
 		stopAsking = func() {}
 	)
+	c.serveFrom(ctx)
+	defer c.serveFrom(nil)
 	defer func() {
 		stopAsking()
 		if asked != nil {

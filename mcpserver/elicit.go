@@ -31,6 +31,9 @@ func elicitor(ss *mcp.ServerSession) func(ctx context.Context, params json.RawMe
 		if !legacy(ss) || !canElicitMode(ss.InitializeParams().Capabilities, p.Mode) {
 			return declined, nil
 		}
+		if c, _ := ctx.Value(callKey{}).(*call); c != nil {
+			ctx = c.relate(ctx)
+		}
 		r, err := ss.Elicit(ctx, &p)
 		if err != nil {
 			return nil, fmt.Errorf("elicitation/create to the client: %w", err)
@@ -53,4 +56,37 @@ func canElicitMode(caps *mcp.ClientCapabilities, mode string) bool {
 		return caps != nil && caps.Elicitation != nil && caps.Elicitation.URL != nil
 	}
 	return false
+}
+
+// serveFrom records ctx as the context of the request serving c (nil: none).
+func (c *call) serveFrom(ctx context.Context) {
+	c.smu.Lock()
+	c.serving = ctx
+	c.smu.Unlock()
+}
+
+// relate is ctx, with the values of the request serving c when one does:
+// the SDK then sends a question on that request's stream, as it does the
+// host's approval questions, rather than on the session's stream, which a
+// client need not open. Cancellation stays ctx's.
+func (c *call) relate(ctx context.Context) context.Context {
+	c.smu.Lock()
+	defer c.smu.Unlock()
+	if c.serving == nil {
+		return ctx
+	}
+	return valuesFrom{Context: ctx, values: c.serving}
+}
+
+// valuesFrom is a context whose values are looked up in values first.
+type valuesFrom struct {
+	context.Context
+	values context.Context
+}
+
+func (v valuesFrom) Value(key any) any {
+	if x := v.values.Value(key); x != nil {
+		return x
+	}
+	return v.Context.Value(key)
 }

@@ -58,8 +58,9 @@ func (l *liveCalls) get(id string) (liveCall, bool) {
 const maxElicitParamsBytes = 64 << 10
 
 // Elicit puts the plugin's question to the client of a call in flight on
-// one of its tools. The question ends with the call: the RPC's context is
-// cancelled when the call's is.
+// one of its tools. The question is asked under the call's context (what
+// the caller's front end put in it finds the call again) and ends with the
+// call or with the RPC, whichever ends first.
 func (h *hostService) Elicit(ctx context.Context, req *pb.HostElicitRequest) (*pb.HostElicitResponse, error) {
 	c, ok := h.inst.live.get(req.GetExecutionId())
 	if !ok {
@@ -75,9 +76,10 @@ func (h *hostService) Elicit(ctx context.Context, req *pb.HostElicitRequest) (*p
 	if h.inst.elicit == nil {
 		return &pb.HostElicitResponse{ResultJson: declined}, nil
 	}
-	ctx, cancel := context.WithCancel(ctx)
+	rpc := ctx
+	ctx, cancel := context.WithCancel(c.ctx)
 	defer cancel()
-	defer context.AfterFunc(c.ctx, cancel)()
+	defer context.AfterFunc(rpc, cancel)()
 	out, err := h.inst.elicit(ctx, c.e, params)
 	if err != nil {
 		if ctx.Err() != nil {

@@ -297,7 +297,7 @@ func (b *bridge) toolSpec(t *mcp.Tool) (sdk.Tool, error) {
 		Definition:  wireDefinition(name, def),
 		Execute: func(ctx context.Context, call *sdk.Call) (any, error) {
 			defer b.inFlight(call.ID)()
-			return b.call(ctx, name, call.Arguments)
+			return b.call(withCallID(ctx, call.ID), name, call.Arguments)
 		},
 	}
 	if err := toolname.Check(spec.Name); err != nil {

@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/http"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -196,4 +199,54 @@ func TestElicitationPassedThrough(t *testing.T) {
 			t.Errorf("a 2026-07-28 client was asked: %+v", q)
 		}
 	})
+}
+
+// TestElicitationOverHTTP: a session client over streamable HTTP that opens
+// no stream of its own (no standalone SSE) gets the question on the stream
+// of the call's request.
+func TestElicitationOverHTTP(t *testing.T) {
+	needBinaries(t)
+	noLeaks(t)
+	dir := t.TempDir()
+	config := deployment(t, dir, everythingBlock(t))
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
+	data, err := os.ReadFile(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), "host {\n") {
+		t.Fatalf("no host block in %s", data)
+	}
+	if err := os.WriteFile(config, []byte(strings.Replace(string(data), "host {\n", "host {\n  mcp = \""+addr+"\"\n", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := startHost(t, config, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	user := &elicitUser{answers: []*mcp.ElicitResult{{Action: "accept", Content: map[string]any{"name": "Ann Example"}}}}
+	client := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, &mcp.ClientOptions{ElicitationHandler: user.handle})
+	hc := &http.Client{Transport: &http.Transport{}}
+	defer hc.CloseIdleConnections()
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp", HTTPClient: hc, DisableStandaloneSSE: true},
+		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatalf("connect: %v\n%s", err, h.log)
+	}
+	defer cs.Close()
+	var res *mcp.CallToolResult
+	waitFor(t, 60*time.Second, "the elicitation tool", func() bool {
+		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "ev_trigger-elicitation-request", Arguments: map[string]any{}})
+		return err == nil && !res.IsError
+	}, h.log.String)
+	if got := allText(res); !strings.Contains(got, "- Name: Ann Example") {
+		t.Errorf("the server's result does not carry the client's answer:\n%s\nhost log:\n%s", got, h.log)
+	}
+	if q := user.questions(); len(q) != 1 || q[0].Mode != "form" {
+		t.Errorf("the client was asked %+v, want one form", q)
+	}
 }

@@ -10,10 +10,20 @@ import (
 
 // A server's elicitation/create during a call goes to the client that made
 // the call, through the host (sdk.Context.Elicit), and the client's answer
-// comes back. The request of a server before 2026-07-28 does not say which
-// call it belongs to: it is tied to the call only when exactly one call to
-// the server is in flight, and declined otherwise (asking the wrong
+// comes back. A 2026-07-28 server asks in the call's own result
+// (input-required), which the SDK answers under the call's context: that
+// ties it to its call exactly. The request of an older server does not say
+// which call it belongs to: it is tied to the call only when exactly one
+// call to the server is in flight, and declined otherwise (asking the wrong
 // client would hand one caller's question to another).
+
+// callIDKey carries the id of the call a tools/call is made for.
+type callIDKey struct{}
+
+// withCallID marks ctx as the context of the call callID.
+func withCallID(ctx context.Context, callID string) context.Context {
+	return context.WithValue(ctx, callIDKey{}, callID)
+}
 
 // askFunc is the host's Elicit: a question for the call callID.
 type askFunc func(ctx context.Context, callID string, params json.RawMessage) (json.RawMessage, error)
@@ -62,6 +72,9 @@ func (b *bridge) soleCall() (string, askFunc) {
 // elicit is the session's ElicitationHandler.
 func (b *bridge) elicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 	callID, ask := b.soleCall()
+	if id, ok := ctx.Value(callIDKey{}).(string); ok {
+		callID = id
+	}
 	if callID == "" || ask == nil {
 		b.log.Info("elicitation from the MCP server declined: no single call in flight to tie it to", "server", b.set.describe())
 		return declinedResult(), nil
