@@ -46,7 +46,10 @@ type Approvals struct {
 
 	mu     sync.Mutex
 	askers map[string]Asker
-	seq    atomic.Uint64
+	// elicitors are the callers that can answer a plugin's question (see
+	// elicit.go).
+	elicitors map[string]Elicitor
+	seq       atomic.Uint64
 }
 
 // NewApprovals returns an empty router.

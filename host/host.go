@@ -243,6 +243,7 @@ func New(d *deployment.Deployment, log hclog.Logger) (*Host, error) {
 		opts.Tokens.Consent = cm
 	}
 	opts.OnEgress = h.egressEvent
+	opts.Elicit = h.elicit
 	opts.EgressResolver = egressResolver(d.Host.EgressResolver)
 	if tc := d.Host.Tracing; tc != nil {
 		t, err := tracing.New(context.Background(), tracing.Config{Endpoint: tc.Endpoint, Sample: tc.Sample, Headers: tc.Headers}, Version)

@@ -64,6 +64,12 @@ type call struct {
 	result    pipeline.Result
 	// waiting says the call is held for an approval route's approvers.
 	waiting chan host.Waiting
+
+	// serving is the context of the request whose handler waits for the
+	// call now, nil between requests: a plugin's question is sent in
+	// relation to it (elicit.go), on that request's stream over HTTP.
+	smu     sync.Mutex
+	serving context.Context
 }
 
 type answer struct {
@@ -91,6 +97,9 @@ func (s *Server) session(ss *mcp.ServerSession) (*session, error) {
 	sess.caller, sess.release = s.h.Approvals.Caller(CallerPrefix, func(ctx context.Context, q host.Question) (bool, error) {
 		return s.ask(ctx, sess, q)
 	})
+	// A plugin's questions during the session's calls go to its client.
+	releaseCaller, releaseElicitor := sess.release, s.h.Approvals.SetElicitor(sess.caller, elicitor(ss))
+	sess.release = func() { releaseElicitor(); releaseCaller() }
 	s.sessions[ss] = sess
 	s.wg.Add(1)
 	go func() {
@@ -254,6 +263,8 @@ func (s *Server) serve(ctx context.Context, sess *session, req *mcp.CallToolRequ
 		stopAsking = func() {}
 	)
 	var wait *held // progress while an approval route holds the call
+	c.serveFrom(ctx)
+	defer c.serveFrom(nil)
 	defer func() {
 		stopAsking()
 		if asked != nil {

@@ -33,6 +33,10 @@ import (
 
 // instance is one running plugin process.
 type instance struct {
+	// live are the calls in flight on the plugin's tools, which the
+	// plugin may put a question to the caller for (Host.Elicit).
+	live   liveCalls
+	elicit ElicitFunc // Options.Elicit
 	// egress is the process's egress proxy, nil without an egress list.
 	egress     *egressRun
 	spec       Spec
@@ -284,6 +288,7 @@ func (m *Manager) launch(ctx context.Context, spec Spec) (*instance, error) {
 		exportSpans:     m.opts.ExportSpans,
 		onUpdated:       m.opts.OnResourceUpdated,
 		updates:         rate.NewLimiter(updatesPerSecond, 2*updatesPerSecond),
+		elicit:          m.opts.Elicit,
 		spanBatches:     rate.NewLimiter(spanBatchesPerSecond, 2*spanBatchesPerSecond),
 		serveHost:       serveHost,
 		drainTimeout:    m.opts.DrainTimeout,

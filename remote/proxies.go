@@ -142,6 +142,7 @@ func (in *instance) toolProxy(handler, name string) pipeline.ToolFunc {
 		x, seen := in.execution(e)
 		// The plugin's egress connections meanwhile name this call.
 		defer in.egress.track(e.ID())()
+		defer in.live.track(ctx, e)()
 		req := &pb.ExecuteToolRequest{HandlerId: handler, Execution: x}
 		if u := in.spec.Upstream; u != nil {
 			tok, err := in.upstreamToken(ctx, u, e.Principal())

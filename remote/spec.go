@@ -161,6 +161,11 @@ type Options struct {
 	// changed (Host.ResourceUpdated), by the plugin's own URI. It must not
 	// block.
 	OnResourceUpdated func(plugin, uri string)
+
+	// Elicit puts a plugin's question (MCP ElicitRequest params as JSON) to
+	// the client that made the call e and returns its answer (an
+	// ElicitResult as JSON). Without it every question is declined.
+	Elicit ElicitFunc
 	// Tokens obtains the upstream tokens of the plugins whose Spec has an
 	// Upstream; without it their calls are DENIED.
 	Tokens *tokenexchange.Broker

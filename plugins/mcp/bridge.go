@@ -74,6 +74,10 @@ type bridge struct {
 	gone    error
 	closing bool
 	calls   sync.WaitGroup
+	// live counts the calls in flight by call id, and ask puts a server's
+	// question to a call's client (elicit.go); both under mu.
+	live map[string]int
+	ask  askFunc
 	// dead is closed when the session ended, whatever the reason;
 	// deadCtx is cancelled then too, to end the calls still waiting.
 	dead     chan struct{}
@@ -123,7 +127,7 @@ func (b *bridge) dial(ctx context.Context) error {
 	if st, ok := t.(*mcp.StreamableClientTransport); ok {
 		b.web = st.HTTPClient
 	}
-	cs, err := connect(ctx, b.set, t, relay, b.listChanged, b.resourceUpdated)
+	cs, err := connect(ctx, b.set, t, relay, b.listChanged, b.resourceUpdated, b.elicit)
 	if err != nil {
 		b.cancel()
 		if relay != nil {
@@ -296,7 +300,8 @@ func (b *bridge) toolSpec(t *mcp.Tool) (sdk.Tool, error) {
 		Notes:       notes,
 		Definition:  wireDefinition(name, def),
 		Execute: func(ctx context.Context, call *sdk.Call) (any, error) {
-			return b.call(ctx, name, call.Arguments)
+			defer b.inFlight(call.ID)()
+			return b.call(withCallID(ctx, call.ID), name, call.Arguments)
 		},
 	}
 	if err := toolname.Check(spec.Name); err != nil {

@@ -25,7 +25,17 @@ func serverTools(t *testing.T, argv ...string) []*mcp.Tool {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	client := mcp.NewClient(&mcp.Implementation{Name: "direct", Version: "1"}, nil)
+	// The capabilities the bridge declares: a server may list some tools
+	// only to clients that can answer elicitation.
+	client := mcp.NewClient(&mcp.Implementation{Name: "direct", Version: "1"}, &mcp.ClientOptions{
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "decline"}, nil
+		},
+		Capabilities: &mcp.ClientCapabilities{
+			RootsV2:     &mcp.RootCapabilities{ListChanged: true},
+			Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}},
+		},
+	})
 	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: exec.Command(argv[0], argv[1:]...)}, nil)
 	if err != nil {
 		t.Fatalf("connect to %v: %v", argv, err)

@@ -129,6 +129,7 @@ func newPlugin() sdk.Plugin[Config] {
 				b = w
 				b.batch, b.onGone = batch, onGone
 				b.setNotify(p.ResourceUpdated)
+				b.setAsk(p.Elicit)
 				bctx := ctx
 				if b.listed == nil {
 					// Prepare's tools/list failed: listing again gets what
@@ -153,6 +154,7 @@ func newPlugin() sdk.Plugin[Config] {
 				defer cancel()
 				b = newBridge(set, p.Logger(), batch, onGone)
 				b.setNotify(p.ResourceUpdated)
+				b.setAsk(p.Elicit)
 				err = b.start(sctx)
 			}
 			if err != nil {

@@ -196,8 +196,9 @@ func (r *stderrRelay) exitCause(wait time.Duration) string {
 }
 
 // connect initialises an MCP session over t. onListChanged is called on
-// every notifications/tools/list_changed.
-func connect(ctx context.Context, s *settings, t mcp.Transport, relay *stderrRelay, onListChanged func(), onUpdated func(uri string)) (*mcp.ClientSession, error) {
+// every notifications/tools/list_changed; elicit answers the server's
+// elicitation/create (form and URL mode).
+func connect(ctx context.Context, s *settings, t mcp.Transport, relay *stderrRelay, onListChanged func(), onUpdated func(uri string), elicit func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error)) (*mcp.ClientSession, error) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "plugkit-mcp-bridge", Version: pluginVersion}, &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { onListChanged() },
 		// A prompt is an entry of the registry as a tool is.
@@ -206,6 +207,12 @@ func connect(ctx context.Context, s *settings, t mcp.Transport, relay *stderrRel
 			if req.Params != nil {
 				onUpdated(req.Params.URI)
 			}
+		},
+		ElicitationHandler: elicit,
+		Capabilities: &mcp.ClientCapabilities{
+			// The roots the SDK declares by default, as before.
+			RootsV2:     &mcp.RootCapabilities{ListChanged: true},
+			Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}},
 		},
 	})
 	cctx, cancel := s.limits.control(ctx)

@@ -3958,6 +3958,107 @@ func (*ExportSpansResponse) Descriptor() ([]byte, []int) {
 	return file_plugkit_proto_rawDescGZIP(), []int{57}
 }
 
+type HostElicitRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The call the question belongs to (Execution.id).
+	ExecutionId string `protobuf:"bytes,1,opt,name=execution_id,json=executionId,proto3" json:"execution_id,omitempty"`
+	// MCP ElicitRequest params as JSON (mode, message, requestedSchema or
+	// url and elicitationId).
+	ParamsJson    []byte `protobuf:"bytes,2,opt,name=params_json,json=paramsJson,proto3" json:"params_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HostElicitRequest) Reset() {
+	*x = HostElicitRequest{}
+	mi := &file_plugkit_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HostElicitRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HostElicitRequest) ProtoMessage() {}
+
+func (x *HostElicitRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugkit_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HostElicitRequest.ProtoReflect.Descriptor instead.
+func (*HostElicitRequest) Descriptor() ([]byte, []int) {
+	return file_plugkit_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *HostElicitRequest) GetExecutionId() string {
+	if x != nil {
+		return x.ExecutionId
+	}
+	return ""
+}
+
+func (x *HostElicitRequest) GetParamsJson() []byte {
+	if x != nil {
+		return x.ParamsJson
+	}
+	return nil
+}
+
+type HostElicitResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// MCP ElicitResult as JSON: action (accept, decline, cancel) and, on
+	// accept in form mode, content.
+	ResultJson    []byte `protobuf:"bytes,1,opt,name=result_json,json=resultJson,proto3" json:"result_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HostElicitResponse) Reset() {
+	*x = HostElicitResponse{}
+	mi := &file_plugkit_proto_msgTypes[59]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HostElicitResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HostElicitResponse) ProtoMessage() {}
+
+func (x *HostElicitResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_plugkit_proto_msgTypes[59]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HostElicitResponse.ProtoReflect.Descriptor instead.
+func (*HostElicitResponse) Descriptor() ([]byte, []int) {
+	return file_plugkit_proto_rawDescGZIP(), []int{59}
+}
+
+func (x *HostElicitResponse) GetResultJson() []byte {
+	if x != nil {
+		return x.ResultJson
+	}
+	return nil
+}
+
 type NextRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The call_token of the WRAP request being handled.
@@ -3968,7 +4069,7 @@ type NextRequest struct {
 
 func (x *NextRequest) Reset() {
 	*x = NextRequest{}
-	mi := &file_plugkit_proto_msgTypes[58]
+	mi := &file_plugkit_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3980,7 +4081,7 @@ func (x *NextRequest) String() string {
 func (*NextRequest) ProtoMessage() {}
 
 func (x *NextRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[58]
+	mi := &file_plugkit_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3993,7 +4094,7 @@ func (x *NextRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NextRequest.ProtoReflect.Descriptor instead.
 func (*NextRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{58}
+	return file_plugkit_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *NextRequest) GetCallToken() string {
@@ -4019,7 +4120,7 @@ type NextResponse struct {
 
 func (x *NextResponse) Reset() {
 	*x = NextResponse{}
-	mi := &file_plugkit_proto_msgTypes[59]
+	mi := &file_plugkit_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4031,7 +4132,7 @@ func (x *NextResponse) String() string {
 func (*NextResponse) ProtoMessage() {}
 
 func (x *NextResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[59]
+	mi := &file_plugkit_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4044,7 +4145,7 @@ func (x *NextResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NextResponse.ProtoReflect.Descriptor instead.
 func (*NextResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{59}
+	return file_plugkit_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *NextResponse) GetAnswer() isNextResponse_Answer {
@@ -4113,7 +4214,7 @@ type ResourceUpdatedRequest struct {
 
 func (x *ResourceUpdatedRequest) Reset() {
 	*x = ResourceUpdatedRequest{}
-	mi := &file_plugkit_proto_msgTypes[60]
+	mi := &file_plugkit_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4125,7 +4226,7 @@ func (x *ResourceUpdatedRequest) String() string {
 func (*ResourceUpdatedRequest) ProtoMessage() {}
 
 func (x *ResourceUpdatedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[60]
+	mi := &file_plugkit_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4138,7 +4239,7 @@ func (x *ResourceUpdatedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceUpdatedRequest.ProtoReflect.Descriptor instead.
 func (*ResourceUpdatedRequest) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{60}
+	return file_plugkit_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *ResourceUpdatedRequest) GetUri() string {
@@ -4156,7 +4257,7 @@ type ResourceUpdatedResponse struct {
 
 func (x *ResourceUpdatedResponse) Reset() {
 	*x = ResourceUpdatedResponse{}
-	mi := &file_plugkit_proto_msgTypes[61]
+	mi := &file_plugkit_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4168,7 +4269,7 @@ func (x *ResourceUpdatedResponse) String() string {
 func (*ResourceUpdatedResponse) ProtoMessage() {}
 
 func (x *ResourceUpdatedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugkit_proto_msgTypes[61]
+	mi := &file_plugkit_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4181,7 +4282,7 @@ func (x *ResourceUpdatedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceUpdatedResponse.ProtoReflect.Descriptor instead.
 func (*ResourceUpdatedResponse) Descriptor() ([]byte, []int) {
-	return file_plugkit_proto_rawDescGZIP(), []int{61}
+	return file_plugkit_proto_rawDescGZIP(), []int{63}
 }
 
 var File_plugkit_proto protoreflect.FileDescriptor
@@ -4465,7 +4566,14 @@ const file_plugkit_proto_rawDesc = "" +
 	"\x15ReportProblemResponse\"(\n" +
 	"\x12ExportSpansRequest\x12\x12\n" +
 	"\x04otlp\x18\x01 \x01(\fR\x04otlp\"\x15\n" +
-	"\x13ExportSpansResponse\",\n" +
+	"\x13ExportSpansResponse\"W\n" +
+	"\x11HostElicitRequest\x12!\n" +
+	"\fexecution_id\x18\x01 \x01(\tR\vexecutionId\x12\x1f\n" +
+	"\vparams_json\x18\x02 \x01(\fR\n" +
+	"paramsJson\"5\n" +
+	"\x12HostElicitResponse\x12\x1f\n" +
+	"\vresult_json\x18\x01 \x01(\fR\n" +
+	"resultJson\",\n" +
 	"\vNextRequest\x12\x1d\n" +
 	"\n" +
 	"call_token\x18\x01 \x01(\tR\tcallToken\"\xbb\x01\n" +
@@ -4514,7 +4622,7 @@ const file_plugkit_proto_rawDesc = "" +
 	"\vCallService\x12\x1e.plugkit.v1.CallServiceRequest\x1a\x1f.plugkit.v1.CallServiceResponse\x12D\n" +
 	"\aObserve\x12\x1a.plugkit.v1.ObserveRequest\x1a\x1b.plugkit.v1.ObserveResponse(\x01\x12E\n" +
 	"\bShutdown\x12\x1b.plugkit.v1.ShutdownRequest\x1a\x1c.plugkit.v1.ShutdownResponse\x129\n" +
-	"\x05Calls\x12\x15.plugkit.v1.CallFrame\x1a\x15.plugkit.v1.CallFrame(\x010\x012\xc9\b\n" +
+	"\x05Calls\x12\x15.plugkit.v1.CallFrame\x1a\x15.plugkit.v1.CallFrame(\x010\x012\x92\t\n" +
 	"\x04Host\x12Q\n" +
 	"\fRegisterTool\x12\x1f.plugkit.v1.RegisterToolRequest\x1a .plugkit.v1.RegisterToolResponse\x12T\n" +
 	"\rRegisterTools\x12 .plugkit.v1.RegisterToolsRequest\x1a!.plugkit.v1.RegisterToolsResponse\x12E\n" +
@@ -4530,7 +4638,8 @@ const file_plugkit_proto_rawDesc = "" +
 	"\x04Next\x12\x17.plugkit.v1.NextRequest\x1a\x18.plugkit.v1.NextResponse\x12T\n" +
 	"\rReportProblem\x12 .plugkit.v1.ReportProblemRequest\x1a!.plugkit.v1.ReportProblemResponse\x12N\n" +
 	"\vExportSpans\x12\x1e.plugkit.v1.ExportSpansRequest\x1a\x1f.plugkit.v1.ExportSpansResponse\x12Z\n" +
-	"\x0fResourceUpdated\x12\".plugkit.v1.ResourceUpdatedRequest\x1a#.plugkit.v1.ResourceUpdatedResponseB)Z'github.com/plugkit-go/plugkit/shared/pbb\x06proto3"
+	"\x0fResourceUpdated\x12\".plugkit.v1.ResourceUpdatedRequest\x1a#.plugkit.v1.ResourceUpdatedResponse\x12G\n" +
+	"\x06Elicit\x12\x1d.plugkit.v1.HostElicitRequest\x1a\x1e.plugkit.v1.HostElicitResponseB)Z'github.com/plugkit-go/plugkit/shared/pbb\x06proto3"
 
 var (
 	file_plugkit_proto_rawDescOnce sync.Once
@@ -4545,7 +4654,7 @@ func file_plugkit_proto_rawDescGZIP() []byte {
 }
 
 var file_plugkit_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_plugkit_proto_msgTypes = make([]protoimpl.MessageInfo, 63)
+var file_plugkit_proto_msgTypes = make([]protoimpl.MessageInfo, 65)
 var file_plugkit_proto_goTypes = []any{
 	(Verdict)(0),                    // 0: plugkit.v1.Verdict
 	(ReviewVerdict)(0),              // 1: plugkit.v1.ReviewVerdict
@@ -4609,11 +4718,13 @@ var file_plugkit_proto_goTypes = []any{
 	(*ReportProblemResponse)(nil),   // 59: plugkit.v1.ReportProblemResponse
 	(*ExportSpansRequest)(nil),      // 60: plugkit.v1.ExportSpansRequest
 	(*ExportSpansResponse)(nil),     // 61: plugkit.v1.ExportSpansResponse
-	(*NextRequest)(nil),             // 62: plugkit.v1.NextRequest
-	(*NextResponse)(nil),            // 63: plugkit.v1.NextResponse
-	(*ResourceUpdatedRequest)(nil),  // 64: plugkit.v1.ResourceUpdatedRequest
-	(*ResourceUpdatedResponse)(nil), // 65: plugkit.v1.ResourceUpdatedResponse
-	nil,                             // 66: plugkit.v1.CallFrame.MetadataEntry
+	(*HostElicitRequest)(nil),       // 62: plugkit.v1.HostElicitRequest
+	(*HostElicitResponse)(nil),      // 63: plugkit.v1.HostElicitResponse
+	(*NextRequest)(nil),             // 64: plugkit.v1.NextRequest
+	(*NextResponse)(nil),            // 65: plugkit.v1.NextResponse
+	(*ResourceUpdatedRequest)(nil),  // 66: plugkit.v1.ResourceUpdatedRequest
+	(*ResourceUpdatedResponse)(nil), // 67: plugkit.v1.ResourceUpdatedResponse
+	nil,                             // 68: plugkit.v1.CallFrame.MetadataEntry
 }
 var file_plugkit_proto_depIdxs = []int32{
 	4,  // 0: plugkit.v1.Execution.tool:type_name -> plugkit.v1.ToolDescriptor
@@ -4623,7 +4734,7 @@ var file_plugkit_proto_depIdxs = []int32{
 	7,  // 4: plugkit.v1.Outcome.error:type_name -> plugkit.v1.ToolError
 	0,  // 5: plugkit.v1.Decision.verdict:type_name -> plugkit.v1.Verdict
 	1,  // 6: plugkit.v1.Review.verdict:type_name -> plugkit.v1.ReviewVerdict
-	66, // 7: plugkit.v1.CallFrame.metadata:type_name -> plugkit.v1.CallFrame.MetadataEntry
+	68, // 7: plugkit.v1.CallFrame.metadata:type_name -> plugkit.v1.CallFrame.MetadataEntry
 	5,  // 8: plugkit.v1.ExecuteToolRequest.execution:type_name -> plugkit.v1.Execution
 	5,  // 9: plugkit.v1.PreExecuteRequest.execution:type_name -> plugkit.v1.Execution
 	11, // 10: plugkit.v1.PreExecuteResponse.decision:type_name -> plugkit.v1.Decision
@@ -4668,38 +4779,40 @@ var file_plugkit_proto_depIdxs = []int32{
 	52, // 49: plugkit.v1.Host.ExecuteTool:input_type -> plugkit.v1.HostExecuteToolRequest
 	54, // 50: plugkit.v1.Host.Contribute:input_type -> plugkit.v1.ContributeRequest
 	56, // 51: plugkit.v1.Host.Dispose:input_type -> plugkit.v1.DisposeRequest
-	62, // 52: plugkit.v1.Host.Next:input_type -> plugkit.v1.NextRequest
+	64, // 52: plugkit.v1.Host.Next:input_type -> plugkit.v1.NextRequest
 	58, // 53: plugkit.v1.Host.ReportProblem:input_type -> plugkit.v1.ReportProblemRequest
 	60, // 54: plugkit.v1.Host.ExportSpans:input_type -> plugkit.v1.ExportSpansRequest
-	64, // 55: plugkit.v1.Host.ResourceUpdated:input_type -> plugkit.v1.ResourceUpdatedRequest
-	15, // 56: plugkit.v1.Plugin.Describe:output_type -> plugkit.v1.DescribeResponse
-	17, // 57: plugkit.v1.Plugin.Apply:output_type -> plugkit.v1.ApplyResponse
-	19, // 58: plugkit.v1.Plugin.ExecuteTool:output_type -> plugkit.v1.ExecuteToolResponse
-	21, // 59: plugkit.v1.Plugin.PreExecute:output_type -> plugkit.v1.PreExecuteResponse
-	23, // 60: plugkit.v1.Plugin.Guard:output_type -> plugkit.v1.GuardResponse
-	25, // 61: plugkit.v1.Plugin.WrapExecute:output_type -> plugkit.v1.WrapExecuteResponse
-	27, // 62: plugkit.v1.Plugin.PostExecute:output_type -> plugkit.v1.PostExecuteResponse
-	29, // 63: plugkit.v1.Plugin.Approve:output_type -> plugkit.v1.ApproveResponse
-	31, // 64: plugkit.v1.Plugin.CallService:output_type -> plugkit.v1.CallServiceResponse
-	33, // 65: plugkit.v1.Plugin.Observe:output_type -> plugkit.v1.ObserveResponse
-	36, // 66: plugkit.v1.Plugin.Shutdown:output_type -> plugkit.v1.ShutdownResponse
-	13, // 67: plugkit.v1.Plugin.Calls:output_type -> plugkit.v1.CallFrame
-	38, // 68: plugkit.v1.Host.RegisterTool:output_type -> plugkit.v1.RegisterToolResponse
-	40, // 69: plugkit.v1.Host.RegisterTools:output_type -> plugkit.v1.RegisterToolsResponse
-	43, // 70: plugkit.v1.Host.AddGuard:output_type -> plugkit.v1.AddGuardResponse
-	45, // 71: plugkit.v1.Host.Listen:output_type -> plugkit.v1.ListenResponse
-	47, // 72: plugkit.v1.Host.SetApprover:output_type -> plugkit.v1.SetApproverResponse
-	49, // 73: plugkit.v1.Host.Provide:output_type -> plugkit.v1.ProvideResponse
-	51, // 74: plugkit.v1.Host.CallService:output_type -> plugkit.v1.HostCallServiceResponse
-	53, // 75: plugkit.v1.Host.ExecuteTool:output_type -> plugkit.v1.HostExecuteToolResponse
-	55, // 76: plugkit.v1.Host.Contribute:output_type -> plugkit.v1.ContributeResponse
-	57, // 77: plugkit.v1.Host.Dispose:output_type -> plugkit.v1.DisposeResponse
-	63, // 78: plugkit.v1.Host.Next:output_type -> plugkit.v1.NextResponse
-	59, // 79: plugkit.v1.Host.ReportProblem:output_type -> plugkit.v1.ReportProblemResponse
-	61, // 80: plugkit.v1.Host.ExportSpans:output_type -> plugkit.v1.ExportSpansResponse
-	65, // 81: plugkit.v1.Host.ResourceUpdated:output_type -> plugkit.v1.ResourceUpdatedResponse
-	56, // [56:82] is the sub-list for method output_type
-	30, // [30:56] is the sub-list for method input_type
+	66, // 55: plugkit.v1.Host.ResourceUpdated:input_type -> plugkit.v1.ResourceUpdatedRequest
+	62, // 56: plugkit.v1.Host.Elicit:input_type -> plugkit.v1.HostElicitRequest
+	15, // 57: plugkit.v1.Plugin.Describe:output_type -> plugkit.v1.DescribeResponse
+	17, // 58: plugkit.v1.Plugin.Apply:output_type -> plugkit.v1.ApplyResponse
+	19, // 59: plugkit.v1.Plugin.ExecuteTool:output_type -> plugkit.v1.ExecuteToolResponse
+	21, // 60: plugkit.v1.Plugin.PreExecute:output_type -> plugkit.v1.PreExecuteResponse
+	23, // 61: plugkit.v1.Plugin.Guard:output_type -> plugkit.v1.GuardResponse
+	25, // 62: plugkit.v1.Plugin.WrapExecute:output_type -> plugkit.v1.WrapExecuteResponse
+	27, // 63: plugkit.v1.Plugin.PostExecute:output_type -> plugkit.v1.PostExecuteResponse
+	29, // 64: plugkit.v1.Plugin.Approve:output_type -> plugkit.v1.ApproveResponse
+	31, // 65: plugkit.v1.Plugin.CallService:output_type -> plugkit.v1.CallServiceResponse
+	33, // 66: plugkit.v1.Plugin.Observe:output_type -> plugkit.v1.ObserveResponse
+	36, // 67: plugkit.v1.Plugin.Shutdown:output_type -> plugkit.v1.ShutdownResponse
+	13, // 68: plugkit.v1.Plugin.Calls:output_type -> plugkit.v1.CallFrame
+	38, // 69: plugkit.v1.Host.RegisterTool:output_type -> plugkit.v1.RegisterToolResponse
+	40, // 70: plugkit.v1.Host.RegisterTools:output_type -> plugkit.v1.RegisterToolsResponse
+	43, // 71: plugkit.v1.Host.AddGuard:output_type -> plugkit.v1.AddGuardResponse
+	45, // 72: plugkit.v1.Host.Listen:output_type -> plugkit.v1.ListenResponse
+	47, // 73: plugkit.v1.Host.SetApprover:output_type -> plugkit.v1.SetApproverResponse
+	49, // 74: plugkit.v1.Host.Provide:output_type -> plugkit.v1.ProvideResponse
+	51, // 75: plugkit.v1.Host.CallService:output_type -> plugkit.v1.HostCallServiceResponse
+	53, // 76: plugkit.v1.Host.ExecuteTool:output_type -> plugkit.v1.HostExecuteToolResponse
+	55, // 77: plugkit.v1.Host.Contribute:output_type -> plugkit.v1.ContributeResponse
+	57, // 78: plugkit.v1.Host.Dispose:output_type -> plugkit.v1.DisposeResponse
+	65, // 79: plugkit.v1.Host.Next:output_type -> plugkit.v1.NextResponse
+	59, // 80: plugkit.v1.Host.ReportProblem:output_type -> plugkit.v1.ReportProblemResponse
+	61, // 81: plugkit.v1.Host.ExportSpans:output_type -> plugkit.v1.ExportSpansResponse
+	67, // 82: plugkit.v1.Host.ResourceUpdated:output_type -> plugkit.v1.ResourceUpdatedResponse
+	63, // 83: plugkit.v1.Host.Elicit:output_type -> plugkit.v1.HostElicitResponse
+	57, // [57:84] is the sub-list for method output_type
+	30, // [30:57] is the sub-list for method input_type
 	30, // [30:30] is the sub-list for extension type_name
 	30, // [30:30] is the sub-list for extension extendee
 	0,  // [0:30] is the sub-list for field type_name
@@ -4710,7 +4823,7 @@ func file_plugkit_proto_init() {
 	if File_plugkit_proto != nil {
 		return
 	}
-	file_plugkit_proto_msgTypes[59].OneofWrappers = []any{
+	file_plugkit_proto_msgTypes[61].OneofWrappers = []any{
 		(*NextResponse_PreExecute)(nil),
 		(*NextResponse_Execute)(nil),
 		(*NextResponse_PostExecute)(nil),
@@ -4721,7 +4834,7 @@ func file_plugkit_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugkit_proto_rawDesc), len(file_plugkit_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   63,
+			NumMessages:   65,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -594,6 +594,7 @@ const (
 	Host_ReportProblem_FullMethodName   = "/plugkit.v1.Host/ReportProblem"
 	Host_ExportSpans_FullMethodName     = "/plugkit.v1.Host/ExportSpans"
 	Host_ResourceUpdated_FullMethodName = "/plugkit.v1.Host/ResourceUpdated"
+	Host_Elicit_FullMethodName          = "/plugkit.v1.Host/Elicit"
 )
 
 // HostClient is the client API for Host service.
@@ -635,6 +636,12 @@ type HostClient interface {
 	// "resources") changed, so that the clients subscribed to it are told.
 	// An older host answers Unimplemented.
 	ResourceUpdated(ctx context.Context, in *ResourceUpdatedRequest, opts ...grpc.CallOption) (*ResourceUpdatedResponse, error)
+	// Puts a question to the client that made a call in flight on one of
+	// this plugin's tools (an MCP elicitation, form or URL mode, such as a
+	// bridged server's elicitation/create) and returns its answer. The host
+	// refuses it (FAILED_PRECONDITION) for a call that is not this plugin's
+	// or has ended; a client that cannot answer gets the question declined.
+	Elicit(ctx context.Context, in *HostElicitRequest, opts ...grpc.CallOption) (*HostElicitResponse, error)
 }
 
 type hostClient struct {
@@ -785,6 +792,16 @@ func (c *hostClient) ResourceUpdated(ctx context.Context, in *ResourceUpdatedReq
 	return out, nil
 }
 
+func (c *hostClient) Elicit(ctx context.Context, in *HostElicitRequest, opts ...grpc.CallOption) (*HostElicitResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(HostElicitResponse)
+	err := c.cc.Invoke(ctx, Host_Elicit_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // HostServer is the server API for Host service.
 // All implementations must embed UnimplementedHostServer
 // for forward compatibility.
@@ -824,6 +841,12 @@ type HostServer interface {
 	// "resources") changed, so that the clients subscribed to it are told.
 	// An older host answers Unimplemented.
 	ResourceUpdated(context.Context, *ResourceUpdatedRequest) (*ResourceUpdatedResponse, error)
+	// Puts a question to the client that made a call in flight on one of
+	// this plugin's tools (an MCP elicitation, form or URL mode, such as a
+	// bridged server's elicitation/create) and returns its answer. The host
+	// refuses it (FAILED_PRECONDITION) for a call that is not this plugin's
+	// or has ended; a client that cannot answer gets the question declined.
+	Elicit(context.Context, *HostElicitRequest) (*HostElicitResponse, error)
 	mustEmbedUnimplementedHostServer()
 }
 
@@ -875,6 +898,9 @@ func (UnimplementedHostServer) ExportSpans(context.Context, *ExportSpansRequest)
 }
 func (UnimplementedHostServer) ResourceUpdated(context.Context, *ResourceUpdatedRequest) (*ResourceUpdatedResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ResourceUpdated not implemented")
+}
+func (UnimplementedHostServer) Elicit(context.Context, *HostElicitRequest) (*HostElicitResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Elicit not implemented")
 }
 func (UnimplementedHostServer) mustEmbedUnimplementedHostServer() {}
 func (UnimplementedHostServer) testEmbeddedByValue()              {}
@@ -1149,6 +1175,24 @@ func _Host_ResourceUpdated_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Host_Elicit_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(HostElicitRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HostServer).Elicit(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Host_Elicit_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HostServer).Elicit(ctx, req.(*HostElicitRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Host_ServiceDesc is the grpc.ServiceDesc for Host service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1211,6 +1255,10 @@ var Host_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ResourceUpdated",
 			Handler:    _Host_ResourceUpdated_Handler,
+		},
+		{
+			MethodName: "Elicit",
+			Handler:    _Host_Elicit_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -1,0 +1,69 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/plugkit-go/plugkit/pipeline"
+)
+
+// Elicitor is a client session that can answer a plugin's question during
+// one of its calls, such as an MCP client that supports elicitation: params
+// are MCP ElicitRequest params, the answer an MCP ElicitResult, both JSON.
+type Elicitor func(ctx context.Context, params json.RawMessage) (json.RawMessage, error)
+
+// declined is the answer for a caller that cannot be asked.
+var declined = json.RawMessage(`{"action":"decline"}`)
+
+// SetElicitor registers el to answer the questions asked during the calls
+// of caller (a name from Caller). Call release when the session ends.
+func (a *Approvals) SetElicitor(caller string, el Elicitor) (release func()) {
+	a.mu.Lock()
+	if a.elicitors == nil {
+		a.elicitors = map[string]Elicitor{}
+	}
+	a.elicitors[caller] = el
+	a.mu.Unlock()
+	return func() {
+		a.mu.Lock()
+		delete(a.elicitors, caller)
+		a.mu.Unlock()
+	}
+}
+
+func (a *Approvals) elicitor(caller string) Elicitor {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.elicitors[caller]
+}
+
+// elicit puts a plugin's question during call e to the client that made
+// the call; a caller with no elicitor has it declined. The log says that a
+// question was asked and how it was answered, never what was asked or
+// answered (a form may carry a secret).
+func (h *Host) elicit(ctx context.Context, e *pipeline.Execution, params json.RawMessage) (json.RawMessage, error) {
+	var p struct {
+		Mode string `json:"mode"`
+	}
+	_ = json.Unmarshal(params, &p)
+	if p.Mode == "" {
+		p.Mode = "form"
+	}
+	el := h.Approvals.elicitor(e.Caller())
+	if el == nil {
+		h.log.Info("elicitation declined: the caller cannot be asked", "id", e.ID(), "tool", e.Name(), "caller", e.Caller(), "mode", p.Mode)
+		return declined, nil
+	}
+	out, err := el(ctx, params)
+	if err != nil {
+		h.log.Info("elicitation failed", "id", e.ID(), "tool", e.Name(), "caller", e.Caller(), "mode", p.Mode, "error", err)
+		return nil, fmt.Errorf("ask caller %s: %w", e.Caller(), err)
+	}
+	var r struct {
+		Action string `json:"action"`
+	}
+	_ = json.Unmarshal(out, &r)
+	h.log.Info("elicitation answered", "id", e.ID(), "tool", e.Name(), "caller", e.Caller(), "mode", p.Mode, "action", r.Action)
+	return out, nil
+}
