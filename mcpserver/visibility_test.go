@@ -115,7 +115,9 @@ func keyClients(t *testing.T, groups ...string) (*fixture, map[string]*mcp.Clien
 			ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { n.note(g) },
 		})
 		hc := &http.Client{Transport: withKey{secrets[g], http.DefaultTransport}}
-		cs, err := c.Connect(testCtx(t), &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc}, nil)
+		// Sessions (2025-11-25): a 2026-07-28 client has none, and learns
+		// of a change of its list from the list's cache hint instead.
+		cs, err := c.Connect(testCtx(t), &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 		if err != nil {
 			t.Fatalf("connect as %s: %v", g, err)
 		}

@@ -111,7 +111,10 @@ func TestVisibilityPerKeyEndToEnd(t *testing.T) {
 			ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { notes.note(who) },
 		})
 		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp",
-			HTTPClient: &http.Client{Transport: bearer{keys[who], transport}}}, nil)
+			HTTPClient: &http.Client{Transport: bearer{keys[who], transport}}},
+			// Sessions (2025-11-25): a 2026-07-28 client has none, and
+			// learns of a change of its list from the list's cache hint.
+			&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 		if err != nil {
 			t.Fatalf("connect as %s: %v\n%s", who, err, running.stderr)
 		}
