@@ -69,8 +69,11 @@ func (t *Tools) visible(ctx context.Context, s *snapshot, p Principal, name stri
 			v.Shown, v.DecidedBy, v.Reason = true, "", ""
 		}
 	}()
+	// A held tool is asked about as any other: whether it is shown decides
+	// whether a call of it is told why it is held or that it does not
+	// exist.
 	reg, ok := s.tools[name]
-	if !ok || reg.info.Held != "" {
+	if !ok {
 		v.DecidedBy, v.Reason = "host", "no tool named "+name
 		return v
 	}

@@ -135,10 +135,7 @@ func (t *Tools) computeVisible(ctx context.Context, s *snapshot, p Principal) *V
 	// cancellation must not make a listener's answer a failure.
 	ctx = WithPrincipal(context.WithoutCancel(ctx), p)
 	v := &VisibleSet{gen: s.gen, names: make(map[string]struct{}, len(s.tools))}
-	for name, reg := range s.tools {
-		if reg.info.Held != "" {
-			continue
-		}
+	for name := range s.tools {
 		if t.visible(ctx, s, p, name).Shown {
 			v.names[name] = struct{}{}
 		}
