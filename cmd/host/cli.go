@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -78,6 +79,11 @@ type env struct {
 	json           bool
 	// toolsAs: `host tools --as` (toolsas.go).
 	toolsAs toolsAs
+	// answerFromStdin: `host call --answer-from-stdin`, questions are
+	// answered from stdin even when it is not a terminal.
+	answerFromStdin bool
+	// in reads stdin's answers, one line each (elicit.go).
+	in *bufio.Reader
 }
 
 // command is one row of the CLI: cobra's fields plus what it runs.
@@ -144,6 +150,7 @@ func newRoot(e *env) *cobra.Command {
 	}
 	root.AddCommand(keyCommand(e), explainCommand(e), testCommand(e), replayCommand(e), tokensCommand(e), approvalsCommand(e))
 	addToolsAsFlags(root, e)
+	addCallFlags(root, e)
 	return root
 }
 
