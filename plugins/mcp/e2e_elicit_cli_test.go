@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -114,4 +116,49 @@ func TestElicitationAtTheTerminal(t *testing.T) {
 	if strings.Contains(log, "Ann Example") {
 		t.Errorf("the host's log carries the content of an answer:\n%s", log)
 	}
+	// Each call's audit line says which questions were asked and how they
+	// were answered, never what.
+	want := []string{
+		`[{"mode":"form","action":"accept"}]`, `[{"mode":"form","action":"decline"}]`, `[{"mode":"form","action":"cancel"}]`,
+		`[{"mode":"url","action":"accept"}]`, `[{"mode":"url","action":"decline"}]`,
+		`[{"mode":"form","action":"decline"}]`, `[{"mode":"url","action":"decline"}]`,
+	}
+	var got []string
+	waitFor(t, 30*time.Second, "an audit line for each call", func() bool {
+		got = elicitationsAudited(t, dir)
+		return len(got) >= len(want)
+	})
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("the audit lines record the questions as\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if data, err := os.ReadFile(filepath.Join(dir, "run", "audit.log")); err != nil || bytes.Contains(data, []byte("Ann Example")) {
+		t.Errorf("the audit log cannot be read (%v) or carries the content of an answer:\n%s", err, data)
+	}
+}
+
+// elicitationsAudited is the elicitations member of each audit line in
+// dir's run/audit.log of a call of the server's elicitation tools.
+func elicitationsAudited(t *testing.T, dir string) []string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, "run", "audit.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, line := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
+		var l struct {
+			Tool         string          `json:"tool"`
+			Elicitations json.RawMessage `json:"elicitations"`
+		}
+		if len(line) == 0 {
+			continue
+		}
+		if err := json.Unmarshal(line, &l); err != nil {
+			t.Fatalf("audit line %s: %v", line, err)
+		}
+		if strings.HasPrefix(l.Tool, "ev_trigger-") {
+			out = append(out, string(l.Elicitations))
+		}
+	}
+	return out
 }
