@@ -20,6 +20,10 @@ type Client struct {
 	// OnWaiting, when set, is told that a call waits for the approvers
 	// of a route.
 	OnWaiting func(Waiting)
+	// OnElicit, when set, answers a plugin's question during a call made
+	// with an ask function, with an MCP ElicitResult; without it such a
+	// question is declined.
+	OnElicit func(Elicitation) json.RawMessage
 }
 
 // NewClient returns a client of the host serving socket. Before it sends
@@ -165,6 +169,16 @@ func (c *Client) Call(ctx context.Context, tool string, args json.RawMessage, as
 		case ev.Waiting != nil:
 			if c.OnWaiting != nil {
 				c.OnWaiting(*ev.Waiting)
+			}
+		case ev.Elicitation != nil:
+			// Only a client that can ask its user answers; any other
+			// declines, as the host does for a caller it cannot ask.
+			answer := json.RawMessage(`{"action":"decline"}`)
+			if ask != nil && c.OnElicit != nil {
+				answer = c.OnElicit(*ev.Elicitation)
+			}
+			if _, err := c.post(ctx, "/v1/answer", Answer{ID: ev.Elicitation.ID, Key: ev.AnswerKey, Elicited: answer}); err != nil {
+				return Result{}, err
 			}
 		case ev.Question != nil:
 			approved := ask != nil && ask(*ev.Question)

@@ -20,8 +20,13 @@
 // A call's response is newline-delimited JSON: zero or more
 // {"question": {...}} events, when an approver asks and the client said it
 // can answer, a {"waiting": {...}} event when the call waits for the
-// approvers of a route, then one {"result": {...}}. The client answers a question with
-// POST /v1/answer {"id", "approved"} while the call waits.
+// approvers of a route, zero or more {"elicitation": {"id", "tool",
+// "params"}} events when a plugin serving an interactive call asks its user
+// something (a bridged server's elicitation/create; a call that is not
+// interactive has it declined), then one {"result": {...}}. The client
+// answers a question with POST /v1/answer {"id", "key", "approved"}, an
+// elicitation with {"id", "key", "elicited": ElicitResult}, while the call
+// waits.
 //
 // Who may talk to whom: Listen refuses a socket folder that another user
 // owns or that its group or others can write to (they could put their own

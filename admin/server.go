@@ -296,6 +296,10 @@ func (s *Server) call(w http.ResponseWriter, r *http.Request) {
 	}
 	caller, release := s.c.Host.Approvals.Caller("cli", ask)
 	defer release()
+	if req.Interactive {
+		pid, _ := connPID(r.Context())
+		defer s.c.Host.Approvals.SetElicitor(caller, s.elicitor(req.Tool, pid, send))()
+	}
 	ctx := host.WithWaitNotice(r.Context(), func(wt host.Waiting) { send(CallEvent{Waiting: &wt}) })
 	if p, ok := peerPrincipal(ctx); ok {
 		ctx = pipeline.WithPrincipal(ctx, p)
@@ -350,9 +354,20 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusForbidden, Message{Error: "answer: refused: question " + a.ID + " was put to another client; only the client that made the call may answer it"})
 		return
 	}
-	select {
-	case wt.answer <- a.Approved:
-	default:
+	if wt.reply != nil {
+		if err := checkElicited(a.Elicited); err != nil {
+			writeJSON(w, http.StatusBadRequest, Message{Error: "answer: question " + a.ID + ": " + err.Error()})
+			return
+		}
+		select {
+		case wt.reply <- a.Elicited:
+		default:
+		}
+	} else {
+		select {
+		case wt.answer <- a.Approved:
+		default:
+		}
 	}
 	writeJSON(w, http.StatusOK, Message{Message: "answered"})
 }
@@ -362,8 +377,10 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
 // answer must both match.
 type waiter struct {
 	answer chan bool
-	key    string
-	pid    int
+	// reply is set instead of answer for an elicitation (elicit.go).
+	reply chan json.RawMessage
+	key   string
+	pid   int
 }
 
 func (s *Server) reload(w http.ResponseWriter, r *http.Request) {

@@ -144,6 +144,9 @@ type CallEvent struct {
 	Result    *Result `json:"result,omitempty"`
 	// Waiting says the call waits for the approvers of a route.
 	Waiting *Waiting `json:"waiting,omitempty"`
+	// Elicitation is a plugin's question to the caller during the call (a
+	// bridged server's elicitation/create), sent with an AnswerKey.
+	Elicitation *Elicitation `json:"elicitation,omitempty"`
 }
 
 // Answer is POST /v1/answer. It is accepted only with the question's
@@ -152,6 +155,9 @@ type Answer struct {
 	ID       string `json:"id"`
 	Key      string `json:"key"`
 	Approved bool   `json:"approved"`
+	// Elicited answers an Elicitation: an MCP ElicitResult (action
+	// accept, decline or cancel, and a form's content).
+	Elicited json.RawMessage `json:"elicited,omitempty"`
 }
 
 // ReloadRequest is POST /v1/reload; an empty Plugin reloads the file.

@@ -50,14 +50,20 @@ func (h *Host) elicit(ctx context.Context, e *pipeline.Execution, params json.Ra
 	if p.Mode == "" {
 		p.Mode = "form"
 	}
+	if p.Mode != "form" && p.Mode != "url" {
+		// The audit records the mode; a plugin does not choose its text.
+		p.Mode = "other"
+	}
 	el := h.Approvals.elicitor(e.Caller())
 	if el == nil {
 		h.log.Info("elicitation declined: the caller cannot be asked", "id", e.ID(), "tool", e.Name(), "caller", e.Caller(), "mode", p.Mode)
+		e.AddElicitation(p.Mode, "decline")
 		return declined, nil
 	}
 	out, err := el(ctx, params)
 	if err != nil {
 		h.log.Info("elicitation failed", "id", e.ID(), "tool", e.Name(), "caller", e.Caller(), "mode", p.Mode, "error", err)
+		e.AddElicitation(p.Mode, "error")
 		return nil, fmt.Errorf("ask caller %s: %w", e.Caller(), err)
 	}
 	var r struct {
@@ -65,5 +71,17 @@ func (h *Host) elicit(ctx context.Context, e *pipeline.Execution, params json.Ra
 	}
 	_ = json.Unmarshal(out, &r)
 	h.log.Info("elicitation answered", "id", e.ID(), "tool", e.Name(), "caller", e.Caller(), "mode", p.Mode, "action", r.Action)
+	e.AddElicitation(p.Mode, auditedAction(r.Action))
 	return out, nil
+}
+
+// auditedAction is a caller's action as the audit records it: one of the
+// three MCP defines, or "invalid", so that a client cannot write its own
+// text into the audit line.
+func auditedAction(a string) string {
+	switch a {
+	case "accept", "decline", "cancel":
+		return a
+	}
+	return "invalid"
 }

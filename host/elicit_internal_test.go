@@ -58,3 +58,40 @@ func TestElicitGoesToTheCallsCaller(t *testing.T) {
 		t.Errorf("asked alice %d, bob %d times after; want no more", askedAlice, askedBob)
 	}
 }
+
+// TestElicitRecordedForTheAudit: each question asked during a call is kept
+// on the call as its mode and the caller's action, in order, for the audit;
+// a mode or action outside MCP's is recorded as other or invalid, never as
+// the text a plugin or client chose; the content never.
+func TestElicitRecordedForTheAudit(t *testing.T) {
+	h := &Host{Approvals: NewApprovals(), log: hclog.NewNullLogger()}
+	caller, release := h.Approvals.Caller("cli", nil)
+	defer release()
+	answers := []string{`{"action":"accept","content":{"pin":"1234"}}`, `{"action":"I agree, pin 1234"}`, `{"action":"cancel"}`}
+	defer h.Approvals.SetElicitor(caller, func(context.Context, json.RawMessage) (json.RawMessage, error) {
+		a := answers[0]
+		answers = answers[1:]
+		return json.RawMessage(a), nil
+	})()
+	e := pipeline.NewExecution("c-1", "t", caller, nil, `{}`)
+	if e.Elicitations() != "" {
+		t.Fatalf("a call without questions records %s", e.Elicitations())
+	}
+	for _, params := range []string{`{"message":"PIN?"}`, `{"mode":"url","url":"https://example.com"}`, `{"mode":"pin 1234"}`} {
+		if _, err := h.elicit(t.Context(), e, json.RawMessage(params)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := `[{"mode":"form","action":"accept"},{"mode":"url","action":"invalid"},{"mode":"other","action":"cancel"}]`
+	if got := e.Elicitations(); got != want {
+		t.Errorf("recorded %s, want %s", got, want)
+	}
+	// The caller that cannot be asked: a decline, recorded as one.
+	e = pipeline.NewExecution("c-2", "t", "local:cli#9", nil, `{}`)
+	if _, err := h.elicit(t.Context(), e, json.RawMessage(`{"mode":"url"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.Elicitations(); got != `[{"mode":"url","action":"decline"}]` {
+		t.Errorf("recorded %s for a caller that cannot be asked", got)
+	}
+}

@@ -25,6 +25,9 @@ type Execution struct {
 	// approval is the record of how an Ask routed to approvers ended
 	// (SetApproval), JSON; nil when none was.
 	approval atomic.Pointer[string]
+	// elicitations records the questions put to the caller during the
+	// call (elicitations.go).
+	elicitations elicitations
 	// visibility marks a visibility question (Tools.Visible): a dry run
 	// without arguments.
 	visibility bool

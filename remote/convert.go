@@ -56,6 +56,8 @@ func toExecutionByRef(e *pipeline.Execution) *pb.Execution {
 		Visibility: e.Visibility(),
 		// Read when the result is sent: the Ask is over by then.
 		ApprovalJson: []byte(e.Approval()),
+		// Read when the result is sent: the call, and its questions, are over.
+		ElicitationsJson: []byte(e.Elicitations()),
 	}
 }
 

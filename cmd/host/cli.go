@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -78,6 +79,11 @@ type env struct {
 	json           bool
 	// toolsAs: `host tools --as` (toolsas.go).
 	toolsAs toolsAs
+	// answerFromStdin: `host call --answer-from-stdin`, questions are
+	// answered from stdin even when it is not a terminal.
+	answerFromStdin bool
+	// in reads stdin's answers, one line each (elicit.go).
+	in *bufio.Reader
 }
 
 // command is one row of the CLI: cobra's fields plus what it runs.
@@ -98,7 +104,7 @@ var commands = []command{
 	{use: "tools", short: "List the tools of the running host", args: cobra.NoArgs, run: tools,
 		long: "List every tool of the running host: its owner, hints, parameters and\ndescription. With --as KIND:ID (and --attribute key:value for each of its\nattributes), or --as key:NAME for an API key, list only the tools shown to that\nprincipal: those its MCP\ntools/list holds, whose calls some rule could allow or ask about."},
 	{use: "call TOOL [JSON]", short: "Call a tool through the pipeline", args: callArgs, run: call,
-		long: "Call TOOL with JSON arguments (default {}) through the whole pipeline and print\nthe result. When a policy asks for approval and the terminal can answer, you are\nasked yes/no; otherwise the call is denied.\nExit 0 when the result is ok, 1 when it is not, 2 on usage or connection errors."},
+		long: "Call TOOL with JSON arguments (default {}) through the whole pipeline and print\nthe result. When a policy asks for approval and the terminal can answer, you are\nasked yes/no; otherwise the call is denied. When a bridged server asks its user\nsomething (a form or a URL), the terminal shows it and asks; otherwise it is\ndeclined. --answer-from-stdin answers from stdin even when it is no terminal.\nExit 0 when the result is ok, 1 when it is not, 2 on usage or connection errors."},
 	{use: "reload [PLUGIN]", short: "Restart one plugin, or reload the deployment file", args: cobra.MaximumNArgs(1), run: reload,
 		long: "Without PLUGIN, re-read the deployment file: added plugins start, removed ones\nstop, changed ones are reloaded. With PLUGIN, reload that one plugin.\nExit 0 when done, 1 when the file is invalid or a plugin did not start, 5 when\nthe host block changed: those settings are named and take effect at restart."},
 	{use: "stop", short: "Stop the running host", args: cobra.NoArgs, run: stopHost},
@@ -144,6 +150,7 @@ func newRoot(e *env) *cobra.Command {
 	}
 	root.AddCommand(keyCommand(e), explainCommand(e), testCommand(e), replayCommand(e), tokensCommand(e), approvalsCommand(e))
 	addToolsAsFlags(root, e)
+	addCallFlags(root, e)
 	return root
 }
 

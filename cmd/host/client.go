@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -253,8 +252,9 @@ func call(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	var ask func(admin.Question) bool
-	if isTerminal(e.stdin) {
+	if isTerminal(e.stdin) || e.answerFromStdin {
 		ask = func(q admin.Question) bool { return prompt(e, q) }
+		c.OnElicit = func(q admin.Elicitation) json.RawMessage { return elicitPrompt(e, q) }
 	}
 	c.OnWaiting = func(w admin.Waiting) {
 		fmt.Fprintf(e.stderr, "waiting for approval by %s (request %s, until %s)\n", shown(w.Who), shown(w.Request), w.Expires.UTC().Format(time.RFC3339))
@@ -302,7 +302,7 @@ func prompt(e *env, q admin.Question) bool {
 		args = string(red)
 	}
 	fmt.Fprintf(e.stderr, "%s\n  tool: %s\n  arguments: %s\n  for: %s\nAllow? [y/N] ", shown(q.Question), shown(q.Tool), shown(args), shown(q.For))
-	line, _ := bufio.NewReader(e.stdin).ReadString('\n')
+	line, _ := e.readLine()
 	switch strings.ToLower(strings.TrimSpace(line)) {
 	case "y", "yes":
 		return true

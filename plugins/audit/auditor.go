@@ -290,6 +290,9 @@ func (a *auditor) observeInOrder(ctx context.Context, call *sdk.Call, r sdk.Tool
 	if len(call.Approval) > 0 {
 		l.Approval = auditlog.ArgumentsJSON(call.Approval)
 	}
+	if len(call.Elicitations) > 0 {
+		l.Elicitations = auditlog.ArgumentsJSON(call.Elicitations)
+	}
 	if err := a.file.append(l); err != nil {
 		return a.writeFailed(ctx, l, call.Name, err)
 	}

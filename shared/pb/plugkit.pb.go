@@ -491,9 +491,16 @@ type Execution struct {
 	// a guard gives a reason only in the same case. The host hides a tool
 	// from a principal's tool lists when the answer is no; a listener of a
 	// plugin that does not declare it counts as one that may allow.
-	Visibility    bool `protobuf:"varint,10,opt,name=visibility,proto3" json:"visibility,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Visibility bool `protobuf:"varint,10,opt,name=visibility,proto3" json:"visibility,omitempty"`
+	// The questions a plugin put to the caller during the call (a bridged
+	// server's elicitation), as a JSON array of {"mode", "action"} in the
+	// order asked: that one was asked and how it was answered (accept,
+	// decline, cancel; error when the caller could not be reached), never
+	// what was asked or answered. Empty when none was. Set on the results
+	// stage-5 observers get, so that the audit line records it.
+	ElicitationsJson []byte `protobuf:"bytes,11,opt,name=elicitations_json,json=elicitationsJson,proto3" json:"elicitations_json,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Execution) Reset() {
@@ -594,6 +601,13 @@ func (x *Execution) GetVisibility() bool {
 		return x.Visibility
 	}
 	return false
+}
+
+func (x *Execution) GetElicitationsJson() []byte {
+	if x != nil {
+		return x.ElicitationsJson
+	}
+	return nil
 }
 
 // Principal is who a call is made for.
@@ -4309,7 +4323,7 @@ const file_plugkit_proto_rawDesc = "" +
 	"definition\x18\x16 \x01(\tR\n" +
 	"definition\x12!\n" +
 	"\fowner_prefix\x18\x17 \x01(\bR\vownerPrefix\x12\x12\n" +
-	"\x04kind\x18\x18 \x01(\tR\x04kind\"\xcc\x02\n" +
+	"\x04kind\x18\x18 \x01(\tR\x04kind\"\xf9\x02\n" +
 	"\tExecution\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12%\n" +
@@ -4323,7 +4337,8 @@ const file_plugkit_proto_rawDesc = "" +
 	"\n" +
 	"visibility\x18\n" +
 	" \x01(\bR\n" +
-	"visibility\"O\n" +
+	"visibility\x12+\n" +
+	"\x11elicitations_json\x18\v \x01(\fR\x10elicitationsJson\"O\n" +
 	"\tPrincipal\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x1e\n" +

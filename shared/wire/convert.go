@@ -58,15 +58,16 @@ func ToolDescriptorFromProto(m *pb.ToolDescriptor) ToolDescriptor {
 // ExecutionToProto converts e.
 func ExecutionToProto(e Execution) *pb.Execution {
 	return &pb.Execution{
-		Id:            e.ID,
-		Name:          e.Name,
-		ArgumentsJson: e.Arguments,
-		Caller:        e.Caller,
-		Tool:          ToolDescriptorToProto(e.Tool),
-		Principal:     PrincipalToProto(e.Principal),
-		DryRun:        e.DryRun,
-		ApprovalJson:  e.Approval,
-		Visibility:    e.Visibility,
+		Id:               e.ID,
+		Name:             e.Name,
+		ArgumentsJson:    e.Arguments,
+		Caller:           e.Caller,
+		Tool:             ToolDescriptorToProto(e.Tool),
+		Principal:        PrincipalToProto(e.Principal),
+		DryRun:           e.DryRun,
+		ApprovalJson:     e.Approval,
+		ElicitationsJson: e.Elicitations,
+		Visibility:       e.Visibility,
 	}
 }
 
@@ -92,15 +93,16 @@ func ExecutionFromProto(m *pb.Execution) Execution {
 		return Execution{}
 	}
 	return Execution{
-		ID:         m.GetId(),
-		Name:       m.GetName(),
-		Arguments:  m.GetArgumentsJson(),
-		Caller:     m.GetCaller(),
-		Tool:       ToolDescriptorFromProto(m.GetTool()),
-		Principal:  PrincipalFromProto(m.GetPrincipal()),
-		DryRun:     m.GetDryRun(),
-		Approval:   m.GetApprovalJson(),
-		Visibility: m.GetVisibility(),
+		ID:           m.GetId(),
+		Name:         m.GetName(),
+		Arguments:    m.GetArgumentsJson(),
+		Caller:       m.GetCaller(),
+		Tool:         ToolDescriptorFromProto(m.GetTool()),
+		Principal:    PrincipalFromProto(m.GetPrincipal()),
+		DryRun:       m.GetDryRun(),
+		Approval:     m.GetApprovalJson(),
+		Elicitations: m.GetElicitationsJson(),
+		Visibility:   m.GetVisibility(),
 	}
 }
 

@@ -76,6 +76,11 @@ type Execution struct {
 	// Approval is how an approval route's approvers decided the call's
 	// Ask, as JSON; nil when none did. Stage-5 observers see it.
 	Approval json.RawMessage
+	// Elicitations are the questions a plugin put to the caller during
+	// the call, as a JSON array of {"mode", "action"}: that each was asked
+	// and how it was answered, never what. nil when none was. Stage-5
+	// observers see it.
+	Elicitations json.RawMessage
 	// Visibility marks the visibility question, a dry run without
 	// arguments: could any call of the tool by the principal be allowed or
 	// asked? Deny only when every call would be denied, whatever the

@@ -53,6 +53,10 @@ type Line struct {
 	// Approval is nil unless an approval route decided the call's Ask:
 	// then how (route, each answer, quorum or timeout), valid JSON.
 	Approval json.RawMessage
+	// Elicitations is nil unless a plugin asked the caller something
+	// during the call: then each question's mode and the caller's action,
+	// in order, never what was asked or answered; valid JSON.
+	Elicitations json.RawMessage
 	// Prev is the previous line's Hash; ZeroHash on the first line.
 	Prev string
 	// Hash is Chain(Prev, Body()).
@@ -143,6 +147,10 @@ func (l *Line) appendBody(b []byte) []byte {
 	if l.Approval != nil {
 		b = append(b, `,"approval":`...)
 		b = append(b, ArgumentsJSON(l.Approval)...)
+	}
+	if l.Elicitations != nil {
+		b = append(b, `,"elicitations":`...)
+		b = append(b, ArgumentsJSON(l.Elicitations)...)
 	}
 	b = append(b, `,"prev":`...)
 	b = appendString(b, l.Prev)
@@ -248,23 +256,24 @@ func parseMillis(s string) (time.Duration, error) {
 // lineJSON is a line as encoding/json reads it; ParseLine turns it into a
 // Line.
 type lineJSON struct {
-	Seq        uint64          `json:"seq"`
-	Time       string          `json:"time"`
-	ID         string          `json:"id"`
-	Caller     string          `json:"caller"`
-	Principal  string          `json:"principal"`
-	PKind      string          `json:"principal_kind"`
-	Tool       string          `json:"tool"`
-	OK         bool            `json:"ok"`
-	Code       string          `json:"code"`
-	DecidedBy  string          `json:"decided_by"`
-	DurationMS json.Number     `json:"duration_ms"`
-	ArgsSHA256 string          `json:"args_sha256"`
-	Arguments  json.RawMessage `json:"arguments"`
-	Shadow     []Shadow        `json:"shadow"`
-	Approval   json.RawMessage `json:"approval"`
-	Prev       string          `json:"prev"`
-	Hash       string          `json:"hash"`
+	Seq          uint64          `json:"seq"`
+	Time         string          `json:"time"`
+	ID           string          `json:"id"`
+	Caller       string          `json:"caller"`
+	Principal    string          `json:"principal"`
+	PKind        string          `json:"principal_kind"`
+	Tool         string          `json:"tool"`
+	OK           bool            `json:"ok"`
+	Code         string          `json:"code"`
+	DecidedBy    string          `json:"decided_by"`
+	DurationMS   json.Number     `json:"duration_ms"`
+	ArgsSHA256   string          `json:"args_sha256"`
+	Arguments    json.RawMessage `json:"arguments"`
+	Shadow       []Shadow        `json:"shadow"`
+	Approval     json.RawMessage `json:"approval"`
+	Elicitations json.RawMessage `json:"elicitations"`
+	Prev         string          `json:"prev"`
+	Hash         string          `json:"hash"`
 }
 
 // ParseLine reads one line (without its newline) and checks that it is in
@@ -290,7 +299,7 @@ func ParseLine(text []byte) (Line, error) {
 	l := Line{
 		Seq: lj.Seq, Time: t, ID: lj.ID, Caller: lj.Caller, Principal: lj.Principal, PrincipalKind: lj.PKind, Tool: lj.Tool, OK: lj.OK,
 		Code: lj.Code, DecidedBy: lj.DecidedBy, Duration: d, ArgsSHA256: lj.ArgsSHA256,
-		Arguments: lj.Arguments, Shadow: lj.Shadow, Approval: lj.Approval, Prev: lj.Prev, Hash: lj.Hash,
+		Arguments: lj.Arguments, Shadow: lj.Shadow, Approval: lj.Approval, Elicitations: lj.Elicitations, Prev: lj.Prev, Hash: lj.Hash,
 	}
 	// Re-encoding catches everything the decoder forgives: a key in another
 	// case, a duplicate or missing member, an escape that means the same
