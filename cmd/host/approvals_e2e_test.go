@@ -108,7 +108,11 @@ func (h *approvalsHost) agent(t *testing.T, ctx context.Context, opts *mcp.Clien
 	t.Helper()
 	client := mcp.NewClient(&mcp.Implementation{Name: "unattended-agent", Version: "1"}, opts)
 	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: h.endpoint,
-		HTTPClient: &http.Client{Transport: bearer{h.key, http.DefaultTransport}}}, nil)
+		HTTPClient: &http.Client{Transport: bearer{h.key, http.DefaultTransport}}},
+		// A session (2025-11-25): the progress of a held call reaches the
+		// client on its session; a 2026-07-28 client, served without one,
+		// waits on its request without it.
+		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatalf("connect the agent: %v\n%s", err, h.run.stderr)
 	}
@@ -180,7 +184,7 @@ func TestApprovalsRoutedThroughBinaries(t *testing.T) {
 			t.Fatalf("request = %+v", req)
 		}
 		// The route's webhook got a notification signed with its secret.
-		if n := <-h.hooks; n.Request != req.ID || n.Tool != "delete_file" || n.Principal != "agent:ci-bot" || !strings.Contains(n.Text, "agent:ci-bot wants to call delete_file") {
+		if n := recvWithin(t, ctx, h.hooks, "the route's webhook notification"); n.Request != req.ID || n.Tool != "delete_file" || n.Principal != "agent:ci-bot" || !strings.Contains(n.Text, "agent:ci-bot wants to call delete_file") {
 			t.Errorf("webhook notification = %+v", n)
 		}
 		show, _, code := cli(t, "approvals", "show", req.ID, "-c", h.config)
@@ -192,7 +196,7 @@ func TestApprovalsRoutedThroughBinaries(t *testing.T) {
 		}
 		// The held call tells its client whom it waits for (progress, so
 		// that a client resetting its timeout on progress keeps waiting).
-		if msg := <-progress; !strings.Contains(msg, "waiting for approval by "+h.me+" or user:ann (request "+req.ID) {
+		if msg := recvWithin(t, ctx, progress, "a progress notification while held"); !strings.Contains(msg, "waiting for approval by "+h.me+" or user:ann (request "+req.ID) {
 			t.Errorf("progress while held: %q", msg)
 		}
 		out, stderr, code := cli(t, "approvals", "approve", req.ID, "-c", h.config)
@@ -358,4 +362,18 @@ func (h *approvalsHost) requestState(t *testing.T, id string) (string, admin.App
 		t.Fatalf("host approvals show %s: exit %d %q %s", id, code, out, stderr)
 	}
 	return r.State, r
+}
+
+// recvWithin receives from ch, failing the test when ctx ends first (a
+// hang is a failure that says what it waited for, not a test timeout).
+func recvWithin[T any](t *testing.T, ctx context.Context, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-ctx.Done():
+		t.Fatalf("no %s: %v", what, ctx.Err())
+		var zero T
+		return zero
+	}
 }
