@@ -227,8 +227,8 @@ type aloneAsk struct {
 
 // retryAlone asks a's listener again for e, in the plugin's next process
 // and with no other call's question to it in flight, after the process
-// dead died during e's call. The wait for the next process is bounded by
-// ctx, by the restart's backoff plus the start timeout, and by
+// dead died during e's call. The wait for each next process is bounded
+// by ctx, by the restart's backoff plus the start timeout, and by
 // maxRestartWait. It returns nil
 // once a's answer is kept; any error denies the call (fail closed).
 func (mp *managed) retryAlone(ctx context.Context, dead *instance, e *pipeline.Execution, a aloneAsk) error {
@@ -260,6 +260,9 @@ func (mp *managed) retryAlone(ctx context.Context, dead *instance, e *pipeline.E
 			return fmt.Errorf("plugin %s: %s: plugin process exited, and the next %d too before it could be asked again", plugin, a.name, tries+1)
 		}
 		dead = in
+		// The wait for the process after it is bounded on its own: that
+		// restart began only now.
+		bound.Reset(min(maxBackoff+mp.m.opts.StartTimeout, maxRestartWait))
 	}
 }
 
