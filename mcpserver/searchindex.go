@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"unicode"
@@ -77,6 +78,8 @@ func buildSearchIndex(tools []pipeline.ToolInfo) (*searchIndex, error) {
 		return nil, fmt.Errorf("create the tool search index: %w", err)
 	}
 	x := &searchIndex{bleve: b, tools: make(map[string]*toolDef, len(tools))}
+	// In name order: equal scores rank in the order tools were indexed.
+	slices.SortFunc(tools, func(a, b pipeline.ToolInfo) int { return strings.Compare(a.Name, b.Name) })
 	batch := b.NewBatch()
 	for _, t := range tools {
 		schema, err := inputSchema(t.Parameters)
@@ -136,9 +139,10 @@ type hit struct {
 
 // search ranks the tools matching text (words, in any field), of server
 // only when server is not "", and returns the first limit that visible
-// holds. hidden is how many indexed tools visible leaves out: asking bleve
-// for limit+hidden hits is enough to find limit visible ones.
-func (x *searchIndex) search(ctx context.Context, text, server string, limit int, visible func(string) bool, hidden int) ([]hit, uint64, error) {
+// holds, with the number of tools that matched (visible or not). Hits are
+// read a page at a time until limit visible ones are found: a hidden tool
+// takes no place in the answer, however well it matches.
+func (x *searchIndex) search(ctx context.Context, text, server string, limit int, visible func(string) bool) ([]hit, uint64, error) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	if x.closed {
@@ -163,26 +167,34 @@ func (x *searchIndex) search(ctx context.Context, text, server string, limit int
 		tq.SetField(fieldOwner)
 		q = bleve.NewConjunctionQuery(q, tq)
 	}
-	req := bleve.NewSearchRequestOptions(q, limit+hidden, 0, false)
-	// Equal scores in name order: the same query gives the same page.
-	req.SortBy([]string{"-_score", "_id"})
-	res, err := x.bleve.SearchInContext(ctx, req)
-	if err != nil {
-		return nil, 0, fmt.Errorf("search the tools: %w", err)
-	}
+	// Ordered by score alone: a tie-break on the name would make bleve
+	// load the name of every match. Equal scores keep the index's order,
+	// which is the names' (buildSearchIndex indexes them sorted).
+	page := 2*limit + 8
 	out := make([]hit, 0, limit)
-	for _, h := range res.Hits {
-		if len(out) == limit {
+	var total uint64
+	for from := 0; len(out) < limit; from += page {
+		res, err := x.bleve.SearchInContext(ctx, bleve.NewSearchRequestOptions(q, page, from, false))
+		if err != nil {
+			return nil, 0, fmt.Errorf("search the tools: %w", err)
+		}
+		total = res.Total
+		for _, h := range res.Hits {
+			if len(out) == limit {
+				break
+			}
+			if !visible(h.ID) {
+				continue
+			}
+			if d := x.tools[h.ID]; d != nil {
+				out = append(out, hit{def: d, score: h.Score})
+			}
+		}
+		if len(res.Hits) < page || uint64(from+page) >= total {
 			break
 		}
-		if !visible(h.ID) {
-			continue
-		}
-		if d := x.tools[h.ID]; d != nil {
-			out = append(out, hit{def: d, score: h.Score})
-		}
 	}
-	return out, res.Total, nil
+	return out, total, nil
 }
 
 var errIndexClosed = fmt.Errorf("the tool search index was replaced")

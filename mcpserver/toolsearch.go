@@ -93,16 +93,14 @@ func (s *Server) closeIndex() {
 	}
 }
 
-// visibleCount is how many served tools set shows, and how many it hides.
-func (x *searchIndex) visibleCount(set *pipeline.VisibleSet) (shown, hidden int) {
+// visibleCount is how many served tools set shows.
+func (x *searchIndex) visibleCount(set *pipeline.VisibleSet) (shown int) {
 	for name := range x.tools {
 		if set.Has(name) {
 			shown++
-		} else {
-			hidden++
 		}
 	}
-	return shown, hidden
+	return shown
 }
 
 // searchList makes a tools/list page of a principal who sees set: when
@@ -112,7 +110,7 @@ func (x *searchIndex) visibleCount(set *pipeline.VisibleSet) (shown, hidden int)
 func (s *Server) searchList(page *mcp.ListToolsResult, cursor string, set *pipeline.VisibleSet) {
 	x := s.index.Load()
 	if x != nil {
-		if shown, _ := x.visibleCount(set); shown > s.opts.ToolSearchOver {
+		if x.visibleCount(set) > s.opts.ToolSearchOver {
 			page.NextCursor = ""
 			page.Tools = nil
 			if cursor == "" {
@@ -139,8 +137,7 @@ func (s *Server) searchTools(ctx context.Context, req *mcp.CallToolRequest) (*mc
 		if x == nil {
 			return toolError("search_tools: the tool search index is not ready; try again"), nil
 		}
-		_, hidden := x.visibleCount(set)
-		hits, _, err = x.search(ctx, args.Query, args.Server, *args.Limit, set.Has, hidden)
+		hits, _, err = x.search(ctx, args.Query, args.Server, *args.Limit, set.Has)
 		if !errors.Is(err, errIndexClosed) {
 			break // else the tool set changed under the search: once more on the new index
 		}

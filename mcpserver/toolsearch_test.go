@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -85,6 +86,15 @@ func TestToolSearch(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The index follows the registry in the background: wait for the
+	// catalogue.
+	for got := []string{}; !slices.Contains(got, "delete_file") || !slices.Contains(got, "get_weather"); got = search(t, cs["eng"], map[string]any{"query": "delete file weather"}) {
+		select {
+		case <-testCtx(t).Done():
+			t.Fatalf("the catalogue never became searchable: %v", got)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 	for _, who := range []string{"eng", "support"} {
 		if names, scope := listNames(t, cs[who]); !slices.Equal(names, []string{mcpserver.SearchToolName}) || scope != "private" {
 			t.Fatalf("%s lists %v (%s), want search_tools alone", who, names, scope)
@@ -155,7 +165,7 @@ func TestToolSearch(t *testing.T) {
 		select {
 		case <-testCtx(t).Done():
 			t.Fatal("the new tool extra was never found")
-		default:
+		case <-time.After(10 * time.Millisecond):
 		}
 	}
 }

@@ -95,7 +95,16 @@ func TestToolSearchEndToEnd(t *testing.T) {
 		return names
 	}
 	// Search answers tools only once the plugins have registered them.
-	for !slices.Contains(search("eng", `{"query":"search"}`), "search") {
+	all := func() bool {
+		got := search("eng", `{"query":"search write read delete list file dir audit head","limit":50}`)
+		for _, tool := range shippedTools {
+			if !slices.Contains(got, tool) {
+				return false
+			}
+		}
+		return true
+	}
+	for !all() {
 		select {
 		case <-ctx.Done():
 			t.Fatalf("the shipped tools never became searchable\n%s", running.stderr)
