@@ -133,6 +133,9 @@ type Server struct {
 	// searchDef describes search_tools (toolsearch.go).
 	index     atomic.Pointer[searchIndex]
 	searchDef *mcp.Tool
+	// searchTaken: a registered tool named search_tools was warned of
+	// (only sync touches it).
+	searchTaken bool
 
 	smu      sync.Mutex
 	sessions map[*mcp.ServerSession]*session

@@ -71,8 +71,9 @@ func (s *Server) sync() {
 		}
 		if s.searching() && t.Name == SearchToolName {
 			// The host's own search_tools takes the name over MCP.
-			if _, warned := s.listed[t.Name]; !warned {
+			if !s.searchTaken {
 				s.log.Warn("tool not served over MCP: the host serves search_tools itself (mcp_tool_search)", "tool", t.Name, "plugin", t.Owner)
+				s.searchTaken = true
 			}
 			continue
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -119,6 +120,10 @@ func (s *Server) searchList(page *mcp.ListToolsResult, cursor string, set *pipel
 			return
 		}
 	}
+	// The SDK's own entry of search_tools is on whichever page it falls
+	// (and shown when a plugin registered the name too): it goes first,
+	// once.
+	page.Tools = slices.DeleteFunc(page.Tools, func(t *mcp.Tool) bool { return t.Name == SearchToolName })
 	if cursor == "" {
 		page.Tools = append([]*mcp.Tool{s.searchDef}, page.Tools...)
 	}
