@@ -85,6 +85,11 @@ type Host struct {
 	// replicas that share it accept each other's. "" for a key of the
 	// process's own.
 	MCPStateKey string
+	// MCPToolSearch serves the search_tools tool over MCP; a caller who
+	// sees more than MCPToolSearchOver tools is listed search_tools alone
+	// and finds the others by searching (0: always).
+	MCPToolSearch     bool
+	MCPToolSearchOver int
 	Policy      Policy
 	// Sandbox is the default sandbox of every plugin; nil without one.
 	Sandbox *Sandbox

@@ -221,6 +221,7 @@ func (p *parser) host(hs *hostSyntax) Host {
 	h.MCPMaxConnsPerPeer = p.count(body, "mcp_max_conns_per_peer", hs.MCPMaxPeerConns, 1, h.MCPMaxConnsPerPeer)
 	h.MCPIdleTimeout = p.duration(body, "mcp_idle_timeout", hs.MCPIdleTimeout, h.MCPIdleTimeout)
 	h.MCPStateKey = p.mcpStateKey(hs)
+	p.toolSearch(hs, &h)
 	for _, o := range hs.MCPOrigins {
 		norm, ok := httplimit.NormalizeOrigin(o)
 		if !ok {

@@ -56,6 +56,8 @@ type hostSyntax struct {
 	MCPIdleTimeout  *string            `hcl:"mcp_idle_timeout,optional"`
 	MCPOrigins      []string           `hcl:"mcp_allowed_origins,optional"`
 	MCPStateKey     *string            `hcl:"mcp_state_key,optional"`
+	MCPToolSearch   *bool              `hcl:"mcp_tool_search,optional"`
+	MCPSearchOver   *int               `hcl:"mcp_tool_search_over,optional"`
 	Receipts        *bool              `hcl:"receipts,optional"`
 	EgressResolver  *string            `hcl:"egress_resolver,optional"`
 	ReceiptsFrom    *string            `hcl:"receipts_from,optional"`

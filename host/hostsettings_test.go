@@ -25,6 +25,7 @@ func TestSettingNames(t *testing.T) {
 		"Sandbox": "sandbox", "Tracing": "tracing", "MCPTLS": "mcp_tls",
 		"MCPAuth": "mcp_auth", "Receipts": "receipts",
 		"MaxArgumentBytes": "max_argument_bytes", "MCPAllowedOrigins": "mcp_allowed_origins", "MCPStateKey": "mcp_state_key",
+		"MCPToolSearch": "mcp_tool_search", "MCPToolSearchOver": "mcp_tool_search_over",
 		"EgressResolver": "egress_resolver", "ReceiptsFrom": "receipts_from",
 		"ReceiptsFromRange": "receipts_from_range", // never reported: see below
 		"RunDir":            "run_dir", "ExplainOnly": "explain_only", "MaxDescriptionBytes": "max_description_bytes",

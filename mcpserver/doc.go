@@ -44,6 +44,12 @@
 // server caps its connections and bounds each request's time and size
 // (internal/httplimit).
 //
+// With Options.ToolSearch (the deployment's mcp_tool_search) the server
+// serves search_tools itself (toolsearch.go): a BM25 search, over an
+// in-memory bleve index of the served tools (searchindex.go), filtered by
+// the caller's visible set; a caller who sees more than
+// Options.ToolSearchOver tools is listed search_tools alone.
+//
 // A Server is used in three steps:
 //
 //  1. New follows the host's registry and serves nothing yet.

@@ -27,7 +27,10 @@ import (
 // "demo" plugin with tools, a "policy" plugin that denies and asks, an
 // "audit" observer), with the SDK's own client over three transports.
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// bleve (tool search) starts a process-wide analysis pool at init.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/blevesearch/bleve_index_api.AnalysisWorker"))
+}
 
 // leakCheck fails t if it leaves goroutines behind; the SDK's may take a
 // moment to end, which goleak waits for.

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -88,6 +89,11 @@ type Options struct {
 	// httplimit.NormalizeOrigin) served besides loopback ones on a loopback
 	// listener: a request with any other Origin header is refused 403.
 	AllowedOrigins []string
+	// ToolSearch serves the search_tools tool (toolsearch.go); a caller
+	// who sees more than ToolSearchOver tools is listed search_tools
+	// alone and finds the others by searching.
+	ToolSearch     bool
+	ToolSearchOver int
 }
 
 // Server serves one host's tools over MCP.
@@ -123,6 +129,13 @@ type Server struct {
 
 	// views is what each session was last shown (visibility.go).
 	views views
+	// index is the tool search index of listed, with ToolSearch;
+	// searchDef describes search_tools (toolsearch.go).
+	index     atomic.Pointer[searchIndex]
+	searchDef *mcp.Tool
+	// searchTaken: a registered tool named search_tools was warned of
+	// (only sync touches it).
+	searchTaken bool
 
 	smu      sync.Mutex
 	sessions map[*mcp.ServerSession]*session
@@ -195,6 +208,10 @@ func New(h *host.Host, opts Options) *Server {
 	})
 	s.mcp.AddReceivingMiddleware(s.refuseUnknown, s.serveResources, s.listVisible)
 	s.mcp.AddSendingMiddleware(s.notifyChanged)
+	if opts.ToolSearch {
+		s.searchDef = searchTool()
+		s.mcp.AddTool(s.searchDef, s.searchTools)
+	}
 	s.sync()
 	s.unfollow = []func(){
 		h.OnToolsChanged(s.poke),
@@ -351,6 +368,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 		err = errors.Join(errs...)
 		s.wg.Wait()
+		s.closeIndex()
 	})
 	return err
 }

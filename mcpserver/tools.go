@@ -69,6 +69,14 @@ func (s *Server) sync() {
 			// (resources.go, prompts.go), never as a tool.
 			continue
 		}
+		if s.searching() && t.Name == SearchToolName {
+			// The host's own search_tools takes the name over MCP.
+			if !s.searchTaken {
+				s.log.Warn("tool not served over MCP: the host serves search_tools itself (mcp_tool_search)", "tool", t.Name, "plugin", t.Owner)
+				s.searchTaken = true
+			}
+			continue
+		}
 		seen[t.Name] = true
 		old, ok := s.listed[t.Name]
 		if !ok || !sameTool(old, t) || touched[t.Owner] {
@@ -102,6 +110,9 @@ func (s *Server) sync() {
 		s.listed[t.Name] = t
 	}
 	s.syncPrompts(current, touched)
+	if s.searching() && (len(add) > 0 || len(remove) > 0 || s.index.Load() == nil) {
+		s.reindex()
+	}
 	if len(add) > 0 || len(remove) > 0 {
 		s.log.Debug("tools synced", "tools", len(s.listed), "added", len(add), "removed", len(remove))
 	}

@@ -28,6 +28,9 @@ func (s *Server) refuseUnknown(next mcp.MethodHandler) mcp.MethodHandler {
 			// A retry names a call the pipeline already has.
 			return next(ctx, method, req)
 		}
+		if s.searching() && cr.Params.Name == SearchToolName {
+			return next(ctx, method, req) // served by the front end (toolsearch.go)
+		}
 		if t, ok := s.h.Pipeline().Lookup(cr.Params.Name); ok && t.Held == "" && !s.hiddenFrom(ctx, cr.Extra, t.Name) {
 			if t.Kind != "" {
 				// Resources and prompts are served as what they are.

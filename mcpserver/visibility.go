@@ -88,6 +88,13 @@ func (s *Server) listVisible(next mcp.MethodHandler) mcp.MethodHandler {
 		out := *lr
 		out.Tools = shown
 		out.CacheScope = "private"
+		if s.searching() {
+			cursor := ""
+			if lr, ok := req.(*mcp.ListToolsRequest); ok && lr.Params != nil {
+				cursor = lr.Params.Cursor
+			}
+			s.searchList(&out, cursor, set)
+		}
 		if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
 			s.saw(ss, p, set)
 		}

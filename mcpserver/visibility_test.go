@@ -90,6 +90,12 @@ func (n *notes) of(who string) []int {
 // returns a client session for each of the groups, noting their
 // tools/list_changed notifications.
 func keyClients(t *testing.T, groups ...string) (*fixture, map[string]*mcp.ClientSession, *notes) {
+	return keyClientsWith(t, mcpserver.Options{}, groups...)
+}
+
+// keyClientsWith is keyClients with the server's options (Authenticate is
+// the keys').
+func keyClientsWith(t *testing.T, opts mcpserver.Options, groups ...string) (*fixture, map[string]*mcp.ClientSession, *notes) {
 	keysFile := filepath.Join(t.TempDir(), "keys.hcl")
 	secrets := map[string]string{}
 	for _, g := range groups {
@@ -107,7 +113,8 @@ func keyClients(t *testing.T, groups ...string) (*fixture, map[string]*mcp.Clien
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := newFixtureWith(t, 5*time.Second, mcpserver.Options{Authenticate: a.Require})
+	opts.Authenticate = a.Require
+	f := newFixtureWith(t, 5*time.Second, opts)
 	endpoint := serveHTTP(t, f.srv)
 	sessions, n := map[string]*mcp.ClientSession{}, &notes{by: map[string][]int{}, got: make(chan struct{}, 64)}
 	for _, g := range groups {

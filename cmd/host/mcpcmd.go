@@ -60,7 +60,8 @@ func serveMCP(ctx context.Context, e *env, _ []string) error {
 	// Plugins start before the first request is read: a client usually
 	// lists the tools once, right after it connects.
 	h.Start(ctx)
-	srv := mcpserver.New(h, mcpserver.Options{Version: Version, Logger: log.Named("mcp"), Principal: admin.LocalPrincipal(os.Getuid())})
+	srv := mcpserver.New(h, mcpserver.Options{Version: Version, Logger: log.Named("mcp"), Principal: admin.LocalPrincipal(os.Getuid()),
+		ToolSearch: d.Host.MCPToolSearch, ToolSearchOver: d.Host.MCPToolSearchOver})
 	log.Info("serving MCP on stdio", "config", e.config, "plugins", len(d.Plugins), "tools", len(h.Tools()))
 	serveErr := srv.ServeStdio(ctx, e.stdin, e.stdout)
 
@@ -105,6 +106,7 @@ func startMCP(d *deployment.Deployment, h *host.Host, log hclog.Logger) (*mcpFro
 		Version: Version, Logger: log.Named("mcp"),
 		MaxSessions: d.Host.MCPMaxSessions, SessionIdle: d.Host.MCPIdleTimeout,
 		AllowedOrigins: d.Host.MCPAllowedOrigins,
+		ToolSearch:     d.Host.MCPToolSearch, ToolSearchOver: d.Host.MCPToolSearchOver,
 		Limits: httplimit.Limits{MaxBodyBytes: int64(d.Host.MaxMessageBytes),
 			MaxConnsPerPeer: d.Host.MCPMaxConnsPerPeer, OnPeerRefused: h.Metrics.PeerRefused},
 	}
