@@ -90,7 +90,7 @@ type Host struct {
 	// and finds the others by searching (0: always).
 	MCPToolSearch     bool
 	MCPToolSearchOver int
-	Policy      Policy
+	Policy            Policy
 	// Sandbox is the default sandbox of every plugin; nil without one.
 	Sandbox *Sandbox
 	// Tracing is where to send OpenTelemetry traces; nil: no tracing.
