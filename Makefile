@@ -3,10 +3,12 @@ GO      ?= go
 BIN     := bin
 BENCH   ?= .
 COUNT   ?= 1
+# The linters, pinned; `go run` fetches them from the module proxy.
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # The Go modules of the repository: the host's, and the plugin SDK's.
 MODULES := . shared
 
-.PHONY: all build plugins run test attack bench bench-peers proto vet clean image sandbox-reset
+.PHONY: all build plugins run test attack bench bench-peers proto vet lint clean image sandbox-reset
 
 all: build
 
@@ -55,7 +57,7 @@ image:
 # The plugin SDK (shared/) is a Go module of its own, which the root's
 # ./... does not descend into: every target that lists packages runs in
 # both modules (MODULES), and `make test` runs both even when one fails.
-test: vet
+test: vet lint
 	@st=0; for m in $(MODULES); do \
 		echo "$(GO) test -C $$m -json -race -count=1 -timeout 30m ./..."; \
 		$(GO) run ./internal/testlines $(GO) test -C $$m -json -race -count=1 -timeout 30m ./... || st=1; \
@@ -80,6 +82,13 @@ proto:
 
 vet:
 	@for m in $(MODULES); do echo "$(GO) vet -C $$m ./..."; $(GO) vet -C $$m ./... || exit 1; done
+
+# staticcheck in both modules (a finding that is right to keep carries a
+# //lint:ignore with its reason), then the dead-code check: a function no
+# binary, test or example of either module reaches fails it.
+lint:
+	@for m in $(MODULES); do echo "staticcheck ($$m)"; (cd $$m && $(GO) run $(STATICCHECK) ./...) || exit 1; done
+	GO=$(GO) ./.ci/deadcode
 
 clean:
 	rm -rf $(BIN) run

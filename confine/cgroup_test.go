@@ -137,7 +137,7 @@ func needCgroups(t *testing.T, s Support) {
 // runInCgroup starts the helper (testdata/cgrouphelper) doing what,
 // through the launcher, in a cgroup with limits l, and returns its output
 // and exit; the caller closes the cgroup.
-func runInCgroup(t *testing.T, what string, l Limits, execs []string) (out string, err error, cg *Cgroup) {
+func runInCgroup(t *testing.T, what string, l Limits, execs []string) (out string, cg *Cgroup, err error) {
 	t.Helper()
 	self := launcher(t)
 	s := Detect(self)
@@ -159,14 +159,14 @@ func runInCgroup(t *testing.T, what string, l Limits, execs []string) (out strin
 	}
 	cmd.Env = []string{}
 	b, err := cmd.CombinedOutput()
-	return string(b), err, cg
+	return string(b), cg, err
 }
 
 // TestCgroupHoldsSharedMemory: shared anonymous memory and memfd, which
 // RLIMIT_DATA does not count, are stopped at the cgroup's limit: the
 // kernel kills the process there.
 func TestCgroupHoldsSharedMemory(t *testing.T) {
-	out, err, cg := runInCgroup(t, "shared", Limits{Memory: 128 << 20}, nil)
+	out, cg, err := runInCgroup(t, "shared", Limits{Memory: 128 << 20}, nil)
 	defer cg.Close()
 	t.Logf("%s(%v)", out, err)
 	var ee *exec.ExitError
@@ -188,7 +188,7 @@ func TestCgroupHoldsSharedMemory(t *testing.T) {
 // at the limit, for root too (RLIMIT_NPROC does not apply to root), and
 // Close kills what it left running in sessions of their own.
 func TestCgroupBoundsProcessesAndEndsThem(t *testing.T) {
-	out, err, cg := runInCgroup(t, "fork", Limits{Processes: 16}, []string{"/usr"})
+	out, cg, err := runInCgroup(t, "fork", Limits{Processes: 16}, []string{"/usr"})
 	defer cg.Close()
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)

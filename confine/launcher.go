@@ -267,15 +267,7 @@ func restrict(s spec) error {
 		net = handledNet
 		rules = append(rules, landlock.ConnectTCP(s.ProxyPort))
 	}
-	args := []any{handledFS, scoped}
-	if net != 0 {
-		args = append(args, net)
-	}
-	cfg, err := landlock.NewConfig(args...)
-	if err != nil {
-		return fmt.Errorf("landlock: %w", err)
-	}
-	c := *cfg
+	c := landlock.Config{HandledAccessFS: handledFS, HandledAccessNet: net, Scoped: scoped}
 	if !s.Strict {
 		c = c.BestEffort()
 	}

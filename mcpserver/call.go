@@ -264,7 +264,7 @@ func (s *Server) serve(ctx context.Context, sess *session, req *mcp.CallToolRequ
 	)
 	var wait *held // progress while an approval route holds the call
 	c.serveFrom(ctx)
-	defer c.serveFrom(nil)
+	defer c.servedFrom()
 	defer func() {
 		stopAsking()
 		if asked != nil {

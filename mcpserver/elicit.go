@@ -58,10 +58,17 @@ func canElicitMode(caps *mcp.ClientCapabilities, mode string) bool {
 	return false
 }
 
-// serveFrom records ctx as the context of the request serving c (nil: none).
+// serveFrom records ctx as the context of the request serving c.
 func (c *call) serveFrom(ctx context.Context) {
 	c.smu.Lock()
 	c.serving = ctx
+	c.smu.Unlock()
+}
+
+// servedFrom says that no request serves c any more.
+func (c *call) servedFrom() {
+	c.smu.Lock()
+	c.serving = nil
 	c.smu.Unlock()
 }
 

@@ -40,7 +40,8 @@ func (t *Tools) run(ctx context.Context, s *snapshot, e *Execution, args json.Ra
 		}
 	}()
 	base := ctx
-	ctx = c.enter(base, StageLookup, start)
+	// Stage 0 takes no context: entering it only starts its clock and span.
+	c.enter(base, StageLookup, start)
 	reg, fail := t.lookup(s, e, args)
 	if reg == nil {
 		return fail

@@ -74,7 +74,7 @@ func wantTree(t *testing.T, spans []sdktrace.ReadOnlySpan, want ...string) {
 func attrs(s sdktrace.ReadOnlySpan) map[attribute.Key]string {
 	m := map[attribute.Key]string{}
 	for _, kv := range s.Attributes() {
-		m[kv.Key] = kv.Value.Emit()
+		m[kv.Key] = kv.Value.String()
 	}
 	return m
 }
@@ -143,8 +143,8 @@ func TestDeniedCallSpan(t *testing.T) {
 	}
 	for _, s := range spans {
 		for _, kv := range s.Attributes() {
-			if strings.Contains(kv.Value.Emit(), "8675309") {
-				t.Errorf("span %q attribute %s = %q carries the arguments", s.Name(), kv.Key, kv.Value.Emit())
+			if strings.Contains(kv.Value.String(), "8675309") {
+				t.Errorf("span %q attribute %s = %q carries the arguments", s.Name(), kv.Key, kv.Value.String())
 			}
 		}
 		for _, ev := range s.Events() {

@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"testing"
 	"time"
 
@@ -89,7 +88,7 @@ func goBuild(out, pkg string, flags ...string) error {
 	gobin := "go"
 	if p, err := exec.LookPath("go"); err == nil {
 		gobin = p
-	} else if root := runtime.GOROOT(); root != "" {
+	} else if root := os.Getenv("GOROOT"); root != "" {
 		gobin = filepath.Join(root, "bin", "go")
 	}
 	cmd := exec.Command(gobin, append(append([]string{"build", "-o", out}, flags...), pkg)...)

@@ -368,14 +368,15 @@ func stopHost(ctx context.Context, e *env, _ []string) error {
 	if err != nil {
 		return err
 	}
-	msg, err := c.Stop(ctx)
-	if err != nil {
+	if _, err := c.Stop(ctx); err != nil {
 		return err
 	}
 	if err := waitGone(ctx, st.PID); err != nil {
 		return fmt.Errorf("the host (pid %d) is stopping, but %w", st.PID, err)
 	}
-	msg = "stopped"
+	// The host's own answer says it is stopping; once its process is gone
+	// it has stopped.
+	msg := "stopped"
 	if e.json {
 		return printJSON(e.stdout, admin.Message{Message: msg})
 	}

@@ -95,7 +95,6 @@ type replayGroup struct {
 	Rule      string         `json:"rule,omitempty"`
 	Count     int            `json:"count"`
 	Examples  []replayedCall `json:"examples"`
-	calls     []replayedCall
 }
 
 // replayReport is what replay found; --json prints it.

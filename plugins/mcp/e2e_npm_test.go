@@ -32,6 +32,7 @@ func serverTools(t *testing.T, argv ...string) []*mcp.Tool {
 			return &mcp.ElicitResult{Action: "decline"}, nil
 		},
 		Capabilities: &mcp.ClientCapabilities{
+			//lint:ignore SA1019 the bridge declares roots, so the direct client does too
 			RootsV2:     &mcp.RootCapabilities{ListChanged: true},
 			Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}},
 		},

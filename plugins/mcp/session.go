@@ -210,7 +210,9 @@ func connect(ctx context.Context, s *settings, t mcp.Transport, relay *stderrRel
 		},
 		ElicitationHandler: elicit,
 		Capabilities: &mcp.ClientCapabilities{
-			// The roots the SDK declares by default, as before.
+			// The roots the SDK declares by default, as before: servers of
+			// the eras before 2026-07-28 may still rely on them.
+			//lint:ignore SA1019 deprecated only from 2026-07-28 on
 			RootsV2:     &mcp.RootCapabilities{ListChanged: true},
 			Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}},
 		},

@@ -63,14 +63,19 @@ func checkTool(t Tool) (json.RawMessage, error) {
 	if strings.TrimSpace(t.Name) == "" {
 		return nil, errors.New("register tool: Name is empty")
 	}
+	// Each message starts with the field it is about, by its Go name: the
+	// error as a whole starts with "register tool".
 	var errs []error
 	if strings.TrimSpace(t.Description) == "" {
+		//lint:ignore ST1005 names the field
 		errs = append(errs, errors.New("Description is empty"))
 	}
 	if t.Execute == nil {
+		//lint:ignore ST1005 names the field
 		errs = append(errs, errors.New("Execute is nil"))
 	}
 	if t.Timeout < 0 {
+		//lint:ignore ST1005 names the field
 		errs = append(errs, errors.New("Timeout is negative"))
 	}
 	params, err := schemaText("Parameters", t.Parameters, `{"type":"object"}`)

@@ -2,7 +2,9 @@ package sdk_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/plugkit-go/plugkit/shared/sdk"
 	"github.com/plugkit-go/plugkit/shared/sdk/sdktest"
@@ -155,4 +157,29 @@ func ExampleContext_OnResult() {
 	// Output:
 	// audit: hello by sdktest ok
 	// ok: "Hello, Ada!"
+}
+
+// A stage-4 filter reviews a tool's outcome before the caller sees it:
+// Accept keeps it, Replace changes the value, Block refuses it.
+func ExampleContext_OnPostExecute() {
+	apply := func(ctx context.Context, p *sdk.Context, _ struct{}) error {
+		if err := hello.Apply(ctx, p, Config{Greeting: "Hello"}); err != nil {
+			return err
+		}
+		_, err := p.OnPostExecute(ctx, sdk.PostExecuteListener{
+			Name:  "shout",
+			Tools: []string{"hello"},
+			Filter: func(_ context.Context, call *sdk.Call, out sdk.Outcome) (sdk.Review, error) {
+				var greeting string
+				if !out.OK || json.Unmarshal(out.Value, &greeting) != nil {
+					return sdk.Accept(), nil
+				}
+				return sdk.Replace(strings.ToUpper(greeting)), nil
+			},
+		})
+		return err
+	}
+	run(sdk.Plugin[struct{}]{Name: "shout", Inject: []string{"tools"}, Apply: apply}, ``, "hello", `{"name":"Ada"}`)
+	// Output:
+	// ok: "HELLO, ADA!"
 }

@@ -127,12 +127,12 @@ func Conformance[C any](t *testing.T, def sdk.Plugin[C], opts Options) {
 		if err := p.Shutdown(t.Context()); err != nil {
 			t.Fatal(err)
 		}
-		for _, d := range p.Tools() {
-			_, err := p.Execute(t.Context(), p.Execution(d.Name, ""))
+		// One call is enough: the server is gone for every tool at once.
+		if ds := p.Tools(); len(ds) > 0 {
+			_, err := p.Execute(t.Context(), p.Execution(ds[0].Name, ""))
 			if status.Code(err) != codes.Unavailable {
-				t.Errorf("a call of %s after Shutdown = %v, want UNAVAILABLE", d.Name, err)
+				t.Errorf("a call of %s after Shutdown = %v, want UNAVAILABLE", ds[0].Name, err)
 			}
-			break
 		}
 	})
 }

@@ -110,7 +110,7 @@ func New[C any](ctx context.Context, def sdk.Plugin[C], opts Options) (*Plugin, 
 	p.client = pb.NewPluginClient(conn)
 	if p.Describe, err = p.client.Describe(ctx, &pb.DescribeRequest{}); err != nil {
 		p.Close()
-		return nil, fmt.Errorf("Describe: %w", err)
+		return nil, fmt.Errorf("describe the plugin: %w", err)
 	}
 	return p, nil
 }
