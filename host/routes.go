@@ -92,7 +92,7 @@ func (h *Host) routeApprovals() error {
 		}
 	}
 	a.notifier = approvals.NewNotifier()
-	a.Service = approvals.New(approvals.Events{
+	svc, store, err := approvalService(h.Deployment.Host, approvals.Events{
 		Created: func(r approvals.Request) {
 			h.Metrics.ApprovalRequested(r.Route)
 			h.log.Info("call waiting for approval", "request", r.ID, "call", r.CallID, "tool", r.Tool, "route", r.Route, "principal", r.Principal)
@@ -107,6 +107,10 @@ func (h *Host) routeApprovals() error {
 			h.log.Warn("approval answer refused", "request", r.ID, "call", r.CallID, "by", d.By, "why", d.Refused)
 		},
 	})
+	if err != nil {
+		return err
+	}
+	a.Service, a.store = svc, store
 	return nil
 }
 
