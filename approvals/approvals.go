@@ -125,6 +125,10 @@ type Events struct {
 	Ended func(Request)
 	// Refused is called for each answer that did not count.
 	Refused func(Request, Decision)
+	// Abandoned is called, with a store, on the replica that finds a
+	// request whose holder is gone and marks it abandoned (the holder,
+	// dead, tells nothing).
+	Abandoned func(Request)
 }
 
 // Service holds the requests of one host, or, with a store, the calls

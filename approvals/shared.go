@@ -226,15 +226,19 @@ func (s *Service) reap(ctx context.Context, r Request, alive map[string]bool) (R
 		return r, nil
 	}
 	why := fmt.Sprintf("the replica %s that held the call stopped (its lease in the store ran out), so the call can never resume", r.Holder)
+	marked := false
 	out, err := s.sh.st.Update(ctx, r.ID, func(q *Request) bool {
-		if q.State != Pending {
-			return false
+		marked = q.State == Pending
+		if marked {
+			q.State, q.Reason, q.Decided = Abandoned, why, s.now()
 		}
-		q.State, q.Reason, q.Decided = Abandoned, why, s.now()
-		return true
+		return marked
 	})
 	if err != nil {
 		return r, fmt.Errorf("approvals: the shared store: %w", err)
+	}
+	if marked && s.ev.Abandoned != nil {
+		s.ev.Abandoned(out)
 	}
 	return out, nil
 }

@@ -102,6 +102,10 @@ func (h *Host) routeApprovals() error {
 			h.Metrics.ApprovalEnded(r.Route, r.State, r.Decided.Sub(r.Created))
 			h.log.Info("approval request ended", "request", r.ID, "call", r.CallID, "state", r.State, "reason", r.Reason)
 		},
+		Abandoned: func(r approvals.Request) {
+			h.Metrics.ApprovalAbandoned(r.Route)
+			h.log.Warn("approval request abandoned", "request", r.ID, "call", r.CallID, "holder", r.Holder, "reason", r.Reason)
+		},
 		Refused: func(r approvals.Request, d approvals.Decision) {
 			h.Metrics.ApprovalAnswerRefused(r.Route)
 			h.log.Warn("approval answer refused", "request", r.ID, "call", r.CallID, "by", d.By, "why", d.Refused)

@@ -58,6 +58,8 @@ type replica struct {
 	svc   *approvals.Service
 	st    *dying
 	ended chan approvals.Request // its Ended events
+	// abandoned are the requests it marked abandoned.
+	abandoned chan approvals.Request
 }
 
 func newReplica(t *testing.T, url, name string) *replica {
@@ -66,8 +68,11 @@ func newReplica(t *testing.T, url, name string) *replica {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &replica{st: &dying{Store: st}, ended: make(chan approvals.Request, 16)}
-	r.svc = approvals.NewShared(approvals.Events{Ended: func(q approvals.Request) { r.ended <- q }}, r.st, name, lease)
+	r := &replica{st: &dying{Store: st}, ended: make(chan approvals.Request, 16), abandoned: make(chan approvals.Request, 16)}
+	r.svc = approvals.NewShared(approvals.Events{
+		Ended:     func(q approvals.Request) { r.ended <- q },
+		Abandoned: func(q approvals.Request) { r.abandoned <- q },
+	}, r.st, name, lease)
 	t.Cleanup(func() { r.svc.Close(); st.Close() })
 	return r
 }
@@ -220,6 +225,9 @@ func TestAbandonedWhenItsHolderDies(t *testing.T) {
 	if q.State != approvals.Abandoned || !strings.Contains(q.Reason, "replica-a") {
 		t.Fatalf("a dead replica's request: %+v", q)
 	}
+	if q := recv(t, b.abandoned, "B's Abandoned event"); q.ID != lost.ID {
+		t.Errorf("B marked %+v abandoned", q)
+	}
 	_, err := b.svc.Decide(lost.ID, ann, true, "", "")
 	if !errors.Is(err, approvals.ErrNotPending) || !strings.Contains(err.Error(), "abandoned") || !strings.Contains(err.Error(), "can no longer be answered") {
 		t.Fatalf("approving an abandoned request: %v", err)
@@ -238,4 +246,7 @@ func TestAbandonedWhenItsHolderDies(t *testing.T) {
 		t.Errorf("A's call ended %+v", got)
 	}
 	recv(t, keptDone, "B's Ask")
+	if len(b.abandoned) != 0 {
+		t.Errorf("a request marked abandoned more than once")
+	}
 }
