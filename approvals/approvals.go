@@ -181,21 +181,25 @@ func (s *Service) Ask(ctx context.Context, route Route, c Call, waiting func(Req
 	}}
 	if s.sh != nil {
 		e.req.Holder = s.sh.holder
+	}
+	s.mu.Lock()
+	if s.sh == nil {
+		s.prune(now)
+	}
+	// Listed before it is stored: an answer on another replica that
+	// follows the store at once finds the call to wake.
+	s.reqs[e.req.ID] = e
+	created := e.req
+	s.mu.Unlock()
+	if s.sh != nil {
+		defer s.forget(e.req.ID)
 		if err := s.create(e.req); err != nil {
 			// Nobody could answer a request the other replicas cannot
 			// see: the call is denied with the store's error.
 			e.req.State, e.req.Reason, e.req.Decided = Withdrawn, err.Error(), s.now()
 			return e.req, err
 		}
-		defer s.forget(e.req.ID)
 	}
-	s.mu.Lock()
-	if s.sh == nil {
-		s.prune(now)
-	}
-	s.reqs[e.req.ID] = e
-	created := e.req
-	s.mu.Unlock()
 	if s.ev.Created != nil {
 		s.ev.Created(created)
 	}

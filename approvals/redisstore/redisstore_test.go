@@ -250,3 +250,24 @@ func TestAbandonedWhenItsHolderDies(t *testing.T) {
 		t.Errorf("a request marked abandoned more than once")
 	}
 }
+
+// TestStoreDownFailsClosed: with the store unreachable, a call is not
+// parked where nobody can answer it: Ask fails (the host denies the
+// call), and listing says why.
+func TestStoreDownFailsClosed(t *testing.T) {
+	testredis.VerifyNoGoroutines(t)
+	srv := testredis.Start(t)
+	srv.Stop()
+	a := newReplica(t, srv.URL(), "replica-a")
+	req, err := a.svc.Ask(context.Background(), oncall(1, time.Minute), approvals.Call{ID: "c1", Tool: "files_delete", Arguments: `{}`, Principal: caller},
+		func(approvals.Request) { t.Error("told to wait with the store down") })
+	if err == nil || !strings.Contains(err.Error(), "the shared store cannot be reached") || req.State == approvals.Approved {
+		t.Fatalf("Ask with the store down: %+v, %v", req, err)
+	}
+	if _, err := a.svc.List(); err == nil {
+		t.Error("List with the store down: no error")
+	}
+	if _, err := a.svc.Decide("apr-x", ann, true, "", ""); err == nil || errors.Is(err, approvals.ErrNotFound) {
+		t.Errorf("Decide with the store down: %v", err)
+	}
+}
