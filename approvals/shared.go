@@ -38,6 +38,9 @@ type Store interface {
 	Subscribe(ctx context.Context, fn func(id string)) error
 }
 
+// DefaultLease is NewShared's lease when it is given none.
+const DefaultLease = 30 * time.Second
+
 // storeTimeout bounds one exchange with the store.
 const storeTimeout = 5 * time.Second
 
@@ -56,6 +59,9 @@ type shared struct {
 // requests outlive it: a pending request whose holder has not renewed
 // its lease within lease is abandoned. Close stops it.
 func NewShared(ev Events, st Store, holder string, lease time.Duration) *Service {
+	if lease <= 0 {
+		lease = DefaultLease
+	}
 	s := New(ev)
 	ctx, stop := context.WithCancel(context.Background())
 	s.sh = &shared{st: st, holder: holder, lease: lease, stop: stop}
