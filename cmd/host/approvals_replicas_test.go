@@ -78,7 +78,7 @@ approval "pair" {
 
 // approvalLine is the approval of the audit line that the receipt in a
 // call's result names, on replica h.
-func approvalLine(t *testing.T, h *approvalsHost, meta map[string]any) (state string, by []string) {
+func approvalLine(t *testing.T, h *approvalsHost, meta map[string]any) (state, holder string, by []string) {
 	t.Helper()
 	var rec admin.Receipt
 	if raw, err := json.Marshal(meta["plugkit/receipt"]); err != nil || json.Unmarshal(raw, &rec) != nil || rec.Seq == 0 {
@@ -103,7 +103,7 @@ func approvalLine(t *testing.T, h *approvalsHost, meta map[string]any) (state st
 			by = append(by, d.By)
 		}
 	}
-	return l.Approval.State, by
+	return l.Approval.State, l.Approval.Holder, by
 }
 
 // TestApprovalsAcrossReplicas: two `host run` share a redis-server. A
@@ -143,8 +143,8 @@ func TestApprovalsAcrossReplicas(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(workspace, "todo.md")); !os.IsNotExist(err) {
 			t.Errorf("the approved delete did not run on A: %v", err)
 		}
-		if state, by := approvalLine(t, a, r.Meta); state != "approved" || len(by) != 1 || by[0] != b.me {
-			t.Errorf("A's audit line: approval %s by %v, want approved by %s", state, by, b.me)
+		if state, holder, by := approvalLine(t, a, r.Meta); state != "approved" || holder != req.Holder || len(by) != 1 || by[0] != b.me {
+			t.Errorf("A's audit line: approval %s (held by %s) by %v, want approved by %s, held by %s", state, holder, by, b.me, req.Holder)
 		}
 		// A lists it as B answered it.
 		if got, _ := a.requestState(t, req.ID); got != "approved" {
@@ -174,7 +174,7 @@ func TestApprovalsAcrossReplicas(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(workspace, "new.md")); err != nil {
 			t.Errorf("write_file did not run: %v", err)
 		}
-		if state, by := approvalLine(t, a, r.Meta); state != "approved" || strings.Join(by, ",") != b.me+",user:ann" {
+		if state, _, by := approvalLine(t, a, r.Meta); state != "approved" || strings.Join(by, ",") != b.me+",user:ann" {
 			t.Errorf("A's audit line: approval %s by %v", state, by)
 		}
 	})
