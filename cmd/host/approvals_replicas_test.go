@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"html"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -111,7 +112,8 @@ func approvalLine(t *testing.T, h *approvalsHost, meta map[string]any) (state, h
 // B's `host approvals` lists it and approves it, and the agent gets the
 // tool's result from A, whose audit line names B's approver. A quorum of
 // two takes two distinct principals, one on each replica (this user with
-// the CLI, user:ann in B's console), not one twice. When A is killed
+// the CLI, user:ann in B's console), not one twice, and the caller
+// signed in to B's console cannot approve its own call. When A is killed
 // with a call parked, B shows its request abandoned and refuses to
 // approve it.
 func TestApprovalsAcrossReplicas(t *testing.T) {
@@ -166,7 +168,13 @@ func TestApprovalsAcrossReplicas(t *testing.T) {
 		if got, _ := b.requestState(t, req.ID); got != "pending" {
 			t.Fatalf("one distinct approver of two: %s", got)
 		}
-		consoleApprove(t, "http://"+consoleAddr, b.annKey, req.ID, req.ArgsSHA256)
+		// The caller itself, signed in to B's console, is refused.
+		if page := consoleApprove(t, "http://"+consoleAddr, b.key, req.ID, req.ArgsSHA256); !strings.Contains(html.UnescapeString(page), "the call's own principal cannot approve") {
+			t.Errorf("the caller approving its own call in B's console:\n%s", page)
+		}
+		if page := consoleApprove(t, "http://"+consoleAddr, b.annKey, req.ID, req.ArgsSHA256); !strings.Contains(page, "approved by") {
+			t.Errorf("ann's approval in B's console:\n%s", page)
+		}
 		r := recvWithin(t, ctx, done, "the call approved by two")
 		if r.IsError {
 			t.Fatalf("the call approved by two: %s", toolText(r))
@@ -211,9 +219,9 @@ func TestApprovalsAcrossReplicas(t *testing.T) {
 	})
 }
 
-// consoleApprove signs in to the console at base with an API key and
-// approves request id there.
-func consoleApprove(t *testing.T, base, key, id, argsSHA256 string) {
+// consoleApprove signs in to the console at base with an API key,
+// approves request id there and returns the page it is sent back to.
+func consoleApprove(t *testing.T, base, key, id, argsSHA256 string) string {
 	t.Helper()
 	jar, _ := cookiejar.New(nil)
 	tr := &http.Transport{}
@@ -254,7 +262,8 @@ func consoleApprove(t *testing.T, base, key, id, argsSHA256 string) {
 		t.Fatal("the approvals page has no CSRF token")
 	}
 	code, body := post("/approvals/"+id+"/approve", url.Values{"csrf": {tok[1]}, "args_sha256": {argsSHA256}})
-	if code != http.StatusOK || !strings.Contains(body, "approved by") {
+	if code != http.StatusOK {
 		t.Fatalf("console approve: %d\n%s", code, body)
 	}
+	return body
 }
