@@ -38,13 +38,22 @@ func (s *Server) approve(w http.ResponseWriter, r *http.Request) { s.decide(w, r
 func (s *Server) deny(w http.ResponseWriter, r *http.Request) { s.decide(w, r, false) }
 
 func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, s.c.Host.Approvals.Service.List())
+	reqs, err := s.c.Host.Approvals.Service.List()
+	if err != nil {
+		writeJSON(w, http.StatusServiceUnavailable, Message{Error: err.Error()})
+		return
+	}
+	writeJSON(w, http.StatusOK, reqs)
 }
 
 func (s *Server) showApproval(w http.ResponseWriter, r *http.Request) {
-	req, ok := s.c.Host.Approvals.Service.Get(r.PathValue("id"))
-	if !ok {
+	req, err := s.c.Host.Approvals.Service.Get(r.PathValue("id"))
+	switch {
+	case errors.Is(err, approvals.ErrNotFound):
 		writeJSON(w, http.StatusNotFound, Message{Error: "approvals: no request " + r.PathValue("id")})
+		return
+	case err != nil:
+		writeJSON(w, http.StatusServiceUnavailable, Message{Error: err.Error()})
 		return
 	}
 	writeJSON(w, http.StatusOK, req)
@@ -68,6 +77,9 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, approve bool) {
 	switch {
 	case errors.Is(err, approvals.ErrNotFound):
 		writeJSON(w, http.StatusNotFound, Message{Error: "approvals: " + err.Error()})
+	case err != nil && req.ID == "":
+		// The store failed: nothing was answered.
+		writeJSON(w, http.StatusServiceUnavailable, Message{Error: err.Error()})
 	case err != nil:
 		writeJSON(w, http.StatusConflict, DecideAnswer{Request: req, Error: "approvals: refused: " + err.Error()})
 	default:

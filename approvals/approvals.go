@@ -82,6 +82,9 @@ type Request struct {
 	Reason    string     `json:"reason,omitempty"`
 	Decided   time.Time  `json:"decided,omitzero"`
 	Decisions []Decision `json:"decisions"`
+	// Holder is the replica that holds the call, when the requests are
+	// shared by several (a store); empty otherwise.
+	Holder string `json:"holder,omitempty"`
 }
 
 // Approvals counts the distinct approvals that counted.
@@ -122,22 +125,34 @@ type Events struct {
 	Ended func(Request)
 	// Refused is called for each answer that did not count.
 	Refused func(Request, Decision)
+	// Abandoned is called, with a store, on the replica that finds a
+	// request whose holder is gone and marks it abandoned (the holder,
+	// dead, tells nothing).
+	Abandoned func(Request)
 }
 
-// Service holds the requests of one host.
+// Service holds the requests of one host, or, with a store, the calls
+// this replica holds of the requests every replica shares (shared.go).
 type Service struct {
 	ev  Events
 	now func() time.Time
 	// keep is how long a decided request stays listed.
 	keep time.Duration
+	// sh is nil without a store.
+	sh *shared
 
-	mu   sync.Mutex
+	mu sync.Mutex
+	// reqs are every request without a store; with one, the calls this
+	// replica holds while they wait.
 	reqs map[string]*entry
 }
 
 type entry struct {
 	req  Request
 	done chan struct{} // closed when req leaves Pending
+	// ended is set when done is closed (with a store, req then holds the
+	// request as the store ended it).
+	ended bool
 }
 
 // New returns an empty service.
@@ -164,11 +179,27 @@ func (s *Service) Ask(ctx context.Context, route Route, c Call, waiting func(Req
 		Route: route.Name, Approvers: slices.Clone(route.Approvers), Quorum: max(route.Quorum, 1),
 		Created: now, Expires: now.Add(route.Timeout), State: Pending, Decisions: []Decision{},
 	}}
+	if s.sh != nil {
+		e.req.Holder = s.sh.holder
+	}
 	s.mu.Lock()
-	s.prune(now)
+	if s.sh == nil {
+		s.prune(now)
+	}
+	// Listed before it is stored: an answer on another replica that
+	// follows the store at once finds the call to wake.
 	s.reqs[e.req.ID] = e
 	created := e.req
 	s.mu.Unlock()
+	if s.sh != nil {
+		defer s.forget(e.req.ID)
+		if err := s.create(e.req); err != nil {
+			// Nobody could answer a request the other replicas cannot
+			// see: the call is denied with the store's error.
+			e.req.State, e.req.Reason, e.req.Decided = Withdrawn, err.Error(), s.now()
+			return e.req, err
+		}
+	}
 	if s.ev.Created != nil {
 		s.ev.Created(created)
 	}
@@ -195,6 +226,10 @@ func (s *Service) Ask(ctx context.Context, route Route, c Call, waiting func(Req
 
 // end moves e out of Pending, once.
 func (s *Service) end(e *entry, state, reason string) {
+	if s.sh != nil {
+		s.endShared(e, state, reason)
+		return
+	}
 	s.mu.Lock()
 	if e.req.State != Pending {
 		s.mu.Unlock()
@@ -219,31 +254,45 @@ func (s *Service) prune(now time.Time) {
 }
 
 // List returns the requests, pending ones first, each group oldest first.
-func (s *Service) List() []Request {
+// Only a store fails.
+func (s *Service) List() ([]Request, error) {
+	if s.sh != nil {
+		out, err := s.listShared()
+		sortRequests(out)
+		return out, err
+	}
 	s.mu.Lock()
 	out := make([]Request, 0, len(s.reqs))
 	for _, e := range s.reqs {
 		out = append(out, clone(e.req))
 	}
 	s.mu.Unlock()
+	sortRequests(out)
+	return out, nil
+}
+
+func sortRequests(out []Request) {
 	sort.Slice(out, func(i, j int) bool {
 		if (out[i].State == Pending) != (out[j].State == Pending) {
 			return out[i].State == Pending
 		}
 		return out[i].Created.Before(out[j].Created)
 	})
-	return out
 }
 
-// Get returns one request.
-func (s *Service) Get(id string) (Request, bool) {
+// Get returns one request; ErrNotFound when there is none (or, with a
+// store, the store's error).
+func (s *Service) Get(id string) (Request, error) {
+	if s.sh != nil {
+		return s.getShared(id)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, ok := s.reqs[id]
 	if !ok {
-		return Request{}, false
+		return Request{}, fmt.Errorf("%w: %s", ErrNotFound, id)
 	}
-	return clone(e.req), true
+	return clone(e.req), nil
 }
 
 func clone(r Request) Request {
@@ -259,6 +308,9 @@ func clone(r Request) Request {
 // so that the record shows the attempt. The request returned is as it is
 // after the answer.
 func (s *Service) Decide(id string, by identity.Principal, approve bool, reason, argsSHA256 string) (Request, error) {
+	if s.sh != nil {
+		return s.decideShared(id, by, approve, reason, argsSHA256)
+	}
 	s.mu.Lock()
 	e, ok := s.reqs[id]
 	if !ok {
@@ -268,27 +320,55 @@ func (s *Service) Decide(id string, by identity.Principal, approve bool, reason,
 	if e.req.State != Pending {
 		r := clone(e.req)
 		s.mu.Unlock()
-		return r, fmt.Errorf("%w: %s is %s", ErrNotPending, id, r.State)
+		return r, notPending(r)
 	}
-	d := Decision{By: by.String(), Approve: approve, Reason: reason, At: s.now()}
-	var err error
+	state, why, err := answer(&e.req, by, approve, reason, argsSHA256, s.now())
+	snapshot := clone(e.req)
+	s.mu.Unlock()
+	if err != nil {
+		if s.ev.Refused != nil {
+			s.ev.Refused(snapshot, snapshot.Decisions[len(snapshot.Decisions)-1])
+		}
+		return snapshot, err
+	}
+	if state != "" {
+		s.end(e, state, why)
+	}
+	return s.Get(id)
+}
+
+// notPending is the error of an answer to r, which has ended.
+func notPending(r Request) error {
+	if r.State == Abandoned {
+		return fmt.Errorf("%w: %s is %s: %s; it can no longer be answered", ErrNotPending, r.ID, r.State, r.Reason)
+	}
+	return fmt.Errorf("%w: %s is %s", ErrNotPending, r.ID, r.State)
+}
+
+// answer records by's answer on r, a pending request, by the rules every
+// replica applies alike: the separation of duties, the route's approvers,
+// the binding to the arguments, a quorum of distinct principals, one Deny
+// ending it. An answer that does not count is kept, marked refused, and
+// err says why. state is what the answer ends r in ("" while it waits on),
+// why the reason; the caller moves r there.
+func answer(r *Request, by identity.Principal, approve bool, reason, argsSHA256 string, now time.Time) (state, why string, err error) {
+	d := Decision{By: by.String(), Approve: approve, Reason: reason, At: now}
 	switch {
 	case by.ID == "" && by.Kind == "":
 		err = fmt.Errorf("%w: an anonymous principal cannot answer", ErrNotApprover)
-	case by.String() == e.req.Principal:
-		err = fmt.Errorf("%w: %s made the call %s", ErrSelf, d.By, e.req.CallID)
-	case !slices.ContainsFunc(e.req.Approvers, by.Matches):
-		err = fmt.Errorf("%w: %s is not %s", ErrNotApprover, d.By, strings.Join(e.req.Approvers, " or "))
-	case argsSHA256 != "" && argsSHA256 != e.req.ArgsSHA256:
-		err = fmt.Errorf("%w: answered for arguments %s, the call's are %s", ErrStale, short(argsSHA256), short(e.req.ArgsSHA256))
-	case slices.ContainsFunc(e.req.Decisions, func(o Decision) bool { return o.Refused == "" && o.By == d.By }):
-		err = fmt.Errorf("%w: %s (quorum needs %d distinct approvers)", ErrAnswered, d.By, e.req.Quorum)
+	case by.String() == r.Principal:
+		err = fmt.Errorf("%w: %s made the call %s", ErrSelf, d.By, r.CallID)
+	case !slices.ContainsFunc(r.Approvers, by.Matches):
+		err = fmt.Errorf("%w: %s is not %s", ErrNotApprover, d.By, strings.Join(r.Approvers, " or "))
+	case argsSHA256 != "" && argsSHA256 != r.ArgsSHA256:
+		err = fmt.Errorf("%w: answered for arguments %s, the call's are %s", ErrStale, short(argsSHA256), short(r.ArgsSHA256))
+	case slices.ContainsFunc(r.Decisions, func(o Decision) bool { return o.Refused == "" && o.By == d.By }):
+		err = fmt.Errorf("%w: %s (quorum needs %d distinct approvers)", ErrAnswered, d.By, r.Quorum)
 	}
 	if err != nil {
 		d.Refused = err.Error()
 	}
-	e.req.Decisions = append(e.req.Decisions, d)
-	var state, why string
+	r.Decisions = append(r.Decisions, d)
 	switch {
 	case err != nil:
 	case !approve:
@@ -296,28 +376,16 @@ func (s *Service) Decide(id string, by identity.Principal, approve bool, reason,
 		if reason != "" {
 			why += ": " + reason
 		}
-	case e.req.Approvals() >= e.req.Quorum:
+	case r.Approvals() >= r.Quorum:
 		var names []string
-		for _, o := range e.req.Decisions {
+		for _, o := range r.Decisions {
 			if o.Refused == "" && o.Approve {
 				names = append(names, o.By)
 			}
 		}
 		state, why = Approved, "approved by "+strings.Join(names, ", ")
 	}
-	snapshot := clone(e.req)
-	s.mu.Unlock()
-	if err != nil {
-		if s.ev.Refused != nil {
-			s.ev.Refused(snapshot, d)
-		}
-		return snapshot, err
-	}
-	if state != "" {
-		s.end(e, state, why)
-	}
-	r, _ := s.Get(id)
-	return r, nil
+	return state, why, err
 }
 
 func short(h string) string {

@@ -212,7 +212,12 @@ type pending struct {
 
 func (con *Console) approvalsPage(w http.ResponseWriter, r *http.Request, s *session) {
 	var open, done []pending
-	for _, req := range con.c.Approvals.List() {
+	note := r.URL.Query().Get("note")
+	reqs, err := con.c.Approvals.List()
+	if err != nil {
+		note = "requests not listed: " + err.Error()
+	}
+	for _, req := range reqs {
 		p := pending{Request: req, Shown: req.Arguments, Approvals: req.Approvals(), Mine: req.Principal == s.who.String()}
 		if red, _, err := con.scan.RedactJSON([]byte(req.Arguments)); err == nil {
 			p.Shown = string(red)
@@ -226,7 +231,7 @@ func (con *Console) approvalsPage(w http.ResponseWriter, r *http.Request, s *ses
 		}
 	}
 	con.render(w, "approvals.html", map[string]any{"Who": s.who.String(), "CSRF": s.csrf, "Pending": open, "Done": done,
-		"Note": r.URL.Query().Get("note"), "Page": "approvals"})
+		"Note": note, "Page": "approvals"})
 }
 
 func (con *Console) decide(w http.ResponseWriter, r *http.Request, s *session) {

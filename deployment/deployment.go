@@ -116,6 +116,14 @@ type Host struct {
 	// a bridged upstream, and where their tokens are kept; nil without a
 	// user_consent block.
 	UserConsent *UserConsent
+
+	// ApprovalStore, when set, is a Redis URL where every replica keeps
+	// the requests of the approval routes, so that any replica lists and
+	// answers them; "" keeps them in this process.
+	ApprovalStore string
+	// ApprovalLeaseTTL is how long a replica's parked calls outlive it in
+	// the store: past it, their requests are abandoned. 0 without a store.
+	ApprovalLeaseTTL time.Duration
 }
 
 // TLSFiles are a PEM certificate (chain) and its key, absolute paths; they

@@ -186,6 +186,7 @@ func (p *parser) host(hs *hostSyntax) Host {
 		}
 	}
 	h.ApprovalTimeout = p.duration(body, "approval_timeout", hs.ApprovalTimeout, h.ApprovalTimeout)
+	p.approvalStore(hs, &h)
 	h.ListenerTimeout = p.duration(body, "listener_timeout", hs.ListenerTimeout, h.ListenerTimeout)
 	h.StartTimeout = p.duration(body, "start_timeout", hs.StartTimeout, h.StartTimeout)
 	h.DrainTimeout = p.duration(body, "drain_timeout", hs.DrainTimeout, h.DrainTimeout)

@@ -44,6 +44,8 @@ type hostSyntax struct {
 	MaxDescBytes    *int               `hcl:"max_description_bytes,optional"`
 	LogLevel        *string            `hcl:"log_level,optional"`
 	ApprovalTimeout *string            `hcl:"approval_timeout,optional"`
+	ApprovalStore   *string            `hcl:"approval_store,optional"`
+	ApprovalLease   *string            `hcl:"approval_lease_ttl,optional"`
 	ListenerTimeout *string            `hcl:"listener_timeout,optional"`
 	StartTimeout    *string            `hcl:"start_timeout,optional"`
 	DrainTimeout    *string            `hcl:"drain_timeout,optional"`

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -43,6 +44,8 @@ type Approvals struct {
 	routes func() []deployment.Approval
 	// notifier delivers the routes' webhooks (nil in a bare NewApprovals).
 	notifier *approvals.Notifier
+	// store is the shared store's connections (nil without one).
+	store io.Closer
 
 	mu     sync.Mutex
 	askers map[string]Asker

@@ -236,6 +236,7 @@ func New(d *deployment.Deployment, log hclog.Logger) (*Host, error) {
 	cm, err := newConsent(d.Host.UserConsent)
 	if err != nil {
 		k.Close()
+		h.Approvals.closeApprovals()
 		return nil, err
 	}
 	if cm != nil {
@@ -249,6 +250,7 @@ func New(d *deployment.Deployment, log hclog.Logger) (*Host, error) {
 		t, err := tracing.New(context.Background(), tracing.Config{Endpoint: tc.Endpoint, Sample: tc.Sample, Headers: tc.Headers}, Version)
 		if err != nil {
 			k.Close()
+			h.Approvals.closeApprovals()
 			if cm != nil {
 				_ = cm.Vault().Close()
 			}
@@ -262,6 +264,7 @@ func New(d *deployment.Deployment, log hclog.Logger) (*Host, error) {
 	h.tools = tools
 	if err := tools.SetShadow(shadowRules(d)); err != nil {
 		k.Close()
+		h.Approvals.closeApprovals()
 		return nil, err
 	}
 	// Per-tool series go with their tool (a bridged server may declare and
@@ -377,6 +380,7 @@ func (h *Host) closeBuiltins(ctx context.Context) {
 	if n := h.Approvals.notifier; n != nil {
 		n.Close()
 	}
+	h.Approvals.closeApprovals()
 	h.k.Close()
 	h.tools.Close()
 	if h.limitStore != nil {

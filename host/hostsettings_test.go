@@ -29,7 +29,7 @@ func TestSettingNames(t *testing.T) {
 		"EgressResolver": "egress_resolver", "ReceiptsFrom": "receipts_from",
 		"ReceiptsFromRange": "receipts_from_range", // never reported: see below
 		"RunDir":            "run_dir", "ExplainOnly": "explain_only", "MaxDescriptionBytes": "max_description_bytes",
-		"UserConsent": "user_consent",
+		"UserConsent": "user_consent", "ApprovalStore": "approval_store", "ApprovalLeaseTTL": "approval_lease_ttl",
 	}
 	typ := reflect.TypeOf(deployment.Host{})
 	for i := 0; i < typ.NumField(); i++ {

@@ -92,7 +92,7 @@ func (h *Host) routeApprovals() error {
 		}
 	}
 	a.notifier = approvals.NewNotifier()
-	a.Service = approvals.New(approvals.Events{
+	svc, store, err := approvalService(h.Deployment.Host, approvals.Events{
 		Created: func(r approvals.Request) {
 			h.Metrics.ApprovalRequested(r.Route)
 			h.log.Info("call waiting for approval", "request", r.ID, "call", r.CallID, "tool", r.Tool, "route", r.Route, "principal", r.Principal)
@@ -102,11 +102,19 @@ func (h *Host) routeApprovals() error {
 			h.Metrics.ApprovalEnded(r.Route, r.State, r.Decided.Sub(r.Created))
 			h.log.Info("approval request ended", "request", r.ID, "call", r.CallID, "state", r.State, "reason", r.Reason)
 		},
+		Abandoned: func(r approvals.Request) {
+			h.Metrics.ApprovalAbandoned(r.Route)
+			h.log.Warn("approval request abandoned", "request", r.ID, "call", r.CallID, "holder", r.Holder, "reason", r.Reason)
+		},
 		Refused: func(r approvals.Request, d approvals.Decision) {
 			h.Metrics.ApprovalAnswerRefused(r.Route)
 			h.log.Warn("approval answer refused", "request", r.ID, "call", r.CallID, "by", d.By, "why", d.Refused)
 		},
 	})
+	if err != nil {
+		return err
+	}
+	a.Service, a.store = svc, store
 	return nil
 }
 

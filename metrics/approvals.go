@@ -60,6 +60,12 @@ func (m *Metrics) ApprovalEnded(route, state string, waited time.Duration) {
 	m.routes.seconds.WithLabelValues(route).Observe(waited.Seconds())
 }
 
+// ApprovalAbandoned counts a request of route that this replica found
+// abandoned by the replica that held it (whose pending gauge it was).
+func (m *Metrics) ApprovalAbandoned(route string) {
+	m.routes.outcomes.WithLabelValues(route, "abandoned").Inc()
+}
+
 // ApprovalAnswerRefused counts an answer to a request of route that did
 // not count.
 func (m *Metrics) ApprovalAnswerRefused(route string) { m.routes.refused.WithLabelValues(route).Inc() }

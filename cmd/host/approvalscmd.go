@@ -101,6 +101,9 @@ func redactedArguments(args string) string {
 
 func printRequest(e *env, r admin.ApprovalRequest) {
 	fmt.Fprintf(e.stdout, "request    %s (%s)\n", shown(r.ID), r.State)
+	if r.Holder != "" {
+		fmt.Fprintf(e.stdout, "held by    %s (the replica where the call waits)\n", shown(r.Holder))
+	}
 	fmt.Fprintf(e.stdout, "tool       %s\n", shown(r.Tool))
 	fmt.Fprintf(e.stdout, "arguments  %s\n", shown(r.Arguments))
 	fmt.Fprintf(e.stdout, "args hash  %s\n", r.ArgsSHA256)
