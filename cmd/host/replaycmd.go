@@ -79,13 +79,17 @@ type replayedCall struct {
 	ID        string `json:"id"`
 	Tool      string `json:"tool"`
 	Principal string `json:"principal"`
-	Arguments string `json:"arguments,omitempty"`
-	Was       string `json:"was"`
-	WasBy     string `json:"was_decided_by,omitempty"`
-	Now       string `json:"now,omitempty"`
-	NowBy     string `json:"now_decided_by,omitempty"`
-	Rule      string `json:"rule,omitempty"`
-	Reason    string `json:"reason,omitempty"`
+	// Attributes are the principal's attributes as the line recorded
+	// them; AttributesUnknown marks a line written before they were.
+	Attributes        []string `json:"attributes,omitempty"`
+	AttributesUnknown bool     `json:"attributes_unknown,omitempty"`
+	Arguments         string   `json:"arguments,omitempty"`
+	Was               string   `json:"was"`
+	WasBy             string   `json:"was_decided_by,omitempty"`
+	Now               string   `json:"now,omitempty"`
+	NowBy             string   `json:"now_decided_by,omitempty"`
+	Rule              string   `json:"rule,omitempty"`
+	Reason            string   `json:"reason,omitempty"`
 }
 
 // replayGroup is the changed calls of one direction and deciding rule.
@@ -106,12 +110,16 @@ type replayReport struct {
 	Unchanged int    `json:"unchanged"`
 	Changed   int    `json:"changed"`
 	// Loosened and Tightened count the changes each way.
-	Loosened    int            `json:"loosened"`
-	Tightened   int            `json:"tightened"`
-	Groups      []*replayGroup `json:"groups"`
-	NotJudged   []replayedCall `json:"not_judged"`
-	Seconds     float64        `json:"seconds"`
-	CallsPerSec float64        `json:"calls_per_second"`
+	Loosened  int            `json:"loosened"`
+	Tightened int            `json:"tightened"`
+	Groups    []*replayGroup `json:"groups"`
+	NotJudged []replayedCall `json:"not_judged"`
+	// WithoutAttributes counts the calls judged whose line does not record
+	// the principal's attributes (written before they were): judged as
+	// for a principal without any.
+	WithoutAttributes int     `json:"without_attributes"`
+	Seconds           float64 `json:"seconds"`
+	CallsPerSec       float64 `json:"calls_per_second"`
 	// Changes lists every changed call, in the logs' order (the groups
 	// hold examples only).
 	Changes []replayedCall `json:"changes"`
@@ -224,8 +232,14 @@ func replay(ctx context.Context, h *host.Host, calls []recordedCall) *replayRepo
 		l := c.Line
 		rc := replayedCall{File: c.File, Seq: l.Seq, ID: l.ID, Tool: l.Tool, Principal: l.PrincipalKind + ":" + l.Principal,
 			Was: outcomeOf(l), WasBy: l.DecidedBy}
-		if l.Principal == "" && l.PrincipalKind == "" {
+		p := pipeline.Principal{ID: l.Principal, Kind: l.PrincipalKind, Attributes: l.PrincipalAttributes}
+		switch {
+		case l.Principal == "" && l.PrincipalKind == "":
 			rc.Principal = "anonymous"
+		case l.PrincipalAttributes == nil:
+			rc.AttributesUnknown = true
+		default:
+			rc.Attributes = l.PrincipalAttributes
 		}
 		switch {
 		case strings.Contains(l.Tool, ":"):
@@ -240,7 +254,6 @@ func replay(ctx context.Context, h *host.Host, calls []recordedCall) *replayRepo
 			continue
 		}
 		rc.Arguments = string(l.Arguments)
-		p := pipeline.Principal{ID: l.Principal, Kind: l.PrincipalKind}
 		x := h.Explain(pipeline.WithPrincipal(ctx, p), l.Tool, l.Arguments, l.Caller)
 		rc.Now, rc.NowBy, rc.Rule = x.Outcome, x.DecidedBy, x.Rule
 		if rc.Now != rc.Was && bytes.Contains(l.Arguments, []byte(redactedMark)) {
@@ -252,6 +265,9 @@ func replay(ctx context.Context, h *host.Host, calls []recordedCall) *replayRepo
 			continue
 		}
 		rep.Judged++
+		if rc.AttributesUnknown {
+			rep.WithoutAttributes++
+		}
 		rc.Reason = x.Reason
 		if rc.Now == rc.Was {
 			rep.Unchanged++
@@ -316,7 +332,7 @@ func printReplay(w io.Writer, rep *replayReport) {
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, shown(fmt.Sprintf("%s (%s): %d calls", g.Direction, what, g.Count)))
 		for _, c := range g.Examples {
-			line := fmt.Sprintf("  seq %d  %s %s for %s: was %s", c.Seq, c.Tool, compactJSON(c.Arguments), c.Principal, c.Was)
+			line := fmt.Sprintf("  seq %d  %s %s for %s: was %s", c.Seq, c.Tool, compactJSON(c.Arguments), c.who(), c.Was)
 			if c.Now != pipeline.WouldRun && c.Reason != "" {
 				line += ", now " + c.Now + ": " + c.Reason
 			}
@@ -330,8 +346,26 @@ func printReplay(w io.Writer, rep *replayReport) {
 				fmt.Fprintf(w, "  ... and %d more (--json lists them all)\n", len(rep.NotJudged)-i)
 				break
 			}
-			fmt.Fprintln(w, shown(fmt.Sprintf("  seq %d  %s for %s: %s", c.Seq, c.Tool, c.Principal, c.Reason)))
+			fmt.Fprintln(w, shown(fmt.Sprintf("  seq %d  %s for %s: %s", c.Seq, c.Tool, c.who(), c.Reason)))
 		}
 	}
+	if rep.WithoutAttributes > 0 {
+		fmt.Fprintf(w, "\n%d calls judged as for a principal without attributes: their lines do not record the principal's (written before principal_attributes was)\n", rep.WithoutAttributes)
+	}
 	fmt.Fprintf(w, "\n%d calls judged in %.2fs (%.0f calls/s)\n", rep.Judged, rep.Seconds, rep.CallsPerSec)
+}
+
+// who is the call's principal with the group attributes it was judged
+// with ("agent:ann (group:canary)"), as the report shows it.
+func (c replayedCall) who() string {
+	var groups []string
+	for _, a := range c.Attributes {
+		if strings.HasPrefix(a, "group:") {
+			groups = append(groups, a)
+		}
+	}
+	if len(groups) == 0 {
+		return c.Principal
+	}
+	return c.Principal + " (" + strings.Join(groups, ", ") + ")"
 }
