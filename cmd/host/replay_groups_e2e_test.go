@@ -262,6 +262,50 @@ func TestReplayGroupsEndToEnd(t *testing.T) {
 	if !strings.Contains(out, fmt.Sprintf("%d calls judged as for a principal without attributes", n)) {
 		t.Errorf("replay of old lines does not say their attributes are unknown:\n%s", out)
 	}
+
+	// (e) A log without arguments (record_arguments off): under the
+	// tightened candidate, the calls whose every call is now denied for
+	// their principal whatever the arguments (the readers' list_dir, by a
+	// rule on the tool and the group) are judged; every other call is
+	// listed as not judged, saying why.
+	var bare strings.Builder
+	stripArgs := regexp.MustCompile(`,"arguments":\{[^}]*\}`)
+	for _, text := range strings.SplitAfter(logText, "\n") {
+		bare.WriteString(stripArgs.ReplaceAllString(text, ""))
+	}
+	bareLog := filepath.Join(t.TempDir(), "bare.log")
+	if err := os.WriteFile(bareLog, []byte(bare.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	noArgs := replayJSON(tight, bareLog)
+	var readersList []uint64
+	for _, c := range rep.Changes {
+		if c.Rule == "readers-no-list" {
+			readersList = append(readersList, c.Seq)
+		}
+	}
+	var judged []uint64
+	for _, c := range noArgs.Changes {
+		if !c.ArgumentsUnrecorded || c.Now != "DENIED" || c.Rule != "readers-no-list" {
+			t.Errorf("without arguments: %+v", c)
+		}
+		judged = append(judged, c.Seq)
+	}
+	if noArgs.Judged != len(readersList) || noArgs.WithoutArguments != len(readersList) || !slices.Equal(judged, readersList) ||
+		len(noArgs.NotJudged) != n-len(readersList) {
+		t.Fatalf("without arguments: %d judged (%d without arguments), changed %v, want %v; %d not judged",
+			noArgs.Judged, noArgs.WithoutArguments, judged, readersList, len(noArgs.NotJudged))
+	}
+	for _, c := range noArgs.NotJudged {
+		if !strings.Contains(c.Reason, "arguments not recorded") || !strings.Contains(c.Reason, "depends on its arguments") {
+			t.Errorf("not judged without arguments: %+v", c)
+		}
+	}
+	out, _, _ = cli(t, "replay", "-c", tight, bareLog)
+	if !strings.Contains(out, fmt.Sprintf("%d calls judged without their arguments", len(readersList))) {
+		t.Errorf("replay without arguments, for a person:\n%s", out)
+	}
+	t.Logf("host replay of a log without arguments, group rules tightened:\n%s", out)
 }
 
 func mapsEqual(a, b map[string]int) bool {

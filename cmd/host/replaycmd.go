@@ -46,10 +46,12 @@ func replayCommand(e *env) *cobra.Command {
 			"policy; no admin socket, MCP or metrics), explain each call of the audit logs\n" +
 			"under it as `host explain` does (stages 0-2: nothing executes, nothing is\n" +
 			"audited, no approver is asked), for the principal and with the arguments the\n" +
-			"log recorded, and print the calls whose outcome would change, grouped by\n" +
-			"direction (now denied, now allowed, now asked) and by the rule that decides.\n" +
-			"A call whose line has no arguments (the audit's record_arguments is off) is\n" +
-			"not judged, and said so. --fail-on loosen, tighten or any exits 6 when a\n" +
+			"log recorded (its attributes too), and print the calls whose outcome would\n" +
+			"change, grouped by direction (now denied, now allowed, now asked) and by the\n" +
+			"rule that decides. A call whose line has no arguments (the audit's\n" +
+			"record_arguments is off) is judged only when the candidate denies every call\n" +
+			"of its tool by its principal; otherwise it is not judged, and said so.\n" +
+			"--fail-on loosen, tighten or any exits 6 when a\n" +
 			"change goes that way, so that CI can gate a policy change.",
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -84,12 +86,15 @@ type replayedCall struct {
 	Attributes        []string `json:"attributes,omitempty"`
 	AttributesUnknown bool     `json:"attributes_unknown,omitempty"`
 	Arguments         string   `json:"arguments,omitempty"`
-	Was               string   `json:"was"`
-	WasBy             string   `json:"was_decided_by,omitempty"`
-	Now               string   `json:"now,omitempty"`
-	NowBy             string   `json:"now_decided_by,omitempty"`
-	Rule              string   `json:"rule,omitempty"`
-	Reason            string   `json:"reason,omitempty"`
+	// ArgumentsUnrecorded marks a call judged without its arguments (the
+	// candidate denies every call of the tool by the principal).
+	ArgumentsUnrecorded bool   `json:"arguments_unrecorded,omitempty"`
+	Was                 string `json:"was"`
+	WasBy               string `json:"was_decided_by,omitempty"`
+	Now                 string `json:"now,omitempty"`
+	NowBy               string `json:"now_decided_by,omitempty"`
+	Rule                string `json:"rule,omitempty"`
+	Reason              string `json:"reason,omitempty"`
 }
 
 // replayGroup is the changed calls of one direction and deciding rule.
@@ -117,9 +122,13 @@ type replayReport struct {
 	// WithoutAttributes counts the calls judged whose line does not record
 	// the principal's attributes (written before they were): judged as
 	// for a principal without any.
-	WithoutAttributes int     `json:"without_attributes"`
-	Seconds           float64 `json:"seconds"`
-	CallsPerSec       float64 `json:"calls_per_second"`
+	WithoutAttributes int `json:"without_attributes"`
+	// WithoutArguments counts the calls judged although their line has no
+	// arguments: the candidate denies every call of the tool by the
+	// principal, whatever the arguments.
+	WithoutArguments int     `json:"without_arguments"`
+	Seconds          float64 `json:"seconds"`
+	CallsPerSec      float64 `json:"calls_per_second"`
 	// Changes lists every changed call, in the logs' order (the groups
 	// hold examples only).
 	Changes []replayedCall `json:"changes"`
@@ -244,8 +253,6 @@ func replay(ctx context.Context, h *host.Host, calls []recordedCall) *replayRepo
 		switch {
 		case strings.Contains(l.Tool, ":"):
 			rc.Reason = "not a tool call (" + l.Tool + ")"
-		case l.Arguments == nil:
-			rc.Reason = "arguments not recorded (the audit's record_arguments is off)"
 		case rc.Was == "":
 			rc.Reason = "the recorded outcome (" + l.Code + ") does not say what stage 2 decided"
 		}
@@ -253,8 +260,20 @@ func replay(ctx context.Context, h *host.Host, calls []recordedCall) *replayRepo
 			rep.NotJudged = append(rep.NotJudged, rc)
 			continue
 		}
-		rc.Arguments = string(l.Arguments)
-		x := h.Explain(pipeline.WithPrincipal(ctx, p), l.Tool, l.Arguments, l.Caller)
+		var x pipeline.Explanation
+		if l.Arguments == nil {
+			var why string
+			if x, why = withoutArguments(ctx, h, p, l.Tool, rc.Was); why != "" {
+				rc.Reason = why
+				rep.NotJudged = append(rep.NotJudged, rc)
+				continue
+			}
+			rc.ArgumentsUnrecorded = true
+			rep.WithoutArguments++
+		} else {
+			rc.Arguments = string(l.Arguments)
+			x = h.Explain(pipeline.WithPrincipal(ctx, p), l.Tool, l.Arguments, l.Caller)
+		}
 		rc.Now, rc.NowBy, rc.Rule = x.Outcome, x.DecidedBy, x.Rule
 		if rc.Now != rc.Was && bytes.Contains(l.Arguments, []byte(redactedMark)) {
 			// The credential the audit kept out of the log may be what
@@ -348,6 +367,9 @@ func printReplay(w io.Writer, rep *replayReport) {
 			}
 			fmt.Fprintln(w, shown(fmt.Sprintf("  seq %d  %s for %s: %s", c.Seq, c.Tool, c.who(), c.Reason)))
 		}
+	}
+	if rep.WithoutArguments > 0 {
+		fmt.Fprintf(w, "\n%d calls judged without their arguments (not recorded): the candidate denies every call of their tool for their principal\n", rep.WithoutArguments)
 	}
 	if rep.WithoutAttributes > 0 {
 		fmt.Fprintf(w, "\n%d calls judged as for a principal without attributes: their lines do not record the principal's (written before principal_attributes was)\n", rep.WithoutAttributes)
