@@ -121,7 +121,7 @@ func (t *Tools) Explain(ctx context.Context, name string, args json.RawMessage, 
 	s := t.acquire()
 	defer s.inflight.Add(-1)
 	id, _ := t.nextID()
-	e := &Execution{id: id, name: name, caller: caller, principal: PrincipalFrom(ctx), dryRun: true, shadows: t.shadows.Load()}
+	e := &Execution{id: id, name: name, caller: caller, principal: PrincipalFrom(ctx), dryRun: true, shadows: t.shadowsFor(s)}
 	x = Explanation{ID: id, Tool: name, Principal: e.principal.String(), Steps: []Step{}}
 	defer func() { x.Shadow = e.shadowed() }()
 	defer func() {

@@ -65,7 +65,9 @@ func (t *Tools) SetShadow(rules []ShadowRule) error {
 	return nil
 }
 
-// Shadow returns the shadow rules in force.
+// Shadow returns the deployment's shadow rules (SetShadow); the rules
+// plugins registered in shadow themselves (shadow_declared.go) are not
+// among them.
 func (t *Tools) Shadow() []ShadowRule {
 	set := t.shadows.Load()
 	if set == nil {

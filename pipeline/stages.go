@@ -17,7 +17,7 @@ func (t *Tools) Execute(ctx context.Context, name string, args json.RawMessage, 
 	s := t.acquire()
 	defer s.inflight.Add(-1)
 	id, seq := t.nextID()
-	e := &Execution{id: id, name: name, caller: caller, principal: PrincipalFrom(ctx), shadows: t.shadows.Load(), visibleOnly: visibleOnly(ctx)}
+	e := &Execution{id: id, name: name, caller: caller, principal: PrincipalFrom(ctx), shadows: t.shadowsFor(s), visibleOnly: visibleOnly(ctx)}
 	var c clock
 	ctx = c.begin(ctx, &t.opts, start, e, seq%t.opts.StageSample == 0)
 	r := t.run(ctx, s, e, args, &c, start)

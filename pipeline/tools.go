@@ -119,6 +119,9 @@ type Tools struct {
 	naming sync.Mutex
 	// shadows are the shadow rules (SetShadow); nil when there are none.
 	shadows atomic.Pointer[shadowSet]
+	// merged is the deployment's shadow rules with the current snapshot's
+	// declared ones (shadow_declared.go).
+	merged mergedCache
 	// seen caches the visible sets (visibleset.go).
 	seen visibleCache
 }
@@ -295,6 +298,9 @@ type snapshot struct {
 	post     []entry[PostExecuteFunc]
 	result   []entry[ResultFunc]
 	approver *entry[ApproverFunc]
+	// declared is the shadow rules of the guards registered in shadow;
+	// nil when there are none.
+	declared *shadowSet
 	// maxArgs is the largest argument bound of any tool (at least the
 	// default): what a front end may read of a call's body.
 	maxArgs int
@@ -314,6 +320,9 @@ type entry[F any] struct {
 	// visible: fn answers the visibility question (Execution.Visibility);
 	// a listener without it counts as one that may allow.
 	visible bool
+	// shadow, when set, puts the guard's rule in shadow: its plugin
+	// registered it so (Registrar.StartedGuardInShadow).
+	shadow *ShadowRule
 }
 
 func (e *entry[F]) wants(tool string) bool {
@@ -367,7 +376,7 @@ func (t *Tools) compile() {
 		*s = snapshot{
 			tools: prev.tools, absent: prev.absent, holds: prev.holds, maxArgs: prev.maxArgs,
 			pre: prev.pre, guards: prev.guards, exec: prev.exec, post: prev.post, result: prev.result,
-			approver: prev.approver,
+			approver: prev.approver, declared: prev.declared,
 		}
 	}
 	// One read of every changed point, so that a reload's swap is seen whole.
@@ -409,6 +418,9 @@ func (t *Tools) compile() {
 	}
 	recollect(&s.pre, all, PointPreExecute)
 	recollect(&s.guards, all, PointGuards)
+	if _, ok := all[PointGuards]; ok {
+		s.declared = declaredShadows(s.guards)
+	}
 	recollect(&s.exec, all, PointExecute)
 	recollect(&s.post, all, PointPostExecute)
 	recollect(&s.result, all, PointResult)

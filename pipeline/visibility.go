@@ -77,7 +77,9 @@ func (t *Tools) visible(ctx context.Context, s *snapshot, p Principal, name stri
 		v.DecidedBy, v.Reason = "host", "no tool named "+name
 		return v
 	}
-	e := &Execution{name: name, tool: &reg.info, principal: p, dryRun: true, visibility: true}
+	// A rule in shadow hides nothing: its denial is not applied to a call
+	// (unless a canary enforces it for p).
+	e := &Execution{name: name, tool: &reg.info, principal: p, dryRun: true, visibility: true, shadows: t.shadowsFor(s)}
 	rec := newRecorder(s)
 	d := t.decide(ctx, s, e, 0, rec)
 	v.Steps = append(v.Steps, rec.pre...)

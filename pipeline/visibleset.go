@@ -11,8 +11,11 @@ import (
 // VisibleSet is the tools shown to one principal (Tools.Visible for each
 // registered tool) as of one version of the pipeline. Read only.
 type VisibleSet struct {
-	gen   uint64
-	names map[string]struct{}
+	gen uint64
+	// shadows are the shadow rules it was computed with: a rule in shadow
+	// hides nothing, so a change of them (a reload) computes it again.
+	shadows *shadowSet
+	names   map[string]struct{}
 }
 
 // Has reports whether the tool called name is shown.
@@ -106,7 +109,8 @@ func (t *Tools) visibleSet(ctx context.Context, s *snapshot, p Principal) *Visib
 	key := principalClass(p)
 	t.seen.mu.Lock()
 	ent := t.seen.sets[key]
-	if old := ent.loaded(); ent == nil || (old != nil && old.gen != s.gen) {
+	shadows := t.shadowsFor(s)
+	if old := ent.loaded(); ent == nil || (old != nil && (old.gen != s.gen || old.shadows != shadows)) {
 		if t.seen.sets == nil || len(t.seen.sets) >= maxVisibleSets {
 			t.seen.sets = map[string]*visibleEntry{}
 		}
@@ -115,7 +119,7 @@ func (t *Tools) visibleSet(ctx context.Context, s *snapshot, p Principal) *Visib
 	}
 	t.seen.mu.Unlock()
 	ent.once.Do(func() { ent.set.Store(t.computeVisible(ctx, s, p)) })
-	if set := ent.set.Load(); set.gen == s.gen {
+	if set := ent.set.Load(); set.gen == s.gen && set.shadows == shadows {
 		return set
 	}
 	// Computed by another caller for another snapshot than ours.
@@ -134,7 +138,7 @@ func (t *Tools) computeVisible(ctx context.Context, s *snapshot, p Principal) *V
 	// The set outlives the request that first asked for it: its
 	// cancellation must not make a listener's answer a failure.
 	ctx = WithPrincipal(context.WithoutCancel(ctx), p)
-	v := &VisibleSet{gen: s.gen, names: make(map[string]struct{}, len(s.tools))}
+	v := &VisibleSet{gen: s.gen, shadows: t.shadowsFor(s), names: make(map[string]struct{}, len(s.tools))}
 	for name := range s.tools {
 		if t.visible(ctx, s, p, name).Shown {
 			v.names[name] = struct{}{}

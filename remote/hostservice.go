@@ -171,8 +171,21 @@ func (h *hostService) AddGuard(ctx context.Context, req *pb.AddGuardRequest) (*p
 	if err != nil {
 		return nil, err
 	}
+	if !req.GetShadow() && len(req.GetEnforceFor()) > 0 {
+		return nil, status.Errorf(codes.InvalidArgument, "add guard %q: enforce_for without shadow: a canary is of a rule in shadow", req.GetName())
+	}
+	if req.GetShadow() && req.GetName() == "" {
+		return nil, status.Error(codes.InvalidArgument, "add guard: a guard in shadow needs a name (its rule)")
+	}
 	slot := h.inst.addGuard(req.GetName(), req.GetHandlerId())
-	id, err := h.record(reg.StartedGuardVisible(h.inst.guardProxy(req.GetHandlerId(), req.GetName(), slot), req.GetTools()...))
+	start := h.inst.guardProxy(req.GetHandlerId(), req.GetName(), slot)
+	if req.GetShadow() {
+		// Put in shadow by the plugin (a rule marked mode = "shadow"):
+		// the host enforces it as a deployment's shadow block.
+		id, err := h.record(reg.StartedGuardInShadow(start, req.GetName(), req.GetEnforceFor(), req.GetTools()...))
+		return &pb.AddGuardResponse{RegistrationId: id}, err
+	}
+	id, err := h.record(reg.StartedGuardVisible(start, req.GetTools()...))
 	return &pb.AddGuardResponse{RegistrationId: id}, err
 }
 

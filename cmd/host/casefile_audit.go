@@ -47,7 +47,7 @@ func (cache auditCache) fromAudit(c *testCase) (summary, detail string) {
 		}
 		c.Tool, c.args = l.Tool, []byte(l.Arguments)
 		if c.principal == nil && (l.Principal != "" || l.PrincipalKind != "") {
-			c.principal = &pipeline.Principal{ID: l.Principal, Kind: l.PrincipalKind}
+			c.principal = &pipeline.Principal{ID: l.Principal, Kind: l.PrincipalKind, Attributes: l.PrincipalAttributes}
 		}
 		return "", ""
 	}

@@ -46,10 +46,12 @@ func replayCommand(e *env) *cobra.Command {
 			"policy; no admin socket, MCP or metrics), explain each call of the audit logs\n" +
 			"under it as `host explain` does (stages 0-2: nothing executes, nothing is\n" +
 			"audited, no approver is asked), for the principal and with the arguments the\n" +
-			"log recorded, and print the calls whose outcome would change, grouped by\n" +
-			"direction (now denied, now allowed, now asked) and by the rule that decides.\n" +
-			"A call whose line has no arguments (the audit's record_arguments is off) is\n" +
-			"not judged, and said so. --fail-on loosen, tighten or any exits 6 when a\n" +
+			"log recorded (its attributes too), and print the calls whose outcome would\n" +
+			"change, grouped by direction (now denied, now allowed, now asked) and by the\n" +
+			"rule that decides. A call whose line has no arguments (the audit's\n" +
+			"record_arguments is off) is judged only when the candidate denies every call\n" +
+			"of its tool by its principal; otherwise it is not judged, and said so.\n" +
+			"--fail-on loosen, tighten or any exits 6 when a\n" +
 			"change goes that way, so that CI can gate a policy change.",
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -79,13 +81,20 @@ type replayedCall struct {
 	ID        string `json:"id"`
 	Tool      string `json:"tool"`
 	Principal string `json:"principal"`
-	Arguments string `json:"arguments,omitempty"`
-	Was       string `json:"was"`
-	WasBy     string `json:"was_decided_by,omitempty"`
-	Now       string `json:"now,omitempty"`
-	NowBy     string `json:"now_decided_by,omitempty"`
-	Rule      string `json:"rule,omitempty"`
-	Reason    string `json:"reason,omitempty"`
+	// Attributes are the principal's attributes as the line recorded
+	// them; AttributesUnknown marks a line written before they were.
+	Attributes        []string `json:"attributes,omitempty"`
+	AttributesUnknown bool     `json:"attributes_unknown,omitempty"`
+	Arguments         string   `json:"arguments,omitempty"`
+	// ArgumentsUnrecorded marks a call judged without its arguments (the
+	// candidate denies every call of the tool by the principal).
+	ArgumentsUnrecorded bool   `json:"arguments_unrecorded,omitempty"`
+	Was                 string `json:"was"`
+	WasBy               string `json:"was_decided_by,omitempty"`
+	Now                 string `json:"now,omitempty"`
+	NowBy               string `json:"now_decided_by,omitempty"`
+	Rule                string `json:"rule,omitempty"`
+	Reason              string `json:"reason,omitempty"`
 }
 
 // replayGroup is the changed calls of one direction and deciding rule.
@@ -105,12 +114,20 @@ type replayReport struct {
 	Unchanged int    `json:"unchanged"`
 	Changed   int    `json:"changed"`
 	// Loosened and Tightened count the changes each way.
-	Loosened    int            `json:"loosened"`
-	Tightened   int            `json:"tightened"`
-	Groups      []*replayGroup `json:"groups"`
-	NotJudged   []replayedCall `json:"not_judged"`
-	Seconds     float64        `json:"seconds"`
-	CallsPerSec float64        `json:"calls_per_second"`
+	Loosened  int            `json:"loosened"`
+	Tightened int            `json:"tightened"`
+	Groups    []*replayGroup `json:"groups"`
+	NotJudged []replayedCall `json:"not_judged"`
+	// WithoutAttributes counts the calls judged whose line does not record
+	// the principal's attributes (written before they were): judged as
+	// for a principal without any.
+	WithoutAttributes int `json:"without_attributes"`
+	// WithoutArguments counts the calls judged although their line has no
+	// arguments: the candidate denies every call of the tool by the
+	// principal, whatever the arguments.
+	WithoutArguments int     `json:"without_arguments"`
+	Seconds          float64 `json:"seconds"`
+	CallsPerSec      float64 `json:"calls_per_second"`
 	// Changes lists every changed call, in the logs' order (the groups
 	// hold examples only).
 	Changes []replayedCall `json:"changes"`
@@ -223,14 +240,18 @@ func replay(ctx context.Context, h *host.Host, calls []recordedCall) *replayRepo
 		l := c.Line
 		rc := replayedCall{File: c.File, Seq: l.Seq, ID: l.ID, Tool: l.Tool, Principal: l.PrincipalKind + ":" + l.Principal,
 			Was: outcomeOf(l), WasBy: l.DecidedBy}
-		if l.Principal == "" && l.PrincipalKind == "" {
+		p := pipeline.Principal{ID: l.Principal, Kind: l.PrincipalKind, Attributes: l.PrincipalAttributes}
+		switch {
+		case l.Principal == "" && l.PrincipalKind == "":
 			rc.Principal = "anonymous"
+		case l.PrincipalAttributes == nil:
+			rc.AttributesUnknown = true
+		default:
+			rc.Attributes = l.PrincipalAttributes
 		}
 		switch {
 		case strings.Contains(l.Tool, ":"):
 			rc.Reason = "not a tool call (" + l.Tool + ")"
-		case l.Arguments == nil:
-			rc.Reason = "arguments not recorded (the audit's record_arguments is off)"
 		case rc.Was == "":
 			rc.Reason = "the recorded outcome (" + l.Code + ") does not say what stage 2 decided"
 		}
@@ -238,9 +259,20 @@ func replay(ctx context.Context, h *host.Host, calls []recordedCall) *replayRepo
 			rep.NotJudged = append(rep.NotJudged, rc)
 			continue
 		}
-		rc.Arguments = string(l.Arguments)
-		p := pipeline.Principal{ID: l.Principal, Kind: l.PrincipalKind}
-		x := h.Explain(pipeline.WithPrincipal(ctx, p), l.Tool, l.Arguments, l.Caller)
+		var x pipeline.Explanation
+		if l.Arguments == nil {
+			var why string
+			if x, why = withoutArguments(ctx, h, p, l.Tool, rc.Was); why != "" {
+				rc.Reason = why
+				rep.NotJudged = append(rep.NotJudged, rc)
+				continue
+			}
+			rc.ArgumentsUnrecorded = true
+			rep.WithoutArguments++
+		} else {
+			rc.Arguments = string(l.Arguments)
+			x = h.Explain(pipeline.WithPrincipal(ctx, p), l.Tool, l.Arguments, l.Caller)
+		}
 		rc.Now, rc.NowBy, rc.Rule = x.Outcome, x.DecidedBy, x.Rule
 		if rc.Now != rc.Was && bytes.Contains(l.Arguments, []byte(redactedMark)) {
 			// The credential the audit kept out of the log may be what
@@ -251,6 +283,9 @@ func replay(ctx context.Context, h *host.Host, calls []recordedCall) *replayRepo
 			continue
 		}
 		rep.Judged++
+		if rc.AttributesUnknown {
+			rep.WithoutAttributes++
+		}
 		rc.Reason = x.Reason
 		if rc.Now == rc.Was {
 			rep.Unchanged++
@@ -315,7 +350,7 @@ func printReplay(w io.Writer, rep *replayReport) {
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, shown(fmt.Sprintf("%s (%s): %d calls", g.Direction, what, g.Count)))
 		for _, c := range g.Examples {
-			line := fmt.Sprintf("  seq %d  %s %s for %s: was %s", c.Seq, c.Tool, compactJSON(c.Arguments), c.Principal, c.Was)
+			line := fmt.Sprintf("  seq %d  %s %s for %s: was %s", c.Seq, c.Tool, compactJSON(c.Arguments), c.who(), c.Was)
 			if c.Now != pipeline.WouldRun && c.Reason != "" {
 				line += ", now " + c.Now + ": " + c.Reason
 			}
@@ -329,8 +364,29 @@ func printReplay(w io.Writer, rep *replayReport) {
 				fmt.Fprintf(w, "  ... and %d more (--json lists them all)\n", len(rep.NotJudged)-i)
 				break
 			}
-			fmt.Fprintln(w, shown(fmt.Sprintf("  seq %d  %s for %s: %s", c.Seq, c.Tool, c.Principal, c.Reason)))
+			fmt.Fprintln(w, shown(fmt.Sprintf("  seq %d  %s for %s: %s", c.Seq, c.Tool, c.who(), c.Reason)))
 		}
 	}
+	if rep.WithoutArguments > 0 {
+		fmt.Fprintf(w, "\n%d calls judged without their arguments (not recorded): the candidate denies every call of their tool for their principal\n", rep.WithoutArguments)
+	}
+	if rep.WithoutAttributes > 0 {
+		fmt.Fprintf(w, "\n%d calls judged as for a principal without attributes: their lines do not record the principal's (written before principal_attributes was)\n", rep.WithoutAttributes)
+	}
 	fmt.Fprintf(w, "\n%d calls judged in %.2fs (%.0f calls/s)\n", rep.Judged, rep.Seconds, rep.CallsPerSec)
+}
+
+// who is the call's principal with the group attributes it was judged
+// with ("agent:ann (group:canary)"), as the report shows it.
+func (c replayedCall) who() string {
+	var groups []string
+	for _, a := range c.Attributes {
+		if strings.HasPrefix(a, "group:") {
+			groups = append(groups, a)
+		}
+	}
+	if len(groups) == 0 {
+		return c.Principal
+	}
+	return c.Principal + " (" + strings.Join(groups, ", ") + ")"
 }

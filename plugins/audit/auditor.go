@@ -293,6 +293,11 @@ func (a *auditor) observeInOrder(ctx context.Context, call *sdk.Call, r sdk.Tool
 	if len(call.Elicitations) > 0 {
 		l.Elicitations = auditlog.ArgumentsJSON(call.Elicitations)
 	}
+	if l.Principal != "" || l.PrincipalKind != "" {
+		// Always with a principal, so that a line says it has none (a
+		// replay then knows its group rules did not select it).
+		l.PrincipalAttributes = append([]string{}, call.Principal.Attributes...)
+	}
 	if err := a.file.append(l); err != nil {
 		return a.writeFailed(ctx, l, call.Name, err)
 	}

@@ -54,6 +54,10 @@ type rule struct {
 	// callers and notCallers select the principals the rule applies to
 	// (sdk.Principal.Matches); empty callers means everyone.
 	callers, notCallers []string
+	// shadow: the rule is in shadow mode (mode = "shadow"), enforced for
+	// the principals enforceFor selects; the host applies it.
+	shadow     bool
+	enforceFor []string
 	// scan hides credentials in the values a reason quotes.
 	scan *secrets.Scanner
 }
@@ -121,8 +125,16 @@ func compile(cfg Config) (*policy, error) {
 func compileRule(r Rule) (*rule, []error) {
 	var errs []error
 	c := &rule{name: r.Name, reason: r.Reason, tools: r.Tools, exact: len(r.Tools) > 0, arguments: r.Arguments,
-		callers: r.Callers, notCallers: r.NotCallers}
-	for _, sel := range slices.Concat(r.Callers, r.NotCallers) {
+		callers: r.Callers, notCallers: r.NotCallers, shadow: r.Mode == "shadow", enforceFor: r.EnforceFor}
+	switch r.Mode {
+	case "", "enforce", "shadow":
+	default:
+		errs = append(errs, fmt.Errorf(`mode %q: want "enforce" or "shadow"`, r.Mode))
+	}
+	if len(r.EnforceFor) > 0 && r.Mode != "shadow" {
+		errs = append(errs, errors.New(`enforce_for is a canary of a rule in shadow: set mode = "shadow" too`))
+	}
+	for _, sel := range slices.Concat(r.Callers, r.NotCallers, r.EnforceFor) {
 		if sel != "*" && !strings.Contains(sel, ":") {
 			errs = append(errs, fmt.Errorf(`caller %q is not a selector: write "*", KIND:ID ("user:alice", "local:root") or KEY:VALUE ("group:readers")`, sel))
 		}
@@ -179,7 +191,7 @@ func compileRule(r Rule) (*rule, []error) {
 
 // guard is the rule as a stage-2 guard.
 func (r *rule) guard() sdk.Guard {
-	g := sdk.Guard{Name: r.name, Check: r.check}
+	g := sdk.Guard{Name: r.name, Check: r.check, Shadow: r.shadow, EnforceFor: r.enforceFor}
 	if r.exact {
 		g.Tools = r.tools
 	}

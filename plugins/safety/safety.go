@@ -116,6 +116,10 @@ type Rule struct {
 	Reason     string   `json:"reason,omitempty"`
 	Callers    []string `json:"callers,omitempty"`
 	NotCallers []string `json:"not_callers,omitempty"`
+	// Mode is "enforce" (or empty) or "shadow"; EnforceFor, with shadow, is
+	// the canary (sdk.Guard.Shadow, EnforceFor).
+	Mode       string   `json:"mode,omitempty"`
+	EnforceFor []string `json:"enforce_for,omitempty"`
 }
 
 // globPatternJSON is a regular expression for path.Match's syntax, escaped
@@ -187,6 +191,15 @@ const configSchema = `{
             "type": "array", "minItems": 1,
             "description": "The rule does not apply to calls made for a principal one of these selectors names.",
             "items": {"type": "string", "minLength": 1}
+          },
+          "mode": {
+            "enum": ["enforce", "shadow"],
+            "description": "enforce (the default) applies the rule; shadow asks it on every call but does not apply its denial, which the host records on the call (the audit line's shadow member, the shadow metric, host explain)."
+          },
+          "enforce_for": {
+            "type": "array", "minItems": 1,
+            "description": "With mode = \"shadow\": a canary, the principals these selectors name have the rule enforced.",
+            "items": {"type": "string", "minLength": 1}
           }
         },
         "anyOf": [
@@ -198,7 +211,8 @@ const configSchema = `{
           {"required": ["prompts"]}
         ],
         "dependentSchemas": {
-          "arguments": {"anyOf": [{"required": ["path_prefix"]}, {"required": ["pattern"]}, {"required": ["url_hosts"]}]}
+          "arguments": {"anyOf": [{"required": ["path_prefix"]}, {"required": ["pattern"]}, {"required": ["url_hosts"]}]},
+          "enforce_for": {"required": ["mode"], "properties": {"mode": {"const": "shadow"}}}
         }
       }
     },

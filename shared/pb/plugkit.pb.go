@@ -2981,7 +2981,16 @@ type AddGuardRequest struct {
 	// A name for audits (decided_by); may be empty.
 	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
 	// Interest filter: only calls of these tools reach the guard; empty = all.
-	Tools         []string `protobuf:"bytes,3,rep,name=tools,proto3" json:"tools,omitempty"`
+	Tools []string `protobuf:"bytes,3,rep,name=tools,proto3" json:"tools,omitempty"`
+	// shadow: the plugin registers the guard in shadow mode (a rule marked
+	// mode = "shadow" in its configuration). The host enforces it as a
+	// deployment's shadow block for the rule named name (which must then be
+	// set): the guard is asked on every call, its denial or failure is
+	// recorded on the call and not applied. enforce_for, with shadow, is a
+	// canary: principal selectors ("group:canary") for whom the rule is
+	// enforced after all.
+	Shadow        bool     `protobuf:"varint,55,opt,name=shadow,proto3" json:"shadow,omitempty"`
+	EnforceFor    []string `protobuf:"bytes,56,rep,name=enforce_for,json=enforceFor,proto3" json:"enforce_for,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3033,6 +3042,20 @@ func (x *AddGuardRequest) GetName() string {
 func (x *AddGuardRequest) GetTools() []string {
 	if x != nil {
 		return x.Tools
+	}
+	return nil
+}
+
+func (x *AddGuardRequest) GetShadow() bool {
+	if x != nil {
+		return x.Shadow
+	}
+	return false
+}
+
+func (x *AddGuardRequest) GetEnforceFor() []string {
+	if x != nil {
+		return x.EnforceFor
 	}
 	return nil
 }
@@ -4522,12 +4545,15 @@ const file_plugkit_proto_rawDesc = "" +
 	"\aresults\x18\x01 \x03(\v2\x1f.plugkit.v1.RegisterToolsResultR\aresults\"T\n" +
 	"\x13RegisterToolsResult\x12'\n" +
 	"\x0fregistration_id\x18\x01 \x01(\tR\x0eregistrationId\x12\x14\n" +
-	"\x05error\x18\x02 \x01(\tR\x05error\"Z\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error\"\x93\x01\n" +
 	"\x0fAddGuardRequest\x12\x1d\n" +
 	"\n" +
 	"handler_id\x18\x01 \x01(\tR\thandlerId\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x14\n" +
-	"\x05tools\x18\x03 \x03(\tR\x05tools\";\n" +
+	"\x05tools\x18\x03 \x03(\tR\x05tools\x12\x16\n" +
+	"\x06shadow\x187 \x01(\bR\x06shadow\x12\x1f\n" +
+	"\venforce_for\x188 \x03(\tR\n" +
+	"enforceFor\";\n" +
 	"\x10AddGuardResponse\x12'\n" +
 	"\x0fregistration_id\x18\x01 \x01(\tR\x0eregistrationId\"\xad\x01\n" +
 	"\rListenRequest\x12\x1d\n" +

@@ -93,8 +93,14 @@ func (p *Context) AddGuard(ctx context.Context, g Guard) (*Handle, error) {
 	if g.Check == nil {
 		return nil, fmt.Errorf("add %s: Check is nil", named("guard", g.Name))
 	}
+	if g.Shadow && g.Name == "" {
+		return nil, fmt.Errorf("add guard: a guard in shadow needs a Name (the host matches its answers to the rule by it)")
+	}
+	if !g.Shadow && len(g.EnforceFor) > 0 {
+		return nil, fmt.Errorf("add %s: EnforceFor without Shadow (a canary is of a rule in shadow)", named("guard", g.Name))
+	}
 	return register(ctx, p.srv, &p.srv.reg.guards, "guard", named("guard", g.Name), g, func(host pb.HostClient, id string) (string, error) {
-		resp, err := host.AddGuard(ctx, &pb.AddGuardRequest{HandlerId: id, Name: g.Name, Tools: g.Tools})
+		resp, err := host.AddGuard(ctx, &pb.AddGuardRequest{HandlerId: id, Name: g.Name, Tools: g.Tools, Shadow: g.Shadow, EnforceFor: g.EnforceFor})
 		return resp.GetRegistrationId(), err
 	})
 }

@@ -120,6 +120,15 @@ type Guard struct {
 	// Check returns a reason to deny, or "" to stay out of the way. An error
 	// or a panic denies (fail closed).
 	Check func(ctx context.Context, call *Call) (reason string, err error)
+	// Shadow registers the guard in shadow mode (a rule its configuration
+	// marks mode = "shadow"): the host asks it on every call as usual but
+	// does not apply its denial or failure, which it records on the call
+	// (the audit line's shadow member, the shadow metric, host explain),
+	// as for a deployment's shadow block. It needs a Name.
+	Shadow bool
+	// EnforceFor, with Shadow, is a canary: the principals these selectors
+	// name ("group:canary", "user:ann", "*") have the rule enforced.
+	EnforceFor []string
 }
 
 // NextDecision runs the rest of the stage-1 chain and returns its decision.

@@ -11,7 +11,8 @@
 //	{"seq":1,"time":"2026-05-04T10:20:30.123456789Z","id":"c-1","caller":"cli","tool":"add","ok":true,"code":"","decided_by":"","duration_ms":1.25,"args_sha256":"…64 hex…","prev":"000…000","hash":"…64 hex…"}
 //
 // Members, in this order, all of them but principal, principal_kind,
-// arguments, shadow and approval always:
+// arguments, shadow, approval, elicitations and principal_attributes
+// always:
 //
 //	seq          integer, 1 on the first line, +1 on each next line
 //	time         when the line was written, RFC 3339 in UTC with nanoseconds
@@ -45,6 +46,13 @@
 //	             quorum, state (approved, denied, timed_out, withdrawn), the
 //	             reason, and each answer with who gave it, when, and why it
 //	             was refused when it did not count
+//	elicitations only when a plugin asked the caller something during the
+//	             call: a JSON array (compact) of each question's mode and the
+//	             caller's action, in order
+//	principal_attributes  with principal, on lines written since it is
+//	             recorded: the principal's attributes, what rules select
+//	             principals by ("group:canary"), an array of strings in the
+//	             order the credential gave them ([] when it gave none)
 //	prev         the previous line's hash; 64 "0" on the first line
 //	hash         this line's hash (below), 64 lowercase hex digits
 //

@@ -57,6 +57,12 @@ type Line struct {
 	// during the call: then each question's mode and the caller's action,
 	// in order, never what was asked or answered; valid JSON.
 	Elicitations json.RawMessage
+	// PrincipalAttributes are the principal's attributes ("group:canary",
+	// "uid:1000"), what rules select principals by, so that a replay of
+	// the call can select as the call's rules did. The auditor records
+	// them (empty when there are none) with every principal; nil on a
+	// line written before they were recorded, or without a principal.
+	PrincipalAttributes []string
 	// Prev is the previous line's Hash; ZeroHash on the first line.
 	Prev string
 	// Hash is Chain(Prev, Body()).
@@ -151,6 +157,16 @@ func (l *Line) appendBody(b []byte) []byte {
 	if l.Elicitations != nil {
 		b = append(b, `,"elicitations":`...)
 		b = append(b, ArgumentsJSON(l.Elicitations)...)
+	}
+	if l.PrincipalAttributes != nil {
+		b = append(b, `,"principal_attributes":[`...)
+		for i, a := range l.PrincipalAttributes {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, a)
+		}
+		b = append(b, ']')
 	}
 	b = append(b, `,"prev":`...)
 	b = appendString(b, l.Prev)
@@ -272,6 +288,7 @@ type lineJSON struct {
 	Shadow       []Shadow        `json:"shadow"`
 	Approval     json.RawMessage `json:"approval"`
 	Elicitations json.RawMessage `json:"elicitations"`
+	PAttrs       []string        `json:"principal_attributes"`
 	Prev         string          `json:"prev"`
 	Hash         string          `json:"hash"`
 }
@@ -299,7 +316,7 @@ func ParseLine(text []byte) (Line, error) {
 	l := Line{
 		Seq: lj.Seq, Time: t, ID: lj.ID, Caller: lj.Caller, Principal: lj.Principal, PrincipalKind: lj.PKind, Tool: lj.Tool, OK: lj.OK,
 		Code: lj.Code, DecidedBy: lj.DecidedBy, Duration: d, ArgsSHA256: lj.ArgsSHA256,
-		Arguments: lj.Arguments, Shadow: lj.Shadow, Approval: lj.Approval, Elicitations: lj.Elicitations, Prev: lj.Prev, Hash: lj.Hash,
+		Arguments: lj.Arguments, Shadow: lj.Shadow, Approval: lj.Approval, Elicitations: lj.Elicitations, PrincipalAttributes: lj.PAttrs, Prev: lj.Prev, Hash: lj.Hash,
 	}
 	// Re-encoding catches everything the decoder forgives: a key in another
 	// case, a duplicate or missing member, an escape that means the same

@@ -112,11 +112,23 @@ class Context:
             raise ValueError("register tool %r: %s" % (tool.name, "; ".join(problems)))
         return self._register("RegisterTool", lambda h: pb.RegisterToolRequest(handler_id=h, tool=tool.descriptor()), ("tool", tool.execute))
 
-    def add_guard(self, check, tools=(), name=""):
+    def add_guard(self, check, tools=(), name="", shadow=False, enforce_for=()):
         """Stage 2: check(call) returns a reason to deny, or None/"" to pass.
         name is the rule the guard is: audits, host explain and host test
-        report it."""
-        return self._register("AddGuard", lambda h: pb.AddGuardRequest(handler_id=h, name=name, tools=tools), ("guard", check, name))
+        report it. shadow registers it in shadow mode (a rule marked
+        mode = "shadow"): the host asks it on every call but does not apply
+        its denial, which it records on the call; it needs a name.
+        enforce_for, with shadow, is a canary: the principals these
+        selectors name ("group:canary") have the rule enforced."""
+        if shadow and not name:
+            raise ValueError("a guard in shadow needs a name (the host matches its answers to the rule by it)")
+        if enforce_for and not shadow:
+            raise ValueError("enforce_for without shadow: a canary is of a rule in shadow")
+        return self._register(
+            "AddGuard",
+            lambda h: pb.AddGuardRequest(handler_id=h, name=name, tools=tools, shadow=shadow, enforce_for=enforce_for),
+            ("guard", check, name),
+        )
 
     def _listen(self, stage, kind, filter, wrap, tools, name):
         if (filter is None) == (wrap is None):

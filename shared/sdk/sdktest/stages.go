@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -114,11 +115,17 @@ func listenerName(l interface{ GetHandlerId() string }) string {
 }
 
 // Guard runs the plugin's guards for e: the first reason denies ("" is
-// every guard passing).
+// every guard passing). A guard registered in shadow is asked and not
+// applied, unless its canary selects e's principal, as the host runs it.
 func (p *Plugin) Guard(ctx context.Context, e wire.Execution) (string, error) {
 	for _, r := range p.Registrations() {
 		g, ok := r.Request.(*pb.AddGuardRequest)
 		if !ok || !wants(g.GetTools(), e.Name) {
+			continue
+		}
+		if g.GetShadow() && !slices.ContainsFunc(g.GetEnforceFor(), e.Principal.Matches) {
+			// In shadow, as the host runs it: asked, not applied.
+			_, _ = p.client.Guard(ctx, &pb.GuardRequest{HandlerId: g.GetHandlerId(), Execution: wire.ExecutionToProto(e)})
 			continue
 		}
 		resp, err := p.client.Guard(ctx, &pb.GuardRequest{HandlerId: g.GetHandlerId(), Execution: wire.ExecutionToProto(e)})
