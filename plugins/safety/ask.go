@@ -13,7 +13,8 @@ import (
 
 // preExecute is the stage-1 filter. With secrets set (arguments = "ask",
 // or "deny" beside ask_destructive), a call whose arguments carry a
-// credential is denied or asked about, naming what was found; with
+// credential is denied or asked about, naming what was found; then the
+// first ask rule that matches asks, naming its approval route; with
 // askDestructive, a destructive tool is asked about; otherwise it passes
 // (no opinion, the chain goes on). It reads the descriptor the host
 // attaches to the call, so it covers tools registered after it by any
