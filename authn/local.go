@@ -92,28 +92,13 @@ func (l *Local) Require(h http.Handler) http.Handler {
 	verify := func(context.Context, string, *http.Request) (*auth.TokenInfo, error) { return info, nil }
 	sdk := auth.RequireBearerToken(verify, nil)(h)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		pr, _ := r.Context().Value(peerKey{}).(*peer)
-		if pr == nil {
-			l.refuse(w, "unknown_user", "this server cannot tell who connected, so it serves nobody without mcp_auth")
-			return
-		}
-		pr.once.Do(func() {
-			pr.p, pr.err = l.Peer(pr.c)
-			// Only a connection of UID is vetted: another user's is
-			// refused whatever its process.
-			if pr.err == nil && pr.p.UID == l.UID && pr.p.Vet != nil {
-				pr.vet = pr.p.Vet()
-			}
-		})
+		reason, why, vet := l.check(r)
 		switch {
-		case pr.err != nil:
-			l.refuse(w, "unknown_user", fmt.Sprintf("cannot tell which user connected (%v)", pr.err))
+		case vet != nil:
+			l.refuseProcess(w, vet)
 			return
-		case pr.p.UID != l.UID:
-			l.refuse(w, "other_user", fmt.Sprintf("this connection is from uid %d", pr.p.UID))
-			return
-		case pr.vet != nil:
-			l.refuseProcess(w, pr.vet)
+		case reason != "":
+			l.refuse(w, reason, why)
 			return
 		}
 		// The SDK's middleware takes the principal as a bearer token's.
@@ -121,6 +106,50 @@ func (l *Local) Require(h http.Handler) http.Handler {
 		r.Header.Set("Authorization", "Bearer local")
 		sdk.ServeHTTP(w, r)
 	})
+}
+
+// check says whether r came on a connection of UID from a process that
+// may be served: a reason and why when not, or vet, Vet's error, when
+// the process may not be. The peer is looked up once per connection.
+func (l *Local) check(r *http.Request) (reason, why string, vet error) {
+	pr, _ := r.Context().Value(peerKey{}).(*peer)
+	if pr == nil {
+		return "unknown_user", "this server cannot tell who connected, so it serves nobody without mcp_auth", nil
+	}
+	pr.once.Do(func() {
+		pr.p, pr.err = l.Peer(pr.c)
+		// Only a connection of UID is vetted: another user's is
+		// refused whatever its process.
+		if pr.err == nil && pr.p.UID == l.UID && pr.p.Vet != nil {
+			pr.vet = pr.p.Vet()
+		}
+	})
+	switch {
+	case pr.err != nil:
+		return "unknown_user", fmt.Sprintf("cannot tell which user connected (%v)", pr.err), nil
+	case pr.p.UID != l.UID:
+		return "other_user", fmt.Sprintf("this connection is from uid %d", pr.p.UID), nil
+	case pr.vet != nil:
+		return "", "", pr.vet
+	}
+	return "", "", nil
+}
+
+// Who is the principal of UID when r came on one of its connections, from
+// a process that may be served (as Require would serve it), else an error
+// saying why not. A web page uses it to let the host's own user in
+// without a credential and send everyone else to its sign-in form; the
+// server must set ConnContext.
+func (l *Local) Who(r *http.Request) (identity.Principal, error) {
+	l.once.Do(func() { l.p = l.Principal(l.UID) })
+	reason, why, vet := l.check(r)
+	switch {
+	case vet != nil:
+		return identity.Principal{}, vet
+	case reason != "":
+		return identity.Principal{}, errors.New(why)
+	}
+	return l.p, nil
 }
 
 // refuseProcess refuses a connection of UID whose process may not be

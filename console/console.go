@@ -37,6 +37,12 @@ type Config struct {
 	// SessionTTL is how long a sign-in lasts.
 	SessionTTL time.Duration
 	Log        hclog.Logger
+	// Local, when set, names the host's own user when r came from one of
+	// its processes that is no plugin (authn.Local.Who): that user is
+	// signed in without a credential (local.go). Nil: everyone signs in.
+	Local func(r *http.Request) (identity.Principal, error)
+	// AuditLog, when set, is the audit log the audit page reads.
+	AuditLog string
 }
 
 // Console is the console's HTTP handler.
@@ -54,6 +60,9 @@ type session struct {
 	who     identity.Principal
 	csrf    string
 	expires time.Time
+	// local marks a session of the host's own user signed in by its
+	// connection (local.go): each request must still come from it.
+	local bool
 }
 
 // Cookie names: the session, and the sign-in form's own CSRF token (no
@@ -93,6 +102,7 @@ func New(c Config) (*Console, error) {
 	con.mux.HandleFunc("POST /approvals/{id}/{verb}", con.signedIn(con.decide))
 	con.mux.HandleFunc("GET /plugins", con.signedIn(con.pluginsPage))
 	con.mux.HandleFunc("GET /tools", con.signedIn(con.toolsPage))
+	con.mux.HandleFunc("GET /audit", con.signedIn(con.auditPage))
 	return con, nil
 }
 
@@ -114,6 +124,12 @@ func token() string { return rand.Text() }
 func (con *Console) signedIn(next func(http.ResponseWriter, *http.Request, *session)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		s := con.session(r)
+		if s == nil && r.Method == http.MethodGet {
+			// A page opened by the host's own user signs it in; a form
+			// needs the session's token, which a new session has not
+			// given out yet.
+			s = con.signInLocal(w, r)
+		}
 		if s == nil {
 			if r.Method == http.MethodGet {
 				http.Redirect(w, r, "/signin", http.StatusSeeOther)
@@ -147,6 +163,10 @@ func (con *Console) session(r *http.Request) *session {
 		delete(con.sessions, c.Value)
 		return nil
 	}
+	if s != nil && s.local && !con.fromLocalUser(r) {
+		// The cookie of the host's own user, sent from elsewhere.
+		return nil
+	}
 	return s
 }
 
@@ -175,8 +195,14 @@ func (con *Console) signin(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/signin?error=that+credential+is+not+accepted", http.StatusSeeOther)
 		return
 	}
+	con.startSession(w, who, false)
+	http.Redirect(w, r, "/approvals", http.StatusSeeOther)
+}
+
+// startSession signs who in: a new session and its cookie.
+func (con *Console) startSession(w http.ResponseWriter, who identity.Principal, local bool) *session {
 	id := token()
-	s := &session{who: who, csrf: token(), expires: time.Now().Add(con.c.SessionTTL)}
+	s := &session{who: who, csrf: token(), expires: time.Now().Add(con.c.SessionTTL), local: local}
 	con.mu.Lock()
 	for k, o := range con.sessions { // forget expired sessions as new ones come
 		if time.Now().After(o.expires) {
@@ -185,11 +211,11 @@ func (con *Console) signin(w http.ResponseWriter, r *http.Request) {
 	}
 	con.sessions[id] = s
 	con.mu.Unlock()
-	con.c.Log.Info("console: signed in", "principal", who.String())
+	con.c.Log.Info("console: signed in", "principal", who.String(), "by", map[bool]string{true: "local user", false: "credential"}[local])
 	// A browser-session cookie: the server ends the session at its
 	// expiry (a cookie's Expires has whole seconds and the client's clock).
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: id, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
-	http.Redirect(w, r, "/approvals", http.StatusSeeOther)
+	return s
 }
 
 func (con *Console) signout(w http.ResponseWriter, r *http.Request, _ *session) {

@@ -37,7 +37,9 @@ type Approval struct {
 	Timeout time.Duration
 	// Tools are tool-name globs (path.Match): an Ask about a call of a
 	// matching tool takes this route. The first block in file order whose
-	// globs match wins.
+	// globs match wins; an Ask that names a route (a rule's approval
+	// attribute) takes that one instead. Empty: only Asks naming the route
+	// take it.
 	Tools []string
 	// Webhook, when set, is notified of each request.
 	Webhook *Webhook
@@ -82,7 +84,7 @@ type webhookSyntax struct {
 // approvals checks the approval blocks: unique names other than "caller",
 // at least one approver selector, each a selector, a quorum that the
 // selectors can reach where that is knowable (only exact KIND:ID
-// selectors), tools to route, a webhook with an http(s) URL.
+// selectors), valid tools globs, a webhook with an http(s) URL.
 func (p *parser) approvals(list []approvalSyntax) []Approval {
 	first := map[string]hcl.Range{}
 	var out []Approval
@@ -123,11 +125,9 @@ func (p *parser) approvals(list []approvalSyntax) []Approval {
 			ok = false
 		}
 		a.Timeout = p.duration(as.Body, "timeout", as.Timeout, DefaultRouteTimeout)
-		if as.Tools == nil || len(*as.Tools) == 0 {
-			p.errorf(valueRange(as.Body, "tools", as.DefRange), "Route without tools",
-				"approval %q routes no Ask: set tools to the tools whose Asks it answers, such as [\"files_delete\"] or [\"deploy_*\"].", as.Name)
-			ok = false
-		} else {
+		// A route without tools takes only the Asks that name it (a
+		// rule's approval attribute, a plugin's Decision.Route).
+		if as.Tools != nil {
 			a.Tools = *as.Tools
 			for j, g := range a.Tools {
 				if _, err := path.Match(g, ""); err != nil || g == "" {
@@ -191,8 +191,19 @@ func (p *parser) webhook(as *approvalSyntax) *Webhook {
 	return w
 }
 
-// RouteFor is the route an Ask about tool takes: the first approval whose
-// tools match, or nil for the caller route.
+// RouteNamed is the route called name, or nil when the deployment
+// declares none (CallerRoute is never declared).
+func RouteNamed(routes []Approval, name string) *Approval {
+	for i := range routes {
+		if routes[i].Name == name {
+			return &routes[i]
+		}
+	}
+	return nil
+}
+
+// RouteFor is the route an Ask about tool takes when the Ask names none:
+// the first approval whose tools match, or nil for the caller route.
 func RouteFor(routes []Approval, tool string) *Approval {
 	for i := range routes {
 		for _, g := range routes[i].Tools {
@@ -212,7 +223,10 @@ type Console struct {
 	Listen string
 	// SessionTTL is how long a sign-in lasts.
 	SessionTTL time.Duration
-	Range      hcl.Range
+	// AuditLog, when set, is the audit log (absolute) whose recent lines
+	// the console's audit page shows; the host reads it.
+	AuditLog string
+	Range    hcl.Range
 }
 
 // DefaultConsoleSession is a console sign-in's lifetime by default.
@@ -221,6 +235,7 @@ const DefaultConsoleSession = 30 * time.Minute
 type consoleSyntax struct {
 	Listen     *string `hcl:"listen,optional"`
 	SessionTTL *string `hcl:"session_ttl,optional"`
+	AuditLog   *string `hcl:"audit_log,optional"`
 
 	Body     hcl.Body  `hcl:",body"`
 	Unknown  hcl.Body  `hcl:",remain"`
@@ -244,5 +259,12 @@ func (p *parser) console(cs *consoleSyntax) *Console {
 		c.Listen = *cs.Listen
 	}
 	c.SessionTTL = p.duration(cs.Body, "session_ttl", cs.SessionTTL, DefaultConsoleSession)
+	if cs.AuditLog != nil {
+		if *cs.AuditLog == "" {
+			p.errorf(valueRange(cs.Body, "audit_log", cs.DefRange), "Invalid console audit_log", "audit_log is empty: name the audit plugin's log file, such as \"run/audit/audit.log\", or leave it out.")
+		} else {
+			c.AuditLog, _ = p.resolve(*cs.AuditLog)
+		}
+	}
 	return c
 }

@@ -56,7 +56,7 @@ type Declaration struct {
 // describe is called once per plugin, concurrently, and should honour ctx.
 func Check(ctx context.Context, d *Deployment, describe func(ctx context.Context, p Plugin) (Declaration, error)) hcl.Diagnostics {
 	n := len(d.Plugins)
-	decls, diags, described := describeAll(ctx, d.Plugins, describe)
+	decls, diags, described := describeAll(ctx, d.Plugins, d.Approvals, describe)
 	if !described {
 		return sortDiags(diags)
 	}
@@ -82,7 +82,7 @@ func Check(ctx context.Context, d *Deployment, describe func(ctx context.Context
 
 // describeAll asks each plugin for its declaration, concurrently, and
 // checks its config; described is false when one could not be asked.
-func describeAll(ctx context.Context, plugins []Plugin, describe func(ctx context.Context, p Plugin) (Declaration, error)) (decls []Declaration, diags hcl.Diagnostics, described bool) {
+func describeAll(ctx context.Context, plugins []Plugin, routes []Approval, describe func(ctx context.Context, p Plugin) (Declaration, error)) (decls []Declaration, diags hcl.Diagnostics, described bool) {
 	decls = make([]Declaration, len(plugins))
 	errs := make([]error, len(plugins))
 	var wg sync.WaitGroup
@@ -97,7 +97,7 @@ func describeAll(ctx context.Context, plugins []Plugin, describe func(ctx contex
 			diags = append(diags, errorAt(p.Range, "Cannot describe plugin", "Plugin %q could not be asked for its declaration: %v.", p.Name, errs[i]))
 			continue
 		}
-		diags = append(diags, checkConfig(p, decls[i].ConfigSchema)...)
+		diags = append(diags, checkConfig(p, decls[i].ConfigSchema, routes)...)
 		diags = append(diags, checkToolPins(p, decls[i].ConfigSchema)...)
 	}
 	return decls, diags, described
@@ -118,7 +118,7 @@ func CheckConfigs(ctx context.Context, d *Deployment, found hcl.Diagnostics, des
 			ok = append(ok, p)
 		}
 	}
-	_, diags, _ := describeAll(ctx, ok, describe)
+	_, diags, _ := describeAll(ctx, ok, d.Approvals, describe)
 	return sortDiags(append(found, diags...))
 }
 
@@ -140,8 +140,9 @@ func (p Plugin) injectRange(i int) hcl.Range {
 	return p.Range
 }
 
-// checkConfig validates p's config against its declared schema.
-func checkConfig(p Plugin, schema json.RawMessage) hcl.Diagnostics {
+// checkConfig validates p's config against its declared schema; a string
+// of format "approval-route" must name one of routes or "caller".
+func checkConfig(p Plugin, schema json.RawMessage, routes []Approval) hcl.Diagnostics {
 	if len(bytes.TrimSpace(schema)) == 0 {
 		return nil
 	}
@@ -157,6 +158,7 @@ func checkConfig(p Plugin, schema json.RawMessage) hcl.Diagnostics {
 	// Formats are assertions here, so a plugin can declare "format": "regex" and
 	// get a bad pattern reported with its line before anything starts.
 	c.AssertFormat()
+	c.RegisterFormat(routeFormat(routes))
 	// A schema from a plugin must not make the host read files or the
 	// network through $ref.
 	c.UseLoader(noLoader{})
@@ -197,6 +199,10 @@ func checkConfig(p Plugin, schema json.RawMessage) hcl.Diagnostics {
 			for _, c := range e.Causes {
 				walk(c)
 			}
+			return
+		}
+		if k, ok := e.ErrorKind.(*kind.Format); ok && k.Want == RouteFormat {
+			diags = append(diags, unknownRoute(p, src, inst, e.InstanceLocation, k.Got, routes))
 			return
 		}
 		if k, ok := e.ErrorKind.(*kind.AdditionalProperties); ok {

@@ -81,7 +81,11 @@ func (a *Approvals) Caller(prefix string, ask Asker) (caller string, release fun
 var ErrCannotAsk = errors.New("approval needed, but the client that made the call cannot answer")
 
 func (a *Approvals) approve(ctx context.Context, e *pipeline.Execution, question string) (bool, error) {
-	if r := a.route(e.Name()); r != nil {
+	r, err := a.route(e.Name(), e.AskRoute())
+	if err != nil {
+		return false, err
+	}
+	if r != nil {
 		return a.askRoute(ctx, e, question, r)
 	}
 	a.mu.Lock()

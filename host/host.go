@@ -425,7 +425,9 @@ func (h *Host) Call(ctx context.Context, tool string, args json.RawMessage, call
 // Explain runs stages 0-2 of a call as a dry run (pipeline.Tools.Explain):
 // nothing executes, nothing is approved or audited as a call.
 func (h *Host) Explain(ctx context.Context, tool string, args json.RawMessage, caller string) pipeline.Explanation {
-	return h.tools.Explain(ctx, tool, args, caller)
+	x := h.tools.Explain(ctx, tool, args, caller)
+	h.Approvals.explainRoute(&x)
+	return x
 }
 
 // Tools lists the registered tools.

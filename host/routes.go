@@ -37,17 +37,64 @@ func WithWaitNotice(ctx context.Context, fn func(Waiting)) context.Context {
 }
 
 // route is the approval route an Ask about tool takes; nil for the
-// caller's.
-func (a *Approvals) route(tool string) *deployment.Approval {
-	if a.routes == nil {
-		return nil
+// caller's. named is the route the Ask named (Decision.Route): it wins
+// over the routes' tools patterns; "caller" is the caller's. A name the
+// deployment does not declare (a plugin's mistake, or a route a reload
+// removed) is an error, which denies the call: it must not fall back to
+// the caller, who may be the agent the route was meant to keep out.
+func (a *Approvals) route(tool, named string) (*deployment.Approval, error) {
+	var routes []deployment.Approval
+	if a.routes != nil {
+		routes = a.routes()
 	}
-	return deployment.RouteFor(a.routes(), tool)
+	switch named {
+	case "":
+		return deployment.RouteFor(routes, tool), nil
+	case deployment.CallerRoute:
+		return nil, nil
+	}
+	if r := deployment.RouteNamed(routes, named); r != nil {
+		return r, nil
+	}
+	return nil, &pipeline.ApprovalDenied{Reason: fmt.Sprintf("the Ask names approval route %q, which the deployment does not declare", named)}
+}
+
+// RouteOf is the name of the route an Ask about tool that names route
+// (maybe "") takes: a declared route, "caller", or an error when it names
+// an undeclared one. host explain reports it.
+func (a *Approvals) RouteOf(tool, named string) (string, error) {
+	r, err := a.route(tool, named)
+	switch {
+	case err != nil:
+		return "", err
+	case r == nil:
+		return deployment.CallerRoute, nil
+	}
+	return r.Name, nil
+}
+
+// explainRoute fills in which route an explained Ask would take, by the
+// rule the approver applies (route). An Ask naming a route the deployment
+// does not declare would be denied, and is explained so.
+func (a *Approvals) explainRoute(x *pipeline.Explanation) {
+	if x.Outcome != pipeline.WouldAsk {
+		return
+	}
+	r, err := a.route(x.Tool, x.Route)
+	switch {
+	case err != nil:
+		x.Outcome, x.Reason = pipeline.WouldDeny, err.Error()+" (asked: "+x.Reason+")"
+		x.IfApproved, x.IfApprovedBy, x.IfApprovedRule, x.IfApprovedReason = "", "", "", ""
+	case r == nil:
+		x.Route = deployment.CallerRoute
+	default:
+		x.Route, x.Approvers = r.Name, r.Approvers
+	}
 }
 
 // routeTimeout is pipeline.Options.ApprovalTimeoutFor.
-func (a *Approvals) routeTimeout(tool string) time.Duration {
-	if r := a.route(tool); r != nil {
+func (a *Approvals) routeTimeout(tool, named string) time.Duration {
+	if r, _ := a.route(tool, named); r != nil {
 		return r.Timeout + routeMargin
 	}
 	return 0
@@ -157,5 +204,5 @@ func consoleChanged(a, b *deployment.Console) bool {
 	if a == nil || b == nil {
 		return a != b
 	}
-	return a.Listen != b.Listen || a.SessionTTL != b.SessionTTL
+	return a.Listen != b.Listen || a.SessionTTL != b.SessionTTL || a.AuditLog != b.AuditLog
 }

@@ -21,7 +21,15 @@ type Decision struct {
 	// Rule names the rule that decided, when the listener has named rules;
 	// optional, read by Explain.
 	Rule string
+	// Route names the approval route an Ask goes to: one of the
+	// deployment's routes, or RouteCaller. Empty leaves it to the approver
+	// (the host: a route whose tools pattern matches, else the caller).
+	Route string
 }
+
+// RouteCaller is the route of the client that made the call, named
+// explicitly.
+const RouteCaller = "caller"
 
 // Allow lets the call go on to the guards.
 func Allow() Decision { return Decision{Verdict: VerdictAllow} }

@@ -22,6 +22,9 @@ type Execution struct {
 	// none), and shadowNotes what shadow listeners would have decided.
 	shadows     *shadowSet
 	shadowNotes shadowNotes
+	// askRoute is the approval route the call's Ask named (Decision.Route),
+	// set before the approver is called.
+	askRoute string
 	// approval is the record of how an Ask routed to approvers ended
 	// (SetApproval), JSON; nil when none was.
 	approval atomic.Pointer[string]
@@ -98,6 +101,11 @@ func (e *Execution) Approval() string {
 	}
 	return ""
 }
+
+// AskRoute is the approval route the call's Ask named (Decision.Route):
+// a route of the deployment, RouteCaller, or "" when it named none. The
+// approver reads it.
+func (e *Execution) AskRoute() string { return e.askRoute }
 
 // SetApproval records how the call's Ask was decided (see Approval). The
 // approver calls it before it answers; a remote end sets what it was sent.

@@ -66,6 +66,12 @@ type Explanation struct {
 	IfApprovedBy     string `json:"if_approved_by,omitempty"`
 	IfApprovedRule   string `json:"if_approved_rule,omitempty"`
 	IfApprovedReason string `json:"if_approved_reason,omitempty"`
+	// Route is, for ASK, the approval route the question goes to: the one
+	// the Ask named (Decision.Route), which the host resolves to the route
+	// it would take ("caller" for the calling client); Approvers are that
+	// route's approver selectors.
+	Route     string   `json:"route,omitempty"`
+	Approvers []string `json:"approvers,omitempty"`
 	// Steps are the listeners of stages 1 and 2, in the order the pipeline
 	// holds them.
 	Steps []Step `json:"steps"`
@@ -176,7 +182,7 @@ func (t *Tools) Explain(ctx context.Context, name string, args json.RawMessage, 
 		return x
 	}
 	if d.Verdict == VerdictAsk {
-		x.Outcome, x.Reason, x.DecidedBy, x.Rule = WouldAsk, d.Reason, d.DecidedBy, d.Rule
+		x.Outcome, x.Reason, x.DecidedBy, x.Rule, x.Route = WouldAsk, d.Reason, d.DecidedBy, d.Rule, d.Route
 		x.IfApproved = WouldRun
 		if who != "" {
 			x.IfApproved, x.IfApprovedBy, x.IfApprovedRule, x.IfApprovedReason = WouldDeny, who, rec.rule, reason

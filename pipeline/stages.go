@@ -231,9 +231,12 @@ func (t *Tools) ask(ctx context.Context, s *snapshot, e *Execution, d Decision) 
 		outcome = NoApprover
 		return denied("approval needed but no approver is registered: "+d.Reason, d.DecidedBy), false
 	}
+	// The approver reads the route the Ask named from the execution; it is
+	// set before the approver's goroutine starts.
+	e.askRoute = d.Route
 	timeout := t.opts.ApprovalTimeout
 	if t.opts.ApprovalTimeoutFor != nil {
-		if d := t.opts.ApprovalTimeoutFor(e.name); d > 0 {
+		if d := t.opts.ApprovalTimeoutFor(e.name, d.Route); d > 0 {
 			timeout = d
 		}
 	}

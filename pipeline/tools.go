@@ -43,8 +43,9 @@ type Options struct {
 	// unanswered question is a denial. Zero means one minute.
 	ApprovalTimeout time.Duration
 	// ApprovalTimeoutFor, when set, may give a tool's Ask a bound of its
-	// own (an approval route's timeout); 0 keeps ApprovalTimeout.
-	ApprovalTimeoutFor func(tool string) time.Duration
+	// own (an approval route's timeout); route is the one the Ask named
+	// (Decision.Route), maybe empty; 0 keeps ApprovalTimeout.
+	ApprovalTimeoutFor func(tool, route string) time.Duration
 	// Logger receives contained failures (observers, undo). Nil discards.
 	Logger hclog.Logger
 	// OnApproval, when set, is told how each Ask ended (for metrics): one

@@ -200,7 +200,7 @@ func toDecision(d pipeline.Decision) *pb.Decision {
 	case pipeline.VerdictAsk:
 		v = pb.Verdict_VERDICT_ASK
 	}
-	return &pb.Decision{Verdict: v, Reason: d.Reason, Rule: d.Rule}
+	return &pb.Decision{Verdict: v, Reason: d.Reason, Rule: d.Rule, Route: d.Route}
 }
 
 func toReview(r pipeline.Review) *pb.Review {

@@ -363,9 +363,12 @@ func (in *instance) preProxy(h *hostService, handler string, wrap bool, slot int
 			return pipeline.Decision{}, fmt.Errorf("unknown decision %v", d.GetVerdict())
 		}
 		out.Rule = d.GetRule()
+		if out.Verdict == pipeline.VerdictAsk {
+			out.Route = d.GetRoute()
+		}
 		// Handing back what next returned keeps the inner decider's name.
 		if prev := inner.get(); prev.Verdict == out.Verdict && prev.Reason == out.Reason {
-			out.DecidedBy, out.Rule = prev.DecidedBy, prev.Rule
+			out.DecidedBy, out.Rule, out.Route = prev.DecidedBy, prev.Rule, prev.Route
 		}
 		return out, nil
 	}

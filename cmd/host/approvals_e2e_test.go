@@ -37,6 +37,13 @@ type approvalsHost struct {
 
 func startApprovalsHost(t *testing.T, more string) *approvalsHost {
 	t.Helper()
+	return startApprovalsHostWith(t, more, "")
+}
+
+// startApprovalsHostWith is startApprovalsHost with safetyRules added to
+// the safety plugin's config.
+func startApprovalsHostWith(t *testing.T, more, safetyRules string) *approvalsHost {
+	t.Helper()
 	needShippedDeployment(t)
 	dir := t.TempDir()
 	keysFile := filepath.Join(dir, "keys.hcl")
@@ -89,8 +96,9 @@ approval "pair" {
 }
 `, me, receiver.URL) + more
 	config := deploymentFileWith(t, dir, deploymentTweaks{
-		host: fmt.Sprintf("  receipts = true\n  receipts_from = \"audit\"\n  mcp = %q\n  mcp_auth {\n    keys = %q\n  }\n", addr, keysFile),
-		more: routes,
+		host:        fmt.Sprintf("  receipts = true\n  receipts_from = \"audit\"\n  mcp = %q\n  mcp_auth {\n    keys = %q\n  }\n", addr, keysFile),
+		more:        routes,
+		safetyRules: safetyRules,
 		plugin: func(name string) string {
 			if name == "audit" {
 				return "  critical = true\n"

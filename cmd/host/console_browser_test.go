@@ -41,7 +41,7 @@ func browser(t *testing.T, ctx context.Context) context.Context {
 }
 
 // TestConsoleApprovesInABrowser: a real browser signs in to the console
-// with an API key, sees the approval request an MCP agent's call made,
+// with an API key (user:ann's), sees the approval request an MCP agent's call made,
 // approves it, and the agent gets its result.
 func TestConsoleApprovesInABrowser(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -55,7 +55,9 @@ func TestConsoleApprovesInABrowser(t *testing.T) {
 
 	b := browser(t, ctx)
 	err := chromedp.Do(b,
-		chromedp.Navigate(base+"/approvals"), // not signed in: sent to the sign-in form
+		// The browser runs as the host's user, whom the console lets in
+		// without a key: sign in as ann on the form itself.
+		chromedp.Navigate(base+"/signin"),
 		chromedp.WaitVisible(chromedp.CSS(`#credential`)),
 		chromedp.SendKeys(chromedp.CSS(`#credential`), h.annKey),
 		chromedp.Submit(chromedp.CSS(`#credential`)),

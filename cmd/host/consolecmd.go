@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/plugkit-go/plugkit/admin"
 	"github.com/plugkit-go/plugkit/authn"
 	"github.com/plugkit-go/plugkit/console"
 	"github.com/plugkit-go/plugkit/deployment"
@@ -46,8 +48,13 @@ func startConsole(d *deployment.Deployment, h *host.Host, log hclog.Logger) (fun
 		cancel()
 		return nil, fmt.Errorf("console: mcp_auth: %w", err)
 	}
+	// The host's own user is let in without a credential, by the lineage
+	// check loopback MCP makes (loopbackPeer): its processes that are no
+	// plugin of a host.
+	local := &authn.Local{UID: os.Geteuid(), Peer: loopbackPeer, Principal: admin.LocalPrincipal, OnRefused: func(string) {}}
 	con, err := console.New(console.Config{
 		Approvals: h.Approvals.Service, Status: h.Status, Tools: h.Tools, SessionTTL: cc.SessionTTL, Log: log.Named("console"),
+		Local: local.Who, AuditLog: cc.AuditLog,
 		SignIn: func(ctx context.Context, credential string) (identity.Principal, error) {
 			ti, err := au.Verify(ctx, strings.TrimSpace(credential), nil)
 			if err != nil {
@@ -71,6 +78,7 @@ func startConsole(d *deployment.Deployment, h *host.Host, log hclog.Logger) (fun
 	}
 	lim := httplimit.Limits{MaxBodyBytes: 64 << 10}
 	srv := lim.Server(con)
+	srv.ConnContext = local.ConnContext
 	go func() {
 		if err := srv.Serve(lim.Listener(srv, ln)); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("console stopped", "error", err)

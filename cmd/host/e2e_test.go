@@ -35,6 +35,7 @@ var bins struct {
 func TestMain(m *testing.M) {
 	// A test runs the test binary as an MCP client as another user.
 	runAsMCPClient()
+	runAsConsoleClient()
 	runAsSlowLoris()
 	runAsFlood()
 	// Hosts that tests run in this process launch sandboxed plugins

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/plugkit-go/plugkit/admin"
+	"github.com/plugkit-go/plugkit/deployment"
 	"github.com/plugkit-go/plugkit/pipeline"
 	"github.com/plugkit-go/plugkit/shared/identity"
 )
@@ -187,6 +188,12 @@ func outcomeLine(x pipeline.Explanation) string {
 		return "would run"
 	case pipeline.WouldAsk:
 		line := "would ASK " + by + ": " + x.Reason
+		switch {
+		case x.Route == deployment.CallerRoute:
+			line += "\n  asked of: the calling client (route caller)"
+		case x.Route != "":
+			line += fmt.Sprintf("\n  asked of: route %q (%s)", x.Route, strings.Join(x.Approvers, " or "))
+		}
 		if x.IfApproved == pipeline.WouldDeny {
 			then := x.IfApprovedBy
 			if x.IfApprovedRule != "" {

@@ -13,15 +13,16 @@ import (
 
 // preExecute is the stage-1 filter. With secrets set (arguments = "ask",
 // or "deny" beside ask_destructive), a call whose arguments carry a
-// credential is denied or asked about, naming what was found; with
+// credential is denied or asked about, naming what was found; then the
+// first ask rule that matches asks, naming its approval route; with
 // askDestructive, a destructive tool is asked about; otherwise it passes
 // (no opinion, the chain goes on). It reads the descriptor the host
 // attaches to the call, so it covers tools registered after it by any
 // plugin. A filter, not a wrapper: it needs one RPC and never has to see
 // what the rest of the chain decided. The question quotes the arguments
 // with every credential replaced by its marker.
-func preExecute(askDestructive bool, sp *secretsPolicy, scan *secrets.Scanner) func(context.Context, *sdk.Call) (sdk.Decision, error) {
-	return func(_ context.Context, call *sdk.Call) (sdk.Decision, error) {
+func preExecute(askDestructive bool, sp *secretsPolicy, asks []*rule, scan *secrets.Scanner) func(context.Context, *sdk.Call) (sdk.Decision, error) {
+	return func(ctx context.Context, call *sdk.Call) (sdk.Decision, error) {
 		found := ""
 		// The visibility question has no arguments, and arguments without
 		// a credential pass the secrets check: only ask_destructive is
@@ -38,6 +39,26 @@ func preExecute(askDestructive bool, sp *secretsPolicy, scan *secrets.Scanner) f
 					return d, nil
 				}
 				found = describe(hits)
+			}
+		}
+		// The ask rules come before ask_destructive: a rule that names a
+		// route is the operator's more specific word. The visibility
+		// question passes them: an Ask shows a tool, as a pass does.
+		if !call.Visibility() {
+			for _, r := range asks {
+				why, err := r.check(ctx, call)
+				if err != nil {
+					return sdk.Decision{}, err
+				}
+				if why == "" {
+					continue
+				}
+				if found != "" {
+					why += "; its arguments carry a credential (" + found + ")"
+				}
+				d := sdk.Ask(why + ": allow this call? arguments: " + briefArguments(scan, call.Arguments))
+				d.Rule, d.Route = r.name, r.route
+				return d, nil
 			}
 		}
 		destructive := askDestructive && call.Tool.Destructive

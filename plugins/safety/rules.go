@@ -60,6 +60,11 @@ type rule struct {
 	enforceFor []string
 	// scan hides credentials in the values a reason quotes.
 	scan *secrets.Scanner
+	// ask marks an ask rule, whose match is a question rather than a
+	// denial; route is the approval route it names ("" for the host's
+	// choice).
+	ask   bool
+	route string
 }
 
 // prefix is a path_prefix entry: as written, for the reason, and cleaned,
@@ -102,6 +107,23 @@ func compile(cfg Config) (*policy, error) {
 			pol.guards = append(pol.guards, c.guard())
 		}
 	}
+	var asks []*rule
+	for i, r := range cfg.Ask {
+		where := fmt.Sprintf("ask %q", r.Name)
+		if strings.TrimSpace(r.Name) == "" {
+			where = fmt.Sprintf("ask rule #%d", i+1)
+			problems = append(problems, where+": it has no name: give the block a label, ask \"name\" { ... }")
+		} else if seen[r.Name] {
+			problems = append(problems, where+": a second rule has this name; rule names must be unique")
+		}
+		seen[r.Name] = true
+		c, errs := compileRule(r.Rule)
+		c.scan, c.ask, c.route = scan, true, r.Approval
+		for _, err := range errs {
+			problems = append(problems, where+": "+err.Error())
+		}
+		asks = append(asks, c)
+	}
 	if len(problems) > 0 {
 		return nil, errors.New("config: " + strings.Join(problems, "; "))
 	}
@@ -109,12 +131,12 @@ func compile(cfg Config) (*policy, error) {
 	// and for deny when ask_destructive is on: the call is then denied
 	// before anyone is asked about it (the guard still decides).
 	askSecrets := sp != nil && (sp.arguments == argumentsAsk || sp.arguments == argumentsDeny && cfg.AskDestructive)
-	if cfg.AskDestructive || askSecrets {
+	if cfg.AskDestructive || askSecrets || len(asks) > 0 {
 		var check *secretsPolicy
 		if askSecrets {
 			check = sp
 		}
-		pol.ask = &sdk.PreExecuteListener{Name: "ask", Filter: preExecute(cfg.AskDestructive, check, scan)}
+		pol.ask = &sdk.PreExecuteListener{Name: "ask", Filter: preExecute(cfg.AskDestructive, check, asks, scan)}
 	}
 	if sp != nil && sp.results != modeOff {
 		pol.review = &sdk.PostExecuteListener{Name: secretsName, Filter: sp.review}
@@ -394,6 +416,12 @@ func (r *rule) appliesTo(p sdk.Principal) bool {
 func (r *rule) deny(what string, p sdk.Principal) string {
 	if len(r.callers) > 0 || len(r.notCallers) > 0 {
 		what += ", for " + p.String()
+	}
+	if r.ask {
+		if r.reason == "" {
+			return fmt.Sprintf("safety rule %q asks: %s", r.name, what)
+		}
+		return fmt.Sprintf("safety rule %q asks: %s (%s)", r.name, r.reason, what)
 	}
 	if r.reason == "" {
 		return fmt.Sprintf("denied by safety rule %q: %s", r.name, what)

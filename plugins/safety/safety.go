@@ -41,6 +41,14 @@
 // and the argument it is in, and a deny rule's reason or an Ask quoting
 // arguments shows the credential's marker instead.
 //
+// An ask block is written as a deny block is and matches the same calls,
+// but asks the approver in stage 1 instead of denying; the first ask rule
+// that matches, in file order, asks, before ask_destructive would. Its
+// approval attribute names the deployment's approval route the question
+// goes to (the host checks the name when it validates the deployment);
+// "caller" asks the calling client; without it the host picks the route
+// by the tool's name.
+//
 // ask_destructive adds a stage-1 filter that Asks the current approver
 // before every tool whose descriptor says destructive, whoever registered
 // the tool and whenever.
@@ -60,6 +68,10 @@
 //	      reason      = "secrets are off limits"    # optional
 //	    }
 //	    deny "no-shell" { tools = ["shell*"] }      # tools only: deny those tools outright
+//	    ask "deploys" {                             # a rule as deny's, that asks instead
+//	      tools    = ["deploy_*"]
+//	      approval = "oncall"                       # optional: the approval route the question goes to
+//	    }
 //	    ask_destructive = true
 //	    secrets {
 //	      arguments = "deny"                        # deny | ask | off (default deny)
@@ -91,8 +103,18 @@ const (
 // TestSchemaMatchesConfig keeps the two in step.
 type Config struct {
 	Deny           []Rule    `json:"deny,omitempty"`
+	Ask            []AskRule `json:"ask,omitempty"`
 	AskDestructive bool      `json:"ask_destructive,omitempty"`
 	Secrets        []Secrets `json:"secrets,omitempty"`
+}
+
+// AskRule is one ask block: a rule written as a deny rule is, whose match
+// asks instead of denying, and the approval route the question goes to.
+type AskRule struct {
+	Rule
+	// Approval names the deployment's approval route ("oncall"), or
+	// "caller"; empty leaves it to the host (a route whose tools match).
+	Approval string `json:"approval,omitempty"`
 }
 
 // Secrets is the secrets block (at most one: the host hands every block as
@@ -132,8 +154,12 @@ type Rule struct {
 // TestGlobPatternAgreesWithPathMatch checks it against path.Match itself.
 const globPatternJSON = `^(?:[^\\\\\\[]|\\\\.|\\[(?:\\^(?:(?:[^\\\\\\]-]|\\\\.)(?:-(?:[^\\\\\\]-]|\\\\.))?)+|(?:[^\\\\\\]^-]|\\\\.)(?:-(?:[^\\\\\\]-]|\\\\.))?(?:(?:[^\\\\\\]-]|\\\\.)(?:-(?:[^\\\\\\]-]|\\\\.))?)*)\\])*$`
 
-// configSchema is the JSON Schema of Config (see the note there).
-const configSchema = `{
+// configSchema is the JSON Schema of Config (see the note there): the
+// ask rules' items are the deny rules' with approval added (askSchema).
+var configSchema = askSchema(baseSchema)
+
+// baseSchema is configSchema without the ask rules.
+const baseSchema = `{
   "type": "object",
   "additionalProperties": false,
   "properties": {

@@ -1026,7 +1026,11 @@ type Decision struct {
 	// The name of the rule that decided, when the listener has named rules
 	// (the safety plugin's "ask_destructive"): explain, tests and audits read
 	// it here rather than in the reason's text. Optional.
-	Rule          string `protobuf:"bytes,3,opt,name=rule,proto3" json:"rule,omitempty"`
+	Rule string `protobuf:"bytes,3,opt,name=rule,proto3" json:"rule,omitempty"`
+	// For ASK: the name of the deployment's approval route the question goes
+	// to ("oncall"), or "caller" for the client that made the call. Empty:
+	// the route whose tools pattern matches the tool, else the caller.
+	Route         string `protobuf:"bytes,45,opt,name=route,proto3" json:"route,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1078,6 +1082,13 @@ func (x *Decision) GetReason() string {
 func (x *Decision) GetRule() string {
 	if x != nil {
 		return x.Rule
+	}
+	return ""
+}
+
+func (x *Decision) GetRoute() string {
+	if x != nil {
+		return x.Route
 	}
 	return ""
 }
@@ -4399,11 +4410,12 @@ const file_plugkit_proto_rawDesc = "" +
 	"\x02ok\x18\x01 \x01(\bR\x02ok\x12\x1d\n" +
 	"\n" +
 	"value_json\x18\x02 \x01(\fR\tvalueJson\x12+\n" +
-	"\x05error\x18\x03 \x01(\v2\x15.plugkit.v1.ToolErrorR\x05error\"e\n" +
+	"\x05error\x18\x03 \x01(\v2\x15.plugkit.v1.ToolErrorR\x05error\"{\n" +
 	"\bDecision\x12-\n" +
 	"\averdict\x18\x01 \x01(\x0e2\x13.plugkit.v1.VerdictR\averdict\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x12\n" +
-	"\x04rule\x18\x03 \x01(\tR\x04rule\"x\n" +
+	"\x04rule\x18\x03 \x01(\tR\x04rule\x12\x14\n" +
+	"\x05route\x18- \x01(\tR\x05route\"x\n" +
 	"\x06Review\x123\n" +
 	"\averdict\x18\x01 \x01(\x0e2\x19.plugkit.v1.ReviewVerdictR\averdict\x12\x1d\n" +
 	"\n" +

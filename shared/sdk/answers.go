@@ -14,6 +14,16 @@ func Deny(reason string) Decision { return Decision{Verdict: wire.VerdictDeny, R
 // proceeds.
 func Ask(question string) Decision { return Decision{Verdict: wire.VerdictAsk, Reason: question} }
 
+// AskVia is Ask put to the approvers of the deployment's approval route
+// named route (an approval block's label), whatever the routes' tools
+// match; "caller" is the client that made the call. The host denies an Ask
+// naming a route the deployment does not declare. A plugin whose config
+// names the route can give that value "format": "approval-route" in its
+// config schema: host validate then checks the name.
+func AskVia(route, question string) Decision {
+	return Decision{Verdict: wire.VerdictAsk, Reason: question, Route: route}
+}
+
 // Pass has no opinion: a filter lets the host continue the chain; a wrapper
 // returns what next returned. The zero Decision is not Pass: it is refused,
 // so a forgotten answer fails closed.

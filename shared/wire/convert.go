@@ -180,7 +180,7 @@ func OutcomeFromProto(m *pb.Outcome) Outcome {
 
 // DecisionToProto converts d.
 func DecisionToProto(d Decision) *pb.Decision {
-	return &pb.Decision{Verdict: pb.Verdict(d.Verdict), Reason: d.Reason, Rule: d.Rule}
+	return &pb.Decision{Verdict: pb.Verdict(d.Verdict), Reason: d.Reason, Rule: d.Rule, Route: d.Route}
 }
 
 // DecisionFromProto converts m; a missing decision is VerdictUnspecified.
@@ -188,7 +188,7 @@ func DecisionFromProto(m *pb.Decision) Decision {
 	if m == nil {
 		return Decision{}
 	}
-	return Decision{Verdict: Verdict(m.GetVerdict()), Reason: m.GetReason(), Rule: m.GetRule()}
+	return Decision{Verdict: Verdict(m.GetVerdict()), Reason: m.GetReason(), Rule: m.GetRule(), Route: m.GetRoute()}
 }
 
 // ReviewToProto converts r.

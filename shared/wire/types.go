@@ -188,6 +188,10 @@ type Decision struct {
 	// Rule names the rule that decided, when the listener has named rules;
 	// optional, read by explain, tests and audits.
 	Rule string
+	// Route names the approval route an Ask goes to: a route of the
+	// deployment ("oncall"), or "caller" for the client that made the
+	// call. Empty: the route whose tools pattern matches, else the caller.
+	Route string
 }
 
 // ReviewVerdict is a stage-4 answer. Its values are those of

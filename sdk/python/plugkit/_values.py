@@ -153,13 +153,16 @@ class Decision(typing.NamedTuple):
     #: The rule that decided, when the listener has named rules (optional;
     #: host explain and host test show it).
     rule: str = ""
+    #: For an ask: the deployment's approval route it goes to ("caller" for
+    #: the calling client); empty leaves it to the host.
+    route: str = ""
 
     def to_proto(self):
-        return pb.Decision(verdict=self.verdict, reason=self.reason, rule=self.rule)
+        return pb.Decision(verdict=self.verdict, reason=self.reason, rule=self.rule, route=self.route)
 
     @staticmethod
     def from_proto(d):
-        return Decision(d.verdict, d.reason, d.rule)
+        return Decision(d.verdict, d.reason, d.rule, d.route)
 
 
 #: No opinion: the rest of the chain decides.
@@ -176,9 +179,13 @@ def deny(reason, rule=""):
     return Decision(pb.VERDICT_DENY, reason, rule)
 
 
-def ask(question, rule=""):
-    """Puts question to the approver; only an approval lets the call through."""
-    return Decision(pb.VERDICT_ASK, question, rule)
+def ask(question, rule="", route=""):
+    """Puts question to the approver; only an approval lets the call through.
+
+    route names the deployment's approval route the question goes to
+    ("caller" for the calling client); empty leaves it to the host.
+    """
+    return Decision(pb.VERDICT_ASK, question, rule, route)
 
 
 # Stage-3 outcomes.
