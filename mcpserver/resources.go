@@ -248,7 +248,7 @@ func (s *Server) callEntry(ctx context.Context, req mcp.Request, name string, ar
 				c.cancel()
 			}
 		}
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: name + ": the call needs an approval, which this request cannot carry; ask through a tool or answer over a session (protocol 2025-11-25)"}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: name + ": the call needs an answer (an approval, or a question of the server behind it), which this request cannot carry; ask through a tool or answer over a session (protocol 2025-11-25)"}
 	}
 	return res, nil
 }
