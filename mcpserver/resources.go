@@ -315,6 +315,10 @@ func unsubscribe(context.Context, *mcp.UnsubscribeRequest) error { return nil }
 // resourceUpdated tells the sessions subscribed to a plugin's resource that
 // it changed, in the background (the host's event must not wait for them).
 func (s *Server) resourceUpdated(u host.ResourceUpdate) {
+	if u.ListChanged {
+		s.resourcesChanged()
+		return
+	}
 	s.smu.Lock()
 	if s.closed {
 		s.smu.Unlock()

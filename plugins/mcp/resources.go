@@ -342,14 +342,20 @@ func (b *bridge) resourcesSubscribeEntry() sdk.Tool {
 	}
 }
 
-func (b *bridge) setNotify(fn func(ctx context.Context, uri string) error) {
+func (b *bridge) setNotify(updated func(ctx context.Context, uri string) error, listChanged func(ctx context.Context) error) {
 	b.mu.Lock()
-	b.notify = fn
+	b.notify = func(ctx context.Context, uri string) error {
+		if uri == "" {
+			return listChanged(ctx)
+		}
+		return updated(ctx, uri)
+	}
 	b.mu.Unlock()
 }
 
-// resourceUpdated passes the server's notifications/resources/updated to
-// the host, in the background: the SDK calls it on the session's reader.
+// resourceUpdated passes the server's notifications/resources/updated (and,
+// with no URI, its resources/list_changed) to the host, in the background:
+// the SDK calls it on the session's reader.
 func (b *bridge) resourceUpdated(uri string) {
 	b.mu.Lock()
 	notify := b.notify
