@@ -187,7 +187,14 @@ func (s *Server) start(sess *session, req *mcp.CallToolRequest) (*call, error) {
 	if s.closed {
 		return nil, errClosed
 	}
-	ctx, cancel := context.WithCancel(sess.ctx)
+	parent := sess.ctx
+	if stateless(req) {
+		// A stateless request's session ends with it, but a call waiting
+		// for a route's approvers outlives it (routedwait.go); the handler
+		// cancels the call itself when its request ends otherwise.
+		parent = s.base
+	}
+	ctx, cancel := context.WithCancel(parent)
 	c := &call{
 		tool:      req.Params.Name,
 		req:       req,

@@ -238,7 +238,7 @@ func (s *Server) callEntry(ctx context.Context, req mcp.Request, name string, ar
 		}
 	}
 	creq := &mcp.CallToolRequest{Session: ss, Extra: req.GetExtra(), Params: &mcp.CallToolParamsRaw{Name: name, Arguments: args, Meta: meta}}
-	res, err := s.callTool(ctx, creq)
+	res, err := s.callTool(context.WithValue(ctx, entryCallKey{}, true), creq)
 	if err != nil {
 		return nil, err
 	}

@@ -129,6 +129,9 @@ type Server struct {
 	// lists is what clients were last told of the resource lists: each
 	// "resources" entry's plugin (listchanged.go).
 	lists map[string]pipeline.ToolInfo
+	// detached are stateless calls waiting for a route's approvers
+	// between their requests (routedwait.go).
+	detached detached
 
 	// views is what each session was last shown (visibility.go).
 	views views

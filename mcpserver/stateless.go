@@ -78,6 +78,9 @@ func (s *Server) callStateless(ctx context.Context, sess *session, req *mcp.Call
 		if err == nil && !s.sealer.spend(a, now) {
 			err = errState
 		}
+		if err == nil && a.Input == waitInput {
+			return s.resume(ctx, req, a)
+		}
 		if err == nil {
 			pre, err = retryAnswers(a, req.Params.InputResponses)
 		}
@@ -92,6 +95,8 @@ func (s *Server) callStateless(ctx context.Context, sess *session, req *mcp.Call
 		return nil, err
 	}
 	var given []carried // the answers used in this run, for a next round
+	var wait *held      // progress while a route's approvers decide
+	defer func() { wait.stop() }()
 	for {
 		var (
 			input    string
@@ -118,6 +123,18 @@ func (s *Server) callStateless(ctx context.Context, sess *session, req *mcp.Call
 			}
 			input, request, question = elicitInput, q.params, elicitDigest(q.params)
 			q.reply <- nil
+		case w := <-c.waiting:
+			if entry, _ := ctx.Value(entryCallKey{}).(bool); entry {
+				// A resources or prompts request waits with its call.
+				wait = hold(ctx, req, w)
+				continue
+			}
+			// The call waits for a route's approvers apart from this
+			// request, which says to come back (routedwait.go).
+			return s.comeBack(req, s.detach(c, w), w), nil
+		case <-wait.ticks():
+			wait.notify(ctx, req)
+			continue
 		case <-ctx.Done():
 			c.cancel()
 			return nil, ctx.Err()
