@@ -28,13 +28,18 @@ import (
 //     or input-required again, sealed anew, for another round.
 //   - A call decided between two rounds keeps its result for the next
 //     retry, for keepResult. The route's timeout still ends the call.
+//   - A call no retry picks up within pickupWithin of its last round is
+//     withdrawn (ABORTED, its approval request with it): its client gave up
+//     (the SDK's stops after three empty rounds), and a call nobody waits
+//     for must not run once approved.
 //
 // The call lives on the replica where it started: a retry that reaches
 // another replica finds nothing there and is answered input-required
 // again, so that a load balancer may send the next round elsewhere. The
-// SDK's client allows 3 such empty rounds, so with it a route's wait is
-// bounded by about 3 × holdFor plus the first request; a client that
-// drives its retries itself may wait for as long as the route does.
+// SDK's client gives up at the third empty round (the first comes back at
+// once), so with it a route's wait is bounded by about 2 × holdFor; a
+// client that drives its retries itself may wait as long as the route
+// does.
 
 // holdFor bounds each request of a routed wait: well inside the request
 // timeouts of HTTP proxies and clients.
@@ -42,6 +47,10 @@ const holdFor = 25 * time.Second
 
 // keepResult is how long a detached call's result waits for its retry.
 const keepResult = time.Minute
+
+// pickupWithin is how long a detached call waits for a retry to pick it
+// up before it is withdrawn: a client retries at once.
+const pickupWithin = 30 * time.Second
 
 // waitInput marks a sealed state that names a detached call.
 const waitInput = "wait"
@@ -54,9 +63,10 @@ type detached struct {
 }
 
 type detachedCall struct {
-	c    *call
-	w    host.Waiting
-	drop *time.Timer // set once the call is done: forgets it after keepResult
+	c       *call
+	w       host.Waiting
+	drop    *time.Timer // set once the call is done: forgets it after keepResult
+	abandon *time.Timer // withdraws the call when no retry picks it up
 }
 
 // detach keeps c, which now waits for w, for a retry, and returns its
@@ -69,6 +79,7 @@ func (s *Server) detach(c *call, w host.Waiting) string {
 		s.detached.calls = map[string]*detachedCall{}
 	}
 	s.detached.calls[token] = d
+	d.abandon = time.AfterFunc(pickupWithin, func() { s.abandon(token, d) })
 	s.detached.mu.Unlock()
 	s.wg.Add(1)
 	go func() {
@@ -90,10 +101,23 @@ func (s *Server) pickUp(token string) *detachedCall {
 	defer s.detached.mu.Unlock()
 	d := s.detached.calls[token]
 	delete(s.detached.calls, token)
-	if d != nil && d.drop != nil {
-		d.drop.Stop()
+	if d != nil {
+		d.abandon.Stop()
+		if d.drop != nil {
+			d.drop.Stop()
+		}
 	}
 	return d
+}
+
+// abandon withdraws d, still waiting under token with no retry to pick it
+// up; its result (ABORTED) is kept as any other's.
+func (s *Server) abandon(token string, d *detachedCall) {
+	s.detached.mu.Lock()
+	defer s.detached.mu.Unlock()
+	if s.detached.calls[token] == d {
+		d.c.cancel()
+	}
 }
 
 // comeBack is the input-required result with no input request whose
@@ -151,6 +175,7 @@ func (s *Server) redetach(token string, d *detachedCall) string {
 		s.detached.calls = map[string]*detachedCall{}
 	}
 	s.detached.calls[token] = d
+	d.abandon = time.AfterFunc(pickupWithin, func() { s.abandon(token, d) })
 	select {
 	case <-d.c.done:
 		if d.drop == nil {
