@@ -1,11 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -208,4 +213,100 @@ func auditTriggers(t *testing.T, dir string) []auditLine {
 		}
 	}
 	return out
+}
+
+// toReplicas sends a request that carries a requestState (a retry) to
+// retry and every other to first, as a load balancer without affinity
+// may.
+type toReplicas struct {
+	first, retry string
+	rt           *http.Transport
+}
+
+func (r *toReplicas) RoundTrip(req *http.Request) (*http.Response, error) {
+	var body []byte
+	if req.Body != nil {
+		var err error
+		if body, err = io.ReadAll(req.Body); err != nil {
+			return nil, err
+		}
+		req.Body.Close()
+	}
+	out := req.Clone(req.Context())
+	out.URL.Host, out.Host = r.first, r.first
+	if bytes.Contains(body, []byte(`"requestState"`)) {
+		out.URL.Host, out.Host = r.retry, r.retry
+	}
+	out.Body = io.NopCloser(bytes.NewReader(body))
+	out.ContentLength = int64(len(body))
+	return r.rt.RoundTrip(out)
+}
+
+// The server's question asked on one replica is answered in a retry that
+// reaches another (two hosts, one mcp_state_key): the retry runs the call
+// there, and that replica's server gets the answer.
+func TestElicitationInputRequiredAcrossReplicas(t *testing.T) {
+	needBinaries(t)
+	noLeaks(t)
+	keyFile := filepath.Join(t.TempDir(), "state.key")
+	key := make([]byte, 32)
+	rand.Read(key)
+	if err := os.WriteFile(keyFile, []byte(hex.EncodeToString(key)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	replica := func() (addr, dir string) {
+		dir = t.TempDir()
+		config := deployment(t, dir, everythingBlock(t))
+		addr = serveMCPOn(t, config)
+		data, err := os.ReadFile(config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(config, []byte(strings.Replace(string(data), "host {\n", fmt.Sprintf("host {\n  mcp_state_key = %q\n", keyFile), 1)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		startHost(t, config, 2)
+		return addr, dir
+	}
+	a, aDir := replica()
+	b, bDir := replica()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	rt := &http.Transport{}
+	defer rt.CloseIdleConnections()
+	user := &elicitUser{answers: []*mcp.ElicitResult{{Action: "accept", Content: map[string]any{"name": "Ann Example", "check": true}}}}
+	client := mcp.NewClient(&mcp.Implementation{Name: "new-agent", Version: "1"}, &mcp.ClientOptions{ElicitationHandler: user.handle})
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + a + "/mcp", HTTPClient: &http.Client{Transport: &toReplicas{first: a, retry: b, rt: rt}}},
+		&mcp.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ev_trigger-elicitation-request", Arguments: map[string]any{}})
+	if err != nil || res.IsError || !strings.Contains(allText(res), "- Name: Ann Example") {
+		t.Fatalf("the call answered on the other replica: %v %+v", err, res)
+	}
+	if q := user.questions(); len(q) != 1 || q[0].Mode != "form" {
+		t.Errorf("the client was asked %+v, want the server's form once", q)
+	}
+	codes := func(dir, want string) {
+		var got string
+		waitFor(t, 30*time.Second, "the audit outcomes "+want+" in "+dir, func() bool {
+			var c []string
+			for _, l := range auditTriggers(t, dir) {
+				if l.OK {
+					c = append(c, "ok")
+				} else {
+					c = append(c, l.Code)
+				}
+			}
+			got = strings.Join(c, " ")
+			return got == want
+		}, func() string { return "got " + got })
+	}
+	codes(aDir, "ABORTED")
+	codes(bDir, "ok")
+	if got := elicitationsAudited(t, bDir); len(got) != 1 || got[0] != `[{"mode":"form","action":"accept"}]` {
+		t.Errorf("replica B's audit records the question as %q", got)
+	}
 }
