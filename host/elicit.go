@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/plugkit-go/plugkit/pipeline"
@@ -12,6 +13,12 @@ import (
 // one of its calls, such as an MCP client that supports elicitation: params
 // are MCP ElicitRequest params, the answer an MCP ElicitResult, both JSON.
 type Elicitor func(ctx context.Context, params json.RawMessage) (json.RawMessage, error)
+
+// ErrAskedInResult is an Elicitor's error when the question went back to
+// the caller in the call's own result (an MCP input-required result), to
+// be answered in a retry that runs the call again: this call ends without
+// an answer.
+var ErrAskedInResult = errors.New("the question was returned to the caller in the call's result, to be answered in its retry")
 
 // declined is the answer for a caller that cannot be asked.
 var declined = json.RawMessage(`{"action":"decline"}`)
@@ -61,6 +68,11 @@ func (h *Host) elicit(ctx context.Context, e *pipeline.Execution, params json.Ra
 		return declined, nil
 	}
 	out, err := el(ctx, params)
+	if errors.Is(err, ErrAskedInResult) {
+		h.log.Info("elicitation returned to the caller in the call's result, to be answered in its retry", "id", e.ID(), "tool", e.Name(), "caller", e.Caller(), "mode", p.Mode)
+		e.AddElicitation(p.Mode, "retry")
+		return nil, fmt.Errorf("ask caller %s: %w", e.Caller(), err)
+	}
 	if err != nil {
 		h.log.Info("elicitation failed", "id", e.ID(), "tool", e.Name(), "caller", e.Caller(), "mode", p.Mode, "error", err)
 		e.AddElicitation(p.Mode, "error")

@@ -11,14 +11,17 @@ import (
 const EventResourceUpdated = "resource.updated"
 
 // ResourceUpdate is a resource that changed: the plugin that offers it and
-// its URI as the plugin gives it.
+// its URI as the plugin gives it; or, with ListChanged (and no URI), the
+// plugin's list of resources.
 type ResourceUpdate struct {
 	Plugin, URI string
+	ListChanged bool
 }
 
-// resourceUpdated is the plugin manager's OnResourceUpdated.
+// resourceUpdated is the plugin manager's OnResourceUpdated; uri "" is a
+// change of the plugin's list.
 func (h *Host) resourceUpdated(plugin, uri string) {
-	h.k.Events().Emit(context.Background(), EventResourceUpdated, ResourceUpdate{Plugin: plugin, URI: uri})
+	h.k.Events().Emit(context.Background(), EventResourceUpdated, ResourceUpdate{Plugin: plugin, URI: uri, ListChanged: uri == ""})
 }
 
 // OnResourceUpdated calls fn, on behalf of owner, with every resource a

@@ -64,12 +64,18 @@ type call struct {
 	result    pipeline.Result
 	// waiting says the call is held for an approval route's approvers.
 	waiting chan host.Waiting
+	// elicits carries a plugin's question for a 2026-07-28 client to the
+	// handler serving the call (inputrequired.go).
+	elicits chan elicitQ
 
 	// serving is the context of the request whose handler waits for the
 	// call now, nil between requests: a plugin's question is sent in
 	// relation to it (elicit.go), on that request's stream over HTTP.
 	smu     sync.Mutex
 	serving context.Context
+	// pending is the plugin's question a parked call waits to have
+	// answered, nil when it waits for an Ask's answer (or nothing).
+	pending *elicitQ
 }
 
 type answer struct {
@@ -167,7 +173,7 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 		if c == nil || c.tool != req.Params.Name {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "requestState names no call waiting for an answer (it expired or was answered)"}
 		}
-		c.answer(approvalFrom(req.Params.InputResponses))
+		c.respond(req.Params.InputResponses)
 	} else if c, err = s.start(sess, req); err != nil {
 		return nil, err
 	}
@@ -181,7 +187,14 @@ func (s *Server) start(sess *session, req *mcp.CallToolRequest) (*call, error) {
 	if s.closed {
 		return nil, errClosed
 	}
-	ctx, cancel := context.WithCancel(sess.ctx)
+	parent := sess.ctx
+	if stateless(req) {
+		// A stateless request's session ends with it, but a call waiting
+		// for a route's approvers outlives it (routedwait.go); the handler
+		// cancels the call itself when its request ends otherwise.
+		parent = s.base
+	}
+	ctx, cancel := context.WithCancel(parent)
 	c := &call{
 		tool:      req.Params.Name,
 		req:       req,
@@ -190,6 +203,7 @@ func (s *Server) start(sess *session, req *mcp.CallToolRequest) (*call, error) {
 		answers:   make(chan answer, 1),
 		done:      make(chan struct{}),
 		waiting:   make(chan host.Waiting, 1),
+		elicits:   make(chan elicitQ),
 	}
 	ctx = context.WithValue(withClientTrace(ctx, req.Params.Meta), callKey{}, c)
 	ctx = pipeline.WithVisibleOnly(pipeline.WithPrincipal(ctx, s.principal(req)))
@@ -288,6 +302,14 @@ func (s *Server) serve(ctx context.Context, sess *session, req *mcp.CallToolRequ
 				}, nil
 			}
 			asked, stopAsking = startElicit(ctx, req.Session, q)
+		case q := <-c.elicits:
+			// Only a client of 2026-07-28 is handed a plugin's question
+			// (an older one is sent elicitation/create by elicitor).
+			c.parkElicit(&q)
+			return &mcp.CallToolResult{
+				InputRequests: mcp.InputRequestMap{elicitInput: q.params},
+				RequestState:  sess.park(c, s.parkFor),
+			}, nil
 		case a := <-asked:
 			asked = nil
 			stopAsking()

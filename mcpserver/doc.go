@@ -35,7 +35,9 @@
 // call is for, the request and an expiry, with a key replicas may share
 // (UseStateKeys); the call that asked ends ABORTED, and the retry, on any
 // replica holding the key, runs the call again with the answer given to
-// the same question.
+// the same question. A call waiting for an approval route's approvers does
+// not hold such a request: it waits apart from it, and the client's
+// retries pick it up (routedwait.go).
 //
 // Over streamable HTTP the server keeps at most Options.MaxSessions sessions
 // (the deployment's mcp_max_sessions): one more closes the session idle

@@ -11,8 +11,9 @@ import (
 // A plugin serving a call may put a question to the client that made it
 // (the mcp bridge passes on a bridged server's elicitation/create). A
 // session client that declared the elicitation capability for the question's
-// mode is asked with elicitation/create on its session; any other client,
-// and for now every 2026-07-28 client, has the question declined.
+// mode is asked with elicitation/create on its session; a 2026-07-28 client
+// that declared it in its request gets an input-required result
+// (inputrequired.go); any other client has the question declined.
 
 // declined is the answer for a client that cannot be asked.
 var declined = json.RawMessage(`{"action":"decline"}`)
@@ -28,10 +29,20 @@ func elicitor(ss *mcp.ServerSession) func(ctx context.Context, params json.RawMe
 		if p.Mode == "" {
 			p.Mode = "form"
 		}
-		if !legacy(ss) || !canElicitMode(ss.InitializeParams().Capabilities, p.Mode) {
+		c, _ := ctx.Value(callKey{}).(*call)
+		if !legacy(ss) {
+			// 2026-07-28: the question becomes the call's input-required
+			// result (inputrequired.go), for a client that says, in its
+			// request, that it can answer it.
+			if c == nil || !canElicitMode(c.req.ClientCapabilities(), p.Mode) {
+				return declined, nil
+			}
+			return c.inputRequired(ctx, &p)
+		}
+		if !canElicitMode(ss.InitializeParams().Capabilities, p.Mode) {
 			return declined, nil
 		}
-		if c, _ := ctx.Value(callKey{}).(*call); c != nil {
+		if c != nil {
 			ctx = c.relate(ctx)
 		}
 		r, err := ss.Elicit(ctx, &p)

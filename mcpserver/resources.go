@@ -238,7 +238,7 @@ func (s *Server) callEntry(ctx context.Context, req mcp.Request, name string, ar
 		}
 	}
 	creq := &mcp.CallToolRequest{Session: ss, Extra: req.GetExtra(), Params: &mcp.CallToolParamsRaw{Name: name, Arguments: args, Meta: meta}}
-	res, err := s.callTool(ctx, creq)
+	res, err := s.callTool(context.WithValue(ctx, entryCallKey{}, true), creq)
 	if err != nil {
 		return nil, err
 	}
@@ -248,7 +248,7 @@ func (s *Server) callEntry(ctx context.Context, req mcp.Request, name string, ar
 				c.cancel()
 			}
 		}
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: name + ": the call needs an approval, which this request cannot carry; ask through a tool or answer over a session (protocol 2025-11-25)"}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: name + ": the call needs an answer (an approval, or a question of the server behind it), which this request cannot carry; ask through a tool or answer over a session (protocol 2025-11-25)"}
 	}
 	return res, nil
 }
@@ -315,6 +315,10 @@ func unsubscribe(context.Context, *mcp.UnsubscribeRequest) error { return nil }
 // resourceUpdated tells the sessions subscribed to a plugin's resource that
 // it changed, in the background (the host's event must not wait for them).
 func (s *Server) resourceUpdated(u host.ResourceUpdate) {
+	if u.ListChanged {
+		s.resourcesChanged()
+		return
+	}
 	s.smu.Lock()
 	if s.closed {
 		s.smu.Unlock()

@@ -55,6 +55,12 @@ type sealedAsk struct {
 	// Question is the SHA-256 of the question's tool and arguments as the
 	// user was shown them; only the same question is answered again.
 	Question string `json:"q"`
+	// Input is the key the question has in the input-required result:
+	// approvalInput for an Ask, elicitInput for a plugin's question.
+	Input string `json:"i,omitempty"`
+	// Answers are those the client gave in earlier rounds of the same
+	// call, given again in the next run (inputrequired.go).
+	Answers []carried `json:"r,omitempty"`
 	// Call is the id of the call that asked, for the logs.
 	Call string `json:"c"`
 	// Expires is when the answer stops counting (Unix milliseconds): the

@@ -126,6 +126,12 @@ type Server struct {
 	listed map[string]pipeline.ToolInfo
 	// prompts is what clients were last told of the prompts (prompts.go).
 	prompts map[string]pipeline.ToolInfo
+	// lists is what clients were last told of the resource lists: each
+	// "resources" entry's plugin (listchanged.go).
+	lists map[string]pipeline.ToolInfo
+	// detached are stateless calls waiting for a route's approvers
+	// between their requests (routedwait.go).
+	detached detached
 
 	// views is what each session was last shown (visibility.go).
 	views views
@@ -187,6 +193,7 @@ func New(h *host.Host, opts Options) *Server {
 		touched:  map[string]bool{},
 		listed:   map[string]pipeline.ToolInfo{},
 		prompts:  map[string]pipeline.ToolInfo{},
+		lists:    map[string]pipeline.ToolInfo{},
 		sessions: map[*mcp.ServerSession]*session{},
 	}
 	s.sealer, _ = newSealer(nil) // a key of its own cannot fail
@@ -197,9 +204,9 @@ func New(h *host.Host, opts Options) *Server {
 		Capabilities: &mcp.ServerCapabilities{
 			Tools: &mcp.ToolCapabilities{ListChanged: true},
 			// Bridged servers' resources and prompts (resources.go,
-			// prompts.go). A resource list's changes are not announced:
-			// its cache hint bounds how stale a client's copy is.
-			Resources: &mcp.ResourceCapabilities{Subscribe: true},
+			// prompts.go); a change of a resource list is announced
+			// (listchanged.go).
+			Resources: &mcp.ResourceCapabilities{Subscribe: true, ListChanged: true},
 			Prompts:   &mcp.PromptCapabilities{ListChanged: true},
 		},
 		SetCacheable:       cacheHints,

@@ -21,9 +21,9 @@ import (
 // stateless handler, which serves it with a session of its own that ends
 // with the request. Any other request (initialize, or one carrying an
 // Mcp-Session-Id) goes to the session-keeping handler behind the session
-// cap, as before. Nothing of a stateless request outlives it; an Ask is
-// answered through a sealed requestState (sealed.go) that any replica
-// holding the key opens.
+// cap, as before. Nothing of a stateless request outlives it; an Ask, and
+// a plugin's question (inputrequired.go), is answered through a sealed
+// requestState (sealed.go) that any replica holding the key opens.
 
 // newProtocol is the first protocol version served without sessions.
 const newProtocol = "2026-07-28"
@@ -60,21 +60,14 @@ func stateless(req *mcp.CallToolRequest) bool {
 	return req.Session.ID() == "" && req.Extra != nil && req.Extra.Header != nil
 }
 
-// preanswer is the client's answer to a question asked on an earlier
-// request, carried by its retry: it answers the same question about the
-// same call once.
-type preanswer struct {
-	question string // digest of the question's tool and arguments
-	answer   answer
-}
-
 // callStateless serves a tools/call without a session. A retry
 // (requestState set) is checked against its sealed question, then the call
-// runs again from the start with the client's answer ready for that
-// question: the call that asked ended when its request did, on whichever
-// replica it ran.
+// runs again from the start with the client's answers ready for the
+// questions they answer (the one the state names, and those of earlier
+// rounds it carries): the call that asked ended when its request did, on
+// whichever replica it ran.
 func (s *Server) callStateless(ctx context.Context, sess *session, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	var pre *preanswer
+	var pre preanswers
 	if state := req.Params.RequestState; state != "" {
 		now := time.Now()
 		a, err := s.sealer.open(state, now)
@@ -85,48 +78,86 @@ func (s *Server) callStateless(ctx context.Context, sess *session, req *mcp.Call
 		if err == nil && !s.sealer.spend(a, now) {
 			err = errState
 		}
+		if err == nil && a.Input == waitInput {
+			return s.resume(ctx, req, a)
+		}
+		if err == nil {
+			pre, err = retryAnswers(a, req.Params.InputResponses)
+		}
 		if err != nil {
 			s.log.Warn("refused a retry's requestState", "tool", req.Params.Name, "for", s.principal(req).String())
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
 		}
 		s.log.Debug("retry answers an earlier call's question", "asked_by", a.Call, "tool", a.Tool)
-		pre = &preanswer{question: a.Question, answer: approvalFrom(req.Params.InputResponses)}
 	}
 	c, err := s.start(sess, req)
 	if err != nil {
 		return nil, err
 	}
+	var given []carried // the answers used in this run, for a next round
+	var wait *held      // progress while a route's approvers decide
+	defer func() { wait.stop() }()
 	for {
+		var (
+			input    string
+			request  mcp.InputRequest
+			question string
+			callID   string
+		)
 		select {
 		case <-c.done:
 			return toolResult(c.result), nil
 		case q := <-c.questions:
-			if p := pre; p != nil && p.question == questionDigest(q) {
+			if a, ok := pre.approval(q); ok {
 				// The question the client answered: answered once.
-				pre = nil
-				c.answer(p.answer)
+				given = append(given, a)
+				c.answer(answer{approved: a.Approved, err: a.err()})
 				continue
 			}
-			// Asked anew: the question goes back sealed, and this call
-			// ends (ABORTED); the retry runs it again.
-			state := s.sealer.seal(sealedAsk{
-				Principal: s.principal(req).String(),
-				Tool:      req.Params.Name,
-				Args:      digest(canonicalArgs(req.Params.Arguments)),
-				Question:  questionDigest(q),
-				Call:      q.ID,
-				Expires:   time.Now().Add(s.askFor).UnixMilli(),
-			})
-			c.cancel()
-			<-c.done
-			return &mcp.CallToolResult{
-				InputRequests: mcp.InputRequestMap{approvalInput: approvalRequest(q)},
-				RequestState:  state,
-			}, nil
+			input, request, question, callID = approvalInput, approvalRequest(q), questionDigest(q), q.ID
+		case q := <-c.elicits:
+			if a, ok := pre.elicit(q.params); ok {
+				given = append(given, a)
+				q.reply <- a.elicitResult()
+				continue
+			}
+			input, request, question = elicitInput, q.params, elicitDigest(q.params)
+			q.reply <- nil
+		case w := <-c.waiting:
+			if entry, _ := ctx.Value(entryCallKey{}).(bool); entry {
+				// A resources or prompts request waits with its call.
+				wait = hold(ctx, req, w)
+				continue
+			}
+			// The call waits for a route's approvers apart from this
+			// request, which says to come back (routedwait.go).
+			return s.comeBack(req, s.detach(c, w), w), nil
+		case <-wait.ticks():
+			wait.notify(ctx, req)
+			continue
 		case <-ctx.Done():
 			c.cancel()
 			return nil, ctx.Err()
 		}
+		// Asked anew: the question goes back sealed, with the answers
+		// given so far, and this call ends (ABORTED); the retry runs it
+		// again.
+		state := s.sealer.seal(sealedAsk{
+			Principal: s.principal(req).String(),
+			Tool:      req.Params.Name,
+			Args:      digest(canonicalArgs(req.Params.Arguments)),
+			Question:  question,
+			Input:     input,
+			Answers:   given,
+			Call:      callID,
+			Expires:   time.Now().Add(s.askFor).UnixMilli(),
+		})
+		c.cancel()
+		<-c.done
+		return &mcp.CallToolResult{
+			InputRequests: mcp.InputRequestMap{input: request},
+			RequestState:  state,
+		}, nil
 	}
 }
 

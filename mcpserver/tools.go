@@ -110,6 +110,7 @@ func (s *Server) sync() {
 		s.listed[t.Name] = t
 	}
 	s.syncPrompts(current, touched)
+	s.syncLists(current)
 	if s.searching() && (len(add) > 0 || len(remove) > 0 || s.index.Load() == nil) {
 		s.reindex()
 	}

@@ -17,11 +17,16 @@ const updatesPerSecond = 50
 // maxURIBytes bounds a reported URI.
 const maxURIBytes = 8192
 
-// ResourceUpdated hands a plugin's resource change to the host's front ends
+// ResourceUpdated hands a plugin's resource change, or the change of its
+// list of resources (uri ""), to the host's front ends
 // (Options.OnResourceUpdated), named for the plugin whatever it says.
 func (h *hostService) ResourceUpdated(_ context.Context, req *pb.ResourceUpdatedRequest) (*pb.ResourceUpdatedResponse, error) {
 	uri := req.GetUri()
-	if uri == "" || len(uri) > maxURIBytes {
+	if req.GetListChanged() {
+		if uri != "" {
+			return nil, status.Error(codes.InvalidArgument, "resource updated: a list change names no URI")
+		}
+	} else if uri == "" || len(uri) > maxURIBytes {
 		return nil, status.Errorf(codes.InvalidArgument, "resource updated: the URI is empty or over %d bytes", maxURIBytes)
 	}
 	if !h.inst.updates.Allow() {

@@ -158,7 +158,8 @@ type Options struct {
 	// OTLP ExportTraceServiceRequest.
 	ExportSpans func(ctx context.Context, plugin string, otlp []byte) error
 	// OnResourceUpdated, when set, is told that a resource plugin offers
-	// changed (Host.ResourceUpdated), by the plugin's own URI. It must not
+	// changed (Host.ResourceUpdated), by the plugin's own URI, or with uri
+	// "" that the plugin's list of resources changed. It must not
 	// block.
 	OnResourceUpdated func(plugin, uri string)
 

@@ -117,9 +117,9 @@ func (h *approvalsHost) agent(t *testing.T, ctx context.Context, opts *mcp.Clien
 	client := mcp.NewClient(&mcp.Implementation{Name: "unattended-agent", Version: "1"}, opts)
 	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: h.endpoint,
 		HTTPClient: &http.Client{Transport: bearer{h.key, http.DefaultTransport}}},
-		// A session (2025-11-25): the progress of a held call reaches the
-		// client on its session; a 2026-07-28 client, served without one,
-		// waits on its request without it.
+		// A session (2025-11-25): the call's request is held, with
+		// progress; a 2026-07-28 client, served without one, is answered
+		// input-required and retries (TestApprovalsRoutedStateless).
 		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatalf("connect the agent: %v\n%s", err, h.run.stderr)

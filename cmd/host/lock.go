@@ -89,23 +89,26 @@ func (e *env) lockTools(ctx context.Context, args []string) ([]deployment.ToolPi
 	return changes, nil
 }
 
-// toolPins groups the pins of bridged tools (Definition "tool=NAME pin") by
-// plugin and the server's tool name.
+// toolPins groups the pins of bridged tools (Definition "tool=NAME pin",
+// one a line: a resource list entry has one per resource) by plugin and
+// the server's name.
 func toolPins(ts []admin.Tool) map[string]map[string]string {
 	out := map[string]map[string]string{}
 	for _, t := range ts {
-		rest, ok := strings.CutPrefix(t.Definition, "tool=")
-		if !ok {
-			continue
+		for _, line := range strings.Split(t.Definition, "\n") {
+			rest, ok := strings.CutPrefix(line, "tool=")
+			if !ok {
+				continue
+			}
+			name, pin, ok := strings.Cut(rest, " ")
+			if !ok {
+				continue
+			}
+			if out[t.Owner] == nil {
+				out[t.Owner] = map[string]string{}
+			}
+			out[t.Owner][name] = pin
 		}
-		name, pin, ok := strings.Cut(rest, " ")
-		if !ok {
-			continue
-		}
-		if out[t.Owner] == nil {
-			out[t.Owner] = map[string]string{}
-		}
-		out[t.Owner][name] = pin
 	}
 	return out
 }

@@ -28,6 +28,12 @@
 //	                template and subscriptions (resources.go)
 //	-prompt-text F  offers the prompt greet, whose text turns to an
 //	                injection once the file F exists
+//	-resource-desc F  with -resources, the description of hostile://notes
+//	                and of the template turn to an injection once the file
+//	                F exists (seen at the next start)
+//	-grow           a tool grow that adds the resource hostile://grown and
+//	                the prompt grown, so that the server sends
+//	                resources/list_changed and prompts/list_changed
 package main
 
 import (
@@ -72,6 +78,8 @@ func main() {
 	dupPages := flag.Bool("dup-pages", false, "")
 	resources := flag.Bool("resources", false, "")
 	promptText := flag.String("prompt-text", "", "")
+	resourceDesc := flag.String("resource-desc", "", "")
+	grow := flag.Bool("grow", false, "")
 	flag.Parse()
 
 	if *starts != "" {
@@ -92,9 +100,12 @@ func main() {
 		_, _ = io.Copy(io.Discard, os.Stdin)
 		return
 	}
-	opts, offer := offerings(*resources, *promptText)
+	opts, offer := offerings(*resources, *promptText, *resourceDesc)
 	s := mcp.NewServer(&mcp.Implementation{Name: "hostile", Version: "1"}, opts)
 	offer(s)
+	if *grow {
+		addGrow(s)
+	}
 	var lists atomic.Int64
 	if *count != "" {
 		s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {

@@ -58,6 +58,9 @@ type bridge struct {
 	// notify tells the host a resource changed (resources.go); guarded by
 	// mu, set by Apply once it has the host.
 	notify func(ctx context.Context, uri string) error
+	// resourcesHeld are the resources and templates held at the last
+	// list, by pin key (resourcepins.go); guarded by mu.
+	resourcesHeld map[string]string
 
 	// base is cancelled by close; the sync loop and re-registrations run
 	// under it.

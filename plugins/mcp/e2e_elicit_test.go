@@ -187,17 +187,35 @@ func TestElicitationPassedThrough(t *testing.T) {
 		cs, hostLog := elicitHostMCP(t, ctx, config, client, "2025-11-25")
 		declined(t, cs, hostLog)
 	})
-	// A 2026-07-28 client has no session to be sent elicitation/create on;
-	// the question is declined (it does not become an input-required
-	// result yet).
-	t.Run("a 2026-07-28 client has it declined", func(t *testing.T) {
-		user := &elicitUser{}
-		client := mcp.NewClient(&mcp.Implementation{Name: "new", Version: "1"}, &mcp.ClientOptions{ElicitationHandler: user.handle})
+	// A 2026-07-28 client is not sent elicitation/create: the question is
+	// the call's input-required result, and the client's retry carries the
+	// answer to the call, which waits for it (over stdio, with a session).
+	t.Run("a 2026-07-28 client answers in its retry", func(t *testing.T) {
+		user := &elicitUser{answers: []*mcp.ElicitResult{
+			{Action: "accept", Content: map[string]any{"name": "Ann Example", "check": true}},
+			{Action: "accept"},
+		}}
+		client := mcp.NewClient(&mcp.Implementation{Name: "new", Version: "1"}, &mcp.ClientOptions{
+			ElicitationHandler: user.handle,
+			Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{
+				Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{},
+			}},
+		})
+		cs, hostLog := elicitHostMCP(t, ctx, config, client, "2026-07-28")
+		if got := call(t, cs, "ev_trigger-elicitation-request", map[string]any{}); !strings.Contains(got, "- Name: Ann Example") {
+			t.Errorf("form: the server's result does not carry the client's answer:\n%s\nhost log:\n%s", got, hostLog)
+		}
+		if got := call(t, cs, "ev_trigger-url-elicitation", map[string]any{"url": "https://example.com/consent"}); !strings.Contains(got, "User completed the URL elicitation flow") {
+			t.Errorf("url: %s", got)
+		}
+		if q := user.questions(); len(q) != 2 || q[0].Mode != "form" || q[1].Mode != "url" {
+			t.Errorf("a 2026-07-28 client was asked %+v, want a form and a URL", q)
+		}
+	})
+	t.Run("a 2026-07-28 client without elicitation has it declined", func(t *testing.T) {
+		client := mcp.NewClient(&mcp.Implementation{Name: "new-plain", Version: "1"}, nil)
 		cs, hostLog := elicitHostMCP(t, ctx, config, client, "2026-07-28")
 		declined(t, cs, hostLog)
-		if q := user.questions(); len(q) != 0 {
-			t.Errorf("a 2026-07-28 client was asked: %+v", q)
-		}
 	})
 }
 

@@ -77,6 +77,9 @@ func (d definition) parts() []string {
 	if _, ok := d["arguments"]; ok {
 		return promptParts
 	}
+	if _, ok := d["mimeType"]; ok {
+		return resourceParts
+	}
 	return pinParts
 }
 

@@ -128,7 +128,7 @@ func newPlugin() sdk.Plugin[Config] {
 			if w, wcfg, wby := takeWarm(); w != nil && reflect.DeepEqual(wcfg, cfg) {
 				b = w
 				b.batch, b.onGone = batch, onGone
-				b.setNotify(p.ResourceUpdated)
+				b.setNotify(p.ResourceUpdated, p.ResourcesListChanged)
 				b.setAsk(p.Elicit)
 				bctx := ctx
 				if b.listed == nil {
@@ -153,7 +153,7 @@ func newPlugin() sdk.Plugin[Config] {
 				sctx, cancel := context.WithDeadline(ctx, by)
 				defer cancel()
 				b = newBridge(set, p.Logger(), batch, onGone)
-				b.setNotify(p.ResourceUpdated)
+				b.setNotify(p.ResourceUpdated, p.ResourcesListChanged)
 				b.setAsk(p.Elicit)
 				err = b.start(sctx)
 			}

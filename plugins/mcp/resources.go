@@ -64,7 +64,23 @@ func (b *bridge) offerings(ctx context.Context, want map[string]sdk.Tool) error 
 	}
 	caps := init.Capabilities
 	if caps.Resources != nil {
-		want[entryKey+resourcesListName] = b.resourcesListEntry(caps.Resources)
+		// Listed now for their pins and checks (resourcepins.go); a list
+		// that fails leaves the entry without pins, and each list
+		// checks again.
+		var checked *resourceCheck
+		if l, err := b.listResources(ctx); err != nil {
+			b.log.Warn("resources not listed at registration: their definitions are checked at each list, and host lock cannot pin them until a list works", "server", b.set.describe(), "error", err)
+		} else {
+			c := b.checkResources(l)
+			checked = &c
+			b.mu.Lock()
+			b.resourcesHeld = c.held
+			b.mu.Unlock()
+			for key, why := range c.held {
+				b.log.Warn("resource held absent", "resource", key, "reason", why)
+			}
+		}
+		want[entryKey+resourcesListName] = b.resourcesListEntry(caps.Resources, checked)
 		want[entryKey+resourcesReadName] = b.resourcesReadEntry()
 		if caps.Resources.Subscribe {
 			want[entryKey+resourcesSubName] = b.resourcesSubscribeEntry()
@@ -94,7 +110,11 @@ func (b *bridge) offerings(ctx context.Context, want map[string]sdk.Tool) error 
 	return nil
 }
 
-func (b *bridge) resourcesListEntry(caps *mcp.ResourceCapabilities) sdk.Tool {
+func (b *bridge) resourcesListEntry(caps *mcp.ResourceCapabilities, checked *resourceCheck) sdk.Tool {
+	var notes []string
+	if checked != nil {
+		notes = checked.notes
+	}
 	return sdk.Tool{
 		Name:        b.set.toolName(resourcesListName),
 		OwnerPrefix: b.set.ownerPrefix,
@@ -106,9 +126,11 @@ func (b *bridge) resourcesListEntry(caps *mcp.ResourceCapabilities) sdk.Tool {
 		Timeout:     b.set.timeout,
 		// Subscriptions ride on the definition so that the front end knows
 		// whether to pass them on.
-		Definition: fmt.Sprintf("resources subscribe=%t", caps.Subscribe),
+		// The pins of the resources follow (resourcepins.go).
+		Definition: listDefinition(fmt.Sprintf("resources subscribe=%t", caps.Subscribe), checked),
+		Notes:      notes,
 		Execute: func(ctx context.Context, _ *sdk.Call) (any, error) {
-			return b.upstream(ctx, "resources/list", func(ctx context.Context) (any, error) { return b.listResources(ctx) })
+			return b.upstream(ctx, "resources/list", func(ctx context.Context) (any, error) { return b.checkedResources(ctx) })
 		},
 	}
 }
@@ -129,6 +151,9 @@ func (b *bridge) resourcesReadEntry() sdk.Tool {
 			}
 			if err := call.Bind(&args); err != nil {
 				return nil, err
+			}
+			if why := b.heldRead(args.URI); why != "" {
+				return nil, errors.New(why)
 			}
 			return b.upstream(ctx, "resources/read", func(ctx context.Context) (any, error) {
 				res, err := b.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: args.URI})
@@ -328,6 +353,9 @@ func (b *bridge) resourcesSubscribeEntry() sdk.Tool {
 			if err := call.Bind(&args); err != nil {
 				return nil, err
 			}
+			if why := b.heldRead(args.URI); why != "" {
+				return nil, errors.New(why)
+			}
 			return b.upstream(ctx, "resources/subscribe", func(ctx context.Context) (any, error) {
 				// The server keeps one subscription per URI for the
 				// bridge, whoever asked; the host tells each subscribed
@@ -342,15 +370,26 @@ func (b *bridge) resourcesSubscribeEntry() sdk.Tool {
 	}
 }
 
-func (b *bridge) setNotify(fn func(ctx context.Context, uri string) error) {
+func (b *bridge) setNotify(updated func(ctx context.Context, uri string) error, listChanged func(ctx context.Context) error) {
 	b.mu.Lock()
-	b.notify = fn
+	b.notify = func(ctx context.Context, uri string) error {
+		if uri == "" {
+			return listChanged(ctx)
+		}
+		return updated(ctx, uri)
+	}
 	b.mu.Unlock()
 }
 
-// resourceUpdated passes the server's notifications/resources/updated to
-// the host, in the background: the SDK calls it on the session's reader.
+// resourceUpdated passes the server's notifications/resources/updated (and,
+// with no URI, its resources/list_changed) to the host, in the background:
+// the SDK calls it on the session's reader.
 func (b *bridge) resourceUpdated(uri string) {
+	if uri == "" {
+		// The list changed: register again too, so that the list entry's
+		// pins (host lock) are the server's current ones.
+		b.listChanged()
+	}
 	b.mu.Lock()
 	notify := b.notify
 	if notify == nil || b.closing {

@@ -196,7 +196,9 @@ func (r *stderrRelay) exitCause(wait time.Duration) string {
 }
 
 // connect initialises an MCP session over t. onListChanged is called on
-// every notifications/tools/list_changed; elicit answers the server's
+// every notifications/tools/list_changed and prompts/list_changed;
+// onUpdated on every notifications/resources/updated with its URI, and on
+// resources/list_changed with none; elicit answers the server's
 // elicitation/create (form and URL mode).
 func connect(ctx context.Context, s *settings, t mcp.Transport, relay *stderrRelay, onListChanged func(), onUpdated func(uri string), elicit func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error)) (*mcp.ClientSession, error) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "plugkit-mcp-bridge", Version: pluginVersion}, &mcp.ClientOptions{
@@ -204,11 +206,14 @@ func connect(ctx context.Context, s *settings, t mcp.Transport, relay *stderrRel
 		// A prompt is an entry of the registry as a tool is.
 		PromptListChangedHandler: func(context.Context, *mcp.PromptListChangedRequest) { onListChanged() },
 		ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
-			if req.Params != nil {
+			if req.Params != nil && req.Params.URI != "" {
 				onUpdated(req.Params.URI)
 			}
 		},
-		ElicitationHandler: elicit,
+		// The resources are listed per call: a change is only passed on
+		// (onUpdated with no URI) for the clients to list again.
+		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { onUpdated("") },
+		ElicitationHandler:         elicit,
 		Capabilities: &mcp.ClientCapabilities{
 			// The roots the SDK declares by default, as before: servers of
 			// the eras before 2026-07-28 may still rely on them.

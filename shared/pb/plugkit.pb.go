@@ -4255,7 +4255,13 @@ func (*NextResponse_PostExecute) isNextResponse_Answer() {}
 type ResourceUpdatedRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The resource's URI, the plugin's own (as its "resources" entry lists it).
-	Uri           string `protobuf:"bytes,1,opt,name=uri,proto3" json:"uri,omitempty"`
+	// Empty when list_changed is set.
+	Uri string `protobuf:"bytes,1,opt,name=uri,proto3" json:"uri,omitempty"`
+	// Set: the plugin's list of resources (or resource templates) changed,
+	// rather than one resource (an MCP notifications/resources/list_changed),
+	// so that the clients are told to list again. An older host refuses it
+	// (INVALID_ARGUMENT: no URI).
+	ListChanged   bool `protobuf:"varint,50,opt,name=list_changed,json=listChanged,proto3" json:"list_changed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4295,6 +4301,13 @@ func (x *ResourceUpdatedRequest) GetUri() string {
 		return x.Uri
 	}
 	return ""
+}
+
+func (x *ResourceUpdatedRequest) GetListChanged() bool {
+	if x != nil {
+		return x.ListChanged
+	}
+	return false
 }
 
 type ResourceUpdatedResponse struct {
@@ -4635,9 +4648,10 @@ const file_plugkit_proto_rawDesc = "" +
 	"preExecute\x12/\n" +
 	"\aexecute\x18\x02 \x01(\v2\x13.plugkit.v1.OutcomeH\x00R\aexecute\x127\n" +
 	"\fpost_execute\x18\x03 \x01(\v2\x12.plugkit.v1.ReviewH\x00R\vpostExecuteB\b\n" +
-	"\x06answer\"*\n" +
+	"\x06answer\"M\n" +
 	"\x16ResourceUpdatedRequest\x12\x10\n" +
-	"\x03uri\x18\x01 \x01(\tR\x03uri\"\x19\n" +
+	"\x03uri\x18\x01 \x01(\tR\x03uri\x12!\n" +
+	"\flist_changed\x182 \x01(\bR\vlistChanged\"\x19\n" +
 	"\x17ResourceUpdatedResponse*j\n" +
 	"\aVerdict\x12\x17\n" +
 	"\x13VERDICT_UNSPECIFIED\x10\x00\x12\x10\n" +

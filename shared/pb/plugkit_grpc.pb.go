@@ -633,7 +633,8 @@ type HostClient interface {
 	// FAILED_PRECONDITION.
 	ExportSpans(ctx context.Context, in *ExportSpansRequest, opts ...grpc.CallOption) (*ExportSpansResponse, error)
 	// Tells the host that a resource the plugin offers (entries of kind
-	// "resources") changed, so that the clients subscribed to it are told.
+	// "resources") changed, so that the clients subscribed to it are told,
+	// or (list_changed) that its list of resources changed.
 	// An older host answers Unimplemented.
 	ResourceUpdated(ctx context.Context, in *ResourceUpdatedRequest, opts ...grpc.CallOption) (*ResourceUpdatedResponse, error)
 	// Puts a question to the client that made a call in flight on one of
@@ -838,7 +839,8 @@ type HostServer interface {
 	// FAILED_PRECONDITION.
 	ExportSpans(context.Context, *ExportSpansRequest) (*ExportSpansResponse, error)
 	// Tells the host that a resource the plugin offers (entries of kind
-	// "resources") changed, so that the clients subscribed to it are told.
+	// "resources") changed, so that the clients subscribed to it are told,
+	// or (list_changed) that its list of resources changed.
 	// An older host answers Unimplemented.
 	ResourceUpdated(context.Context, *ResourceUpdatedRequest) (*ResourceUpdatedResponse, error)
 	// Puts a question to the client that made a call in flight on one of

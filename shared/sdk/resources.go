@@ -35,6 +35,20 @@ const (
 	KindResourceSubscribe = "resource_subscribe"
 )
 
+// ResourcesListChanged tells the host that the plugin's list of resources
+// or resource templates changed, so that the clients are told to list
+// again. It counts against the same bound as ResourceUpdated.
+func (p *Context) ResourcesListChanged(ctx context.Context) error {
+	host, err := p.srv.hostClient()
+	if err != nil {
+		return err
+	}
+	if _, err := host.ResourceUpdated(ctx, &pb.ResourceUpdatedRequest{ListChanged: true}); err != nil {
+		return fmt.Errorf("resources list changed: %w", hostError(ctx, err))
+	}
+	return nil
+}
+
 // ResourceUpdated tells the host that the resource uri (the plugin's own
 // URI) changed, so that the clients subscribed to it are told. The host
 // takes a bounded number a second and refuses the excess.
