@@ -103,7 +103,11 @@ plugin "tracker" {
 		t.Cleanup(func() { cs.Close() })
 		r.sessions[who] = cs
 	}
-	waitTools(t, ctx, r.sessions["alice"], "tracker_whoami")
+	wait := "tracker_whoami"
+	if o.waitFor != "" {
+		wait = o.waitFor
+	}
+	waitTools(t, ctx, r.sessions["alice"], wait)
 	return r
 }
 
@@ -113,6 +117,8 @@ plugin "tracker" {
 // them there).
 type consentOpts struct {
 	keyFile, store, url string
+	// waitFor is the tool the host is ready with (tracker_whoami).
+	waitFor string
 }
 
 // newVaultKey writes a vault key file into dir.
