@@ -10,7 +10,9 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -63,6 +65,15 @@ func stillWaiting(t *testing.T, ch <-chan awaited, what string) {
 // server ends the wait at once, with a fresh URL.
 func TestAwaitIsBoundToItsCall(t *testing.T) {
 	r := setup(t, testoauth.Options{}, true, "plugkit")
+	var (
+		mu    sync.Mutex
+		ended []string
+	)
+	r.m.OnEnded = func(principal, plugin, call, why string) {
+		mu.Lock()
+		ended = append(ended, strings.Join([]string{principal, plugin, call, why}, "|"))
+		mu.Unlock()
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	na := neededFor(t, r.m, r.u, "call-a1", "user:alice")
@@ -111,6 +122,11 @@ func TestAwaitIsBoundToItsCall(t *testing.T) {
 		}
 	}
 	stillWaiting(t, bobWait, "bob's wait, after his code was spent behind alice's state")
+	mu.Lock()
+	if want := []string{"user:alice|tracker|call-a1|", "user:alice|tracker|call-a2|the authorization server refused the code"}; !slices.Equal(ended, want) {
+		t.Errorf("consents ended %q; want %q (each named by the call that asked)", ended, want)
+	}
+	mu.Unlock()
 	cancel()
 	if b := <-bobWait; b.err == nil || !errors.Is(b.err, context.Canceled) {
 		t.Fatalf("bob's wait, its call gone: %q %v", b.tok, b.err)

@@ -57,6 +57,9 @@ func (m *Manager) callback(w http.ResponseWriter, r *http.Request) {
 	id := consentID(state)
 	end := func(status int, why, title, detail string) {
 		m.ended(context.WithoutCancel(r.Context()), id, why)
+		if m.OnEnded != nil {
+			m.OnEnded(p.Principal, p.U.Plugin, p.Call, why)
+		}
 		page(w, status, title, detail)
 	}
 	srv := p.Srv.server()

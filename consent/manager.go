@@ -75,6 +75,11 @@ type Manager struct {
 
 	// wait bounds how long a call waits for its consent (Await).
 	wait time.Duration
+	// OnEnded, when set before use, is told how each authorization that
+	// came back ended: its principal, plugin, the call that asked, and ""
+	// when a token was kept or else why not. Never a token. It must not
+	// block.
+	OnEnded func(principal, plugin, call, why string)
 
 	mu      sync.Mutex
 	pending map[string]*pending // by state, when the vault is not shared

@@ -97,6 +97,16 @@ func TestUserConsentWaitsForTheBrowser(t *testing.T) {
 		t.Fatalf("upstream calls %+v; want the waiting call with alice's token", calls)
 	}
 	t.Logf("alice's waiting call went on: %s", toolText(out))
+	var logged string
+	for _, line := range strings.Split(r.running.stderr.String(), "\n") {
+		if strings.Contains(line, "consent given") {
+			logged = line
+		}
+	}
+	t.Logf("the host's log: %s", logged)
+	if !strings.Contains(logged, "principal=user:alice") || !strings.Contains(logged, "plugin=tracker") || !strings.Contains(logged, "call=") {
+		t.Errorf("the host did not log alice's consent with the call that asked: %q", logged)
+	}
 
 	// Bob's agent declines: DENIED with the URL, nothing waits.
 	bob, bobAsked := r.urlAgent(t, ctx, "bob", "decline")
