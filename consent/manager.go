@@ -100,6 +100,14 @@ func New(v *vault.Vault, base string, client *http.Client) *Manager {
 		pending: map[string]*pending{}, waiters: map[string]*waiter{}, servers: map[string]*server{}}
 }
 
+// SetWait bounds how long a call waits for its consent (Await); zero
+// keeps WaitLimit. Call it before use.
+func (m *Manager) SetWait(d time.Duration) {
+	if d > 0 {
+		m.wait = d
+	}
+}
+
 // Vault is where the tokens are kept.
 func (m *Manager) Vault() *vault.Vault { return m.vault }
 

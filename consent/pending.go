@@ -71,8 +71,8 @@ func consentID(state string) string {
 }
 
 // Names of the shared records of an authorization.
-func pendingName(id string) string { return "consent-pending\x00" + id }
-func endedName(id string) string   { return "consent-ended\x00" + id }
+func pendingName(id string) string { return "consent-pending:" + id }
+func endedName(id string) string   { return "consent-ended:" + id }
 
 // waiter is a call's wait for its authorization to come back: ended
 // gets how the callback ended ("" when a token was kept, else why not).

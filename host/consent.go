@@ -44,7 +44,9 @@ func newConsent(uc *deployment.UserConsent) (*consent.Manager, error) {
 		store.Close()
 		return nil, fmt.Errorf("user_consent: %w", err)
 	}
-	return consent.New(v, uc.URL, nil), nil
+	m := consent.New(v, uc.URL, nil)
+	m.SetWait(uc.Wait)
+	return m, nil
 }
 
 // Consent is the host's consent manager (its callback handler and its
