@@ -154,9 +154,10 @@ func TestConsentFlow(t *testing.T) {
 	if !strings.Contains(na.Error(), na.URL) || !strings.Contains(na.Error(), "call again") {
 		t.Errorf("message %q does not name the URL and say to call again", na.Error())
 	}
-	// Asked again before consenting: the same URL.
-	if again := needed(t, r, "user:alice"); again.URL != na.URL {
-		t.Error("a second call got another URL while the first is still good")
+	// Asked again before consenting: a URL of that call's own (a state
+	// is bound to the call that asked).
+	if again := needed(t, r, "user:alice"); again.URL == na.URL || again.ID == na.ID {
+		t.Error("a second call got the first call's authorization")
 	}
 	nb := needed(t, r, "user:bob")
 	if nb.URL == na.URL {

@@ -10,11 +10,13 @@
 // else RFC 7591 dynamic registration where that is all the server offers.
 // The flow is the authorization code grant with PKCE (S256), the RFC 8707
 // resource, the deployment's scopes, and a state that is random, used
-// once, and bound to the principal and the plugin that asked.
+// once, and bound to the principal, the plugin and the call that asked.
 //
-// A call of a principal with no token ends with a *Needed error carrying
-// the authorization URL; the browser comes back to Handler, which checks
-// the state, exchanges the code and keeps the token in the vault. Tokens
+// A call of a principal with no token gets a *Needed error carrying the
+// authorization URL; a caller that can be asked with it waits for the
+// consent (Await). The browser comes back to Handler, on any replica when
+// the vault is shared, which checks the state, exchanges the code, keeps
+// the token in the vault and wakes the waiting call. Tokens
 // are refreshed shortly before they expire, one refresh per principal and
 // plugin at a time. No token is ever logged or put in an error.
 package consent

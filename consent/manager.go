@@ -31,8 +31,14 @@ const (
 	RequestTimeout = 10 * time.Second
 	// PendingLife is how long an authorization URL stays good.
 	PendingLife = 10 * time.Minute
+	// WaitLimit bounds how long a call asked with a URL-mode elicitation
+	// waits for its principal's consent.
+	WaitLimit = 5 * time.Minute
 	// maxPending bounds the consents waiting for their browser.
 	maxPending = 10000
+	// maxPendingEach bounds those of one principal and plugin: past it
+	// the oldest URL is dropped.
+	maxPendingEach = 8
 	// maxMargin is the most a token is refreshed before its expiry.
 	maxMargin = 30 * time.Second
 )
@@ -44,7 +50,13 @@ type Needed struct {
 	Upstream  string
 	// URL is the authorization URL to open in a browser.
 	URL string
+	// ID names this authorization (not its state): a call asked with a
+	// URL-mode elicitation waits for it (Manager.Await).
+	ID string
 }
+
+// ConsentID is the authorization's id, for Await.
+func (e *Needed) ConsentID() string { return e.ID }
 
 // ConsentURL is the URL the principal must open (for the token broker's
 // metrics, which cannot import this package).
@@ -61,20 +73,19 @@ type Manager struct {
 	client *http.Client
 	now    func() time.Time
 
+	// wait bounds how long a call waits for its consent (Await).
+	wait time.Duration
+	// OnEnded, when set before use, is told how each authorization that
+	// came back ended: its principal, plugin, the call that asked, and ""
+	// when a token was kept or else why not. Never a token. It must not
+	// block.
+	OnEnded func(principal, plugin, call, why string)
+
 	mu      sync.Mutex
-	pending map[string]*pending // by state
+	pending map[string]*pending // by state, when the vault is not shared
+	waiters map[string]*waiter  // by consent id
 	servers map[string]*server  // by plugin and upstream URL
 	group   singleflight.Group
-}
-
-// pending is an authorization URL handed out and not yet come back.
-type pending struct {
-	principal string
-	u         tokenexchange.Upstream
-	srv       *server
-	verifier  string
-	url       string
-	expires   time.Time
 }
 
 // New is a manager keeping tokens in v, whose callback listener browsers
@@ -85,7 +96,16 @@ func New(v *vault.Vault, base string, client *http.Client) *Manager {
 		client = &http.Client{Timeout: RequestTimeout}
 	}
 	return &Manager{vault: v, base: strings.TrimSuffix(base, "/"), client: client, now: time.Now,
-		pending: map[string]*pending{}, servers: map[string]*server{}}
+		wait:    WaitLimit,
+		pending: map[string]*pending{}, waiters: map[string]*waiter{}, servers: map[string]*server{}}
+}
+
+// SetWait bounds how long a call waits for its consent (Await); zero
+// keeps WaitLimit. Call it before use.
+func (m *Manager) SetWait(d time.Duration) {
+	if d > 0 {
+		m.wait = d
+	}
 }
 
 // Vault is where the tokens are kept.
@@ -188,47 +208,6 @@ func (m *Manager) refresh(ctx context.Context, u *tokenexchange.Upstream, princi
 // Drop forgets principal's token for plugin: the upstream refused it.
 func (m *Manager) Drop(ctx context.Context, principal, plugin string) error {
 	return m.vault.Delete(ctx, principal, plugin)
-}
-
-// ask makes (or hands out again) principal's authorization URL for u.
-func (m *Manager) ask(ctx context.Context, u *tokenexchange.Upstream, principal string) error {
-	now := m.now()
-	m.mu.Lock()
-	for state, p := range m.pending {
-		if now.After(p.expires) {
-			delete(m.pending, state)
-			continue
-		}
-		if p.principal == principal && p.u == *u {
-			url := p.url
-			m.mu.Unlock()
-			return &Needed{Principal: principal, Upstream: u.URL, URL: url}
-		}
-	}
-	full := len(m.pending) >= maxPending
-	m.mu.Unlock()
-	if full {
-		return fmt.Errorf("too many consents waiting for their browser (%d); try again later", maxPending)
-	}
-	srv, err := m.server(ctx, u)
-	if err != nil {
-		return err
-	}
-	state, verifier := randomString(), oauth2.GenerateVerifier()
-	scope := u.Scope
-	if scope == "" {
-		scope = srv.scope
-	}
-	cfg := m.config(srv)
-	opts := []oauth2.AuthCodeOption{oauth2.S256ChallengeOption(verifier), oauth2.SetAuthURLParam("resource", srv.resource)}
-	if scope != "" {
-		opts = append(opts, oauth2.SetAuthURLParam("scope", scope))
-	}
-	url := cfg.AuthCodeURL(state, opts...)
-	m.mu.Lock()
-	m.pending[state] = &pending{principal: principal, u: *u, srv: srv, verifier: verifier, url: url, expires: now.Add(PendingLife)}
-	m.mu.Unlock()
-	return &Needed{Principal: principal, Upstream: u.URL, URL: url}
 }
 
 func (m *Manager) config(srv *server) *oauth2.Config {

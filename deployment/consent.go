@@ -12,6 +12,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 )
@@ -32,7 +33,13 @@ type UserConsent struct {
 	// Store, when set, keeps the (still encrypted) tokens in Redis instead
 	// of Vault, shared by every replica.
 	Store string
+	// Wait bounds how long a call asked for its principal's consent (a
+	// URL-mode elicitation) waits for it.
+	Wait time.Duration
 }
+
+// defaultConsentWait is Wait's default (the consent package's WaitLimit).
+const defaultConsentWait = 5 * time.Minute
 
 type userConsentSyntax struct {
 	Listen  *string `hcl:"listen,optional"`
@@ -40,6 +47,7 @@ type userConsentSyntax struct {
 	Vault   *string `hcl:"vault,optional"`
 	KeyFile *string `hcl:"key_file,optional"`
 	Store   *string `hcl:"store,optional"`
+	Wait    *string `hcl:"wait,optional"`
 
 	Body     hcl.Body  `hcl:",body"`
 	Unknown  hcl.Body  `hcl:",remain"`
@@ -53,7 +61,7 @@ func (p *parser) userConsent(cs *userConsentSyntax) *UserConsent {
 		return nil
 	}
 	p.names(cs.Body, cs, "the user_consent block")
-	c := &UserConsent{}
+	c := &UserConsent{Wait: p.duration(cs.Body, "wait", cs.Wait, defaultConsentWait)}
 	ok := true
 	if cs.Listen == nil {
 		p.errorf(cs.DefRange, "Incomplete user_consent block", `user_consent needs listen, the host:port where users' browsers come back after consenting, such as "127.0.0.1:8445".`)

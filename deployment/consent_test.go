@@ -46,17 +46,22 @@ func TestParseUserConsent(t *testing.T) {
 		t.Fatalf("Upstream = %+v; want %+v", u, want)
 	}
 	c := d.Host.UserConsent
-	if c == nil || c.Listen != "127.0.0.1:8445" || c.URL != "http://127.0.0.1:8445" || !filepath.IsAbs(c.Vault) || filepath.Base(c.Vault) != "tokens.vault" {
+	if c == nil || c.Listen != "127.0.0.1:8445" || c.URL != "http://127.0.0.1:8445" || !filepath.IsAbs(c.Vault) || filepath.Base(c.Vault) != "tokens.vault" || c.Wait != defaultConsentWait {
 		t.Fatalf("UserConsent = %+v", c)
 	}
 	if cfg := d.Plugins[0].PluginConfig(); strings.Contains(string(cfg), "s3cret") || !strings.Contains(string(cfg), "user_consent") {
 		t.Errorf("the plugin's config %s holds the client secret, or lost its auth block", cfg)
 	}
+	d = parseClean(t, consentHost(t, 0o600, `    vault = "tokens.vault"
+    wait  = "90s"`)+bridgePlugin("https://upstream.example/mcp", consentBlock))
+	if c := d.Host.UserConsent; c == nil || c.Wait.String() != "1m30s" {
+		t.Fatalf("UserConsent with wait = \"90s\": %+v", c)
+	}
 	// Behind a TLS proxy: any listen address, an https url; Redis instead
 	// of a file.
 	d = parseClean(t, strings.Replace(consentHost(t, 0o400, `    url = "https://gw.example/"
     store = "redis://127.0.0.1:6379/0"`), "127.0.0.1:8445", "0.0.0.0:8445", 1)+bridgePlugin("https://upstream.example/mcp", consentBlock))
-	if c := d.Host.UserConsent; c == nil || c.URL != "https://gw.example" || c.Store == "" || c.Vault != "" {
+	if c := d.Host.UserConsent; c == nil || c.URL != "https://gw.example" || c.Store == "" || c.Vault != "" || c.Wait != defaultConsentWait {
 		t.Fatalf("UserConsent = %+v", c)
 	}
 }
@@ -71,6 +76,10 @@ func TestParseUserConsentRefused(t *testing.T) {
 		{good + bridgePlugin("https://upstream.example/mcp", strings.Replace(consentBlock, `client_id     = "plugkit"`, "", 1)), "client_secret without client_id"},
 		{consentHost(t, 0o644, `    vault = "v"`), "Invalid user_consent key_file"},
 		{consentHost(t, 0o600, ""), "user_consent needs vault"},
+		{consentHost(t, 0o600, `    vault = "v"
+    wait  = "soon"`), `wait = "soon" is not a duration`},
+		{consentHost(t, 0o600, `    vault = "v"
+    wait  = "0s"`), "wait must be greater than zero"},
 		{consentHost(t, 0o600, `    vault = "v"
     store = "redis://127.0.0.1:6379"`), "Two token stores"},
 		{strings.Replace(good, "127.0.0.1:8445", "0.0.0.0:8445", 1), "Invalid user_consent listen"},

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/plugkit-go/plugkit/consent"
 	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/pipeline"
 	"github.com/plugkit-go/plugkit/remote"
@@ -35,6 +36,9 @@ func TestDefaultsAreTheRuntimes(t *testing.T) {
 	}
 	if defaultMaxArgumentBytes != pipeline.DefaultMaxArgumentBytes {
 		t.Errorf("defaultMaxArgumentBytes = %d, the pipeline's is %d", defaultMaxArgumentBytes, pipeline.DefaultMaxArgumentBytes)
+	}
+	if defaultConsentWait != consent.WaitLimit {
+		t.Errorf("defaultConsentWait = %s, the consent manager's is %s", defaultConsentWait, consent.WaitLimit)
 	}
 	if defaultMaxMessageBytes != wire.DefaultMaxMessageBytes {
 		t.Errorf("defaultMaxMessageBytes = %d, the wire's is %d", defaultMaxMessageBytes, wire.DefaultMaxMessageBytes)

@@ -240,6 +240,7 @@ func New(d *deployment.Deployment, log hclog.Logger) (*Host, error) {
 		return nil, err
 	}
 	if cm != nil {
+		logConsents(cm, log.Named("consent"))
 		h.consent = cm
 		opts.Tokens.Consent = cm
 	}

@@ -145,7 +145,7 @@ func (in *instance) toolProxy(handler, name string) pipeline.ToolFunc {
 		defer in.live.track(ctx, e)()
 		req := &pb.ExecuteToolRequest{HandlerId: handler, Execution: x}
 		if u := in.spec.Upstream; u != nil {
-			tok, err := in.upstreamToken(ctx, u, e.Principal())
+			tok, err := in.upstreamToken(ctx, u, e)
 			if err != nil {
 				return nil, &pipeline.Error{Code: pipeline.CodeDenied, Message: fmt.Sprintf("plugin %s: %v", in.name, err)}
 			}

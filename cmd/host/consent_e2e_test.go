@@ -28,10 +28,13 @@ import (
 // user_consent, and the principals' MCP sessions.
 type consentRig struct {
 	dir, config, vault, callback string
-	as                           *testoauth.AuthServer
-	res                          *testoauth.Resource
-	running                      *running
-	sessions                     map[string]*mcp.ClientSession
+	// mcp is the MCP endpoint; apiKeys the principals' keys.
+	mcp      string
+	apiKeys  map[string]string
+	as       *testoauth.AuthServer
+	res      *testoauth.Resource
+	running  *running
+	sessions map[string]*mcp.ClientSession
 }
 
 // startConsentHost starts the host with mcp_auth keys for alice and bob
@@ -59,12 +62,17 @@ func startConsentHost(t *testing.T, ctx context.Context, as *testoauth.AuthServe
 	r.vault = filepath.Join(r.dir, "tokens.vault")
 	addr, cb := freeLoopbackAddr(t), freeLoopbackAddr(t)
 	r.callback = "http://" + cb
+	r.mcp, r.apiKeys = "http://"+addr+"/mcp", apiKeys
+	urlLine := ""
+	if o.url != "" {
+		urlLine = fmt.Sprintf("    url      = %q\n", o.url)
+	}
 	store := fmt.Sprintf("    vault    = %q\n", r.vault)
 	if o.store != "" {
 		store = fmt.Sprintf("    store    = %q\n", o.store)
 	}
 	r.config = deploymentFileWith(t, r.dir, deploymentTweaks{
-		host: fmt.Sprintf("  mcp = %q\n  mcp_auth {\n    keys = %q\n  }\n  user_consent {\n    listen   = %q\n    key_file = %q\n%s  }\n", addr, keysFile, cb, keyFile, store),
+		host: fmt.Sprintf("  mcp = %q\n  mcp_auth {\n    keys = %q\n  }\n  user_consent {\n    listen   = %q\n%s    key_file = %q\n%s  }\n", addr, keysFile, cb, urlLine, keyFile, store),
 		more: fmt.Sprintf(`
 plugin "tracker" {
   path = %q
@@ -95,14 +103,22 @@ plugin "tracker" {
 		t.Cleanup(func() { cs.Close() })
 		r.sessions[who] = cs
 	}
-	waitTools(t, ctx, r.sessions["alice"], "tracker_whoami")
+	wait := "tracker_whoami"
+	if o.waitFor != "" {
+		wait = o.waitFor
+	}
+	waitTools(t, ctx, r.sessions["alice"], wait)
 	return r
 }
 
 // consentOpts vary startConsentHost: a key file of the test's (replicas
-// share one), a Redis store instead of the vault file.
+// share one), a Redis store instead of the vault file, the callback's URL
+// as browsers reach it (another replica's, as a load balancer would send
+// them there).
 type consentOpts struct {
-	keyFile, store string
+	keyFile, store, url string
+	// waitFor is the tool the host is ready with (tracker_whoami).
+	waitFor string
 }
 
 // newVaultKey writes a vault key file into dir.
@@ -224,8 +240,8 @@ func TestUserConsentThroughTheGateway(t *testing.T) {
 	if len(calls) != 1 || calls[0].User != "alice" || !strings.HasPrefix(calls[0].Token, "at-alice-") {
 		t.Fatalf("upstream calls %+v; want one with alice's token", calls)
 	}
-	if again := r.mustConsent(t, ctx, "bob"); again != bobURL {
-		t.Errorf("bob's URL changed while his first is still good")
+	if again := r.mustConsent(t, ctx, "bob"); again == bobURL {
+		t.Errorf("bob's second call got his first call's authorization URL; each call's state is its own")
 	}
 
 	// Past the token's life: the host refreshes it, no browser.

@@ -69,8 +69,14 @@ type bridge struct {
 	poke   chan struct{}
 	wg     sync.WaitGroup
 
-	// mu guards tools, refused, gone and closing; calls counts calls in
-	// flight.
+	// session is the token of a principal who signed in, for a server
+	// that refuses the session without one; signMu orders sign-ins
+	// (signin.go).
+	session sessionToken
+	signMu  sync.Mutex
+
+	// mu guards cs once started, tools, refused, gone and closing; calls
+	// counts calls in flight.
 	mu      sync.Mutex
 	tools   map[string]*bridged // by the server's tool name
 	refused map[string]string   // registered name → why the host refused it (logged once)
@@ -97,21 +103,34 @@ type bridged struct {
 func newBridge(set *settings, log hclog.Logger, batch batchFunc, onGone func(error)) *bridge {
 	base, cancel := context.WithCancel(context.Background())
 	deadCtx, markDead := context.WithCancel(context.Background())
-	return &bridge{
+	b := &bridge{
 		deadCtx: deadCtx, markDead: markDead,
 		set: set, log: log, batch: batch, onGone: onGone,
-		transport: func() (mcp.Transport, *stderrRelay, error) { return transport(set, log) },
-		base:      base, cancel: cancel,
+		base: base, cancel: cancel,
 		poke:  make(chan struct{}, 1),
 		tools: map[string]*bridged{},
 		dead:  make(chan struct{}),
 	}
+	b.transport = func() (mcp.Transport, *stderrRelay, error) {
+		t, relay, err := transport(set, log)
+		if ht := headerOf(t); ht != nil {
+			// Once a principal signs in, the session's requests carry
+			// their token (signin.go).
+			ht.session = &b.session
+		}
+		return t, relay, err
+	}
+	return b
 }
 
 // start connects and registers the server's tools under ctx (the host's
 // apply step).
 func (b *bridge) start(ctx context.Context) error {
 	if err := b.dial(ctx); err != nil {
+		var si *errSignIn
+		if errors.As(err, &si) {
+			return b.awaitSignIn(ctx, si.err)
+		}
 		return err
 	}
 	return b.begin(ctx)
@@ -132,16 +151,27 @@ func (b *bridge) dial(ctx context.Context) error {
 	}
 	cs, err := connect(ctx, b.set, t, relay, b.listChanged, b.resourceUpdated, b.elicit)
 	if err != nil {
-		b.cancel()
+		// A server that wants a token for the session itself is signed
+		// in to later (signin.go): the bridge is not spent.
+		signIn := b.refusedUnauthenticated(t)
+		if !signIn {
+			b.cancel()
+		}
 		if relay != nil {
 			_ = relay.Close()
 		}
 		if b.web != nil {
 			b.web.CloseIdleConnections()
+			b.web = nil
+		}
+		if signIn {
+			return &errSignIn{err}
 		}
 		return err
 	}
+	b.mu.Lock()
 	b.cs = cs
+	b.mu.Unlock()
 	return nil
 }
 
@@ -462,14 +492,20 @@ func (b *bridge) close() {
 	b.closing = true
 	b.mu.Unlock()
 	b.cancel()
-	if b.cs != nil {
-		_ = b.cs.Close()
+	b.mu.Lock()
+	cs := b.cs
+	b.mu.Unlock()
+	if cs != nil {
+		_ = cs.Close()
 	}
 	if b.relay != nil {
 		_ = b.relay.Close()
 	}
 	b.wg.Wait()
-	if b.web != nil {
-		b.web.CloseIdleConnections()
+	b.mu.Lock()
+	web := b.web
+	b.mu.Unlock()
+	if web != nil {
+		web.CloseIdleConnections()
 	}
 }

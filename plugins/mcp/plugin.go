@@ -85,6 +85,7 @@ func newPlugin() sdk.Plugin[Config] {
 			defer cancel()
 			b := newBridge(set, log, nil, nil)
 			if err := b.dial(ctx); err != nil {
+				b.cancel() // (a refused session leaves the bridge unspent)
 				log.Debug("prepare: server not reached; apply tries again within start_timeout", "error", err)
 				mu.Lock()
 				tried = &attempt{cfg: cfg, by: by, err: err}

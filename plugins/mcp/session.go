@@ -11,6 +11,7 @@ import (
 	"os/user"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -106,6 +107,11 @@ func transport(s *settings, log hclog.Logger) (mcp.Transport, *stderrRelay, erro
 type headerTransport struct {
 	base    http.RoundTripper
 	headers map[string]string
+	// session, when set, is the token of the session's own requests once
+	// a principal signed in (signin.go); unauthorized records a 401 to a
+	// request that carried no call's token.
+	session      *sessionToken
+	unauthorized atomic.Bool
 }
 
 // CloseIdleConnections closes the idle connections of the transport
@@ -125,8 +131,13 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			req.Header.Set(k, v)
 		}
 	}
+	req = t.sessionBearer(req)
+	_, perCall := req.Context().Value(bearerKey{}).(*callBearerState)
 	req, seen := callBearer(req)
 	resp, err := t.base.RoundTrip(req)
+	if resp != nil && resp.StatusCode == http.StatusUnauthorized && !perCall {
+		t.unauthorized.Store(true)
+	}
 	return seen(resp), err
 }
 
