@@ -81,11 +81,11 @@ func treeCPU(root int) uint64 {
 	return n
 }
 
-// memory returns a process's resident set and the part of it that is its
-// own (private: not shared with another process, such as the pages of a
-// binary that several processes run), in MiB, from
-// /proc/PID/smaps_rollup.
-func memory(pid int) (rss, private float64) {
+// memory returns a process's resident set and the anonymous part of it
+// (its heap, stacks and written data, which no other process shares),
+// in MiB, from /proc/PID/smaps_rollup. The rest is mostly the pages of its
+// binary, held once however many processes run that binary.
+func memory(pid int) (rss, anon float64) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
 	if err != nil {
 		return 0, 0
@@ -101,23 +101,23 @@ func memory(pid int) (rss, private float64) {
 		switch k {
 		case "Rss":
 			rss = kb / 1024
-		case "Private_Clean", "Private_Dirty":
-			private += kb / 1024
+		case "Anonymous":
+			anon = kb / 1024
 		}
 	}
-	return rss, private
+	return rss, anon
 }
 
 // rssList names each process of root's tree with its resident set and,
-// in parentheses, the private part of it.
+// in parentheses, the anonymous part of it.
 func rssList(root int) string {
 	var parts []string
 	for _, p := range tree(readProcs(), root) {
 		if p.name == "sh" {
 			continue // npx/exec wrappers, if any
 		}
-		rss, private := memory(p.pid)
-		parts = append(parts, fmt.Sprintf("%s %.0f (%.1f)", p.name, rss, private))
+		rss, anon := memory(p.pid)
+		parts = append(parts, fmt.Sprintf("%s %.0f (%.1f)", p.name, rss, anon))
 	}
 	return strings.Join(parts, ", ")
 }
