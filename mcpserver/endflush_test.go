@@ -183,3 +183,52 @@ func TestHTTPClientKeepsConnections(t *testing.T) {
 		t.Errorf("%d connections opened for %d sessions of %d calls each; want them kept", n, sessions, calls)
 	}
 }
+
+// BenchmarkHTTPCallCancelled: calls over streamable HTTP from a Go MCP
+// client that ends each call's context once it has the answer, as a
+// caller with a per-call timeout does; reported as new connections per
+// 100 calls. "flushed" is the server flushing the answer on its own and
+// the stream's end after it (as before endTogether); "together" sends them
+// in one write.
+func BenchmarkHTTPCallCancelled(b *testing.B) {
+	for _, mode := range []string{"flushed", "together"} {
+		b.Run(mode, func(b *testing.B) {
+			mcpserver.FlushEachEvent(mode == "flushed")
+			defer mcpserver.FlushEachEvent(false)
+			f := newFixture(b, time.Minute)
+			ln, err := mcpserver.Listen("127.0.0.1:0")
+			if err != nil {
+				b.Fatal(err)
+			}
+			rec := &recordingListener{Listener: ln}
+			served := make(chan error, 1)
+			go func() { served <- f.srv.Serve(rec) }()
+			defer func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				_ = f.srv.Shutdown(ctx)
+				<-served
+			}()
+			endpoint := "http://" + ln.Addr().String() + mcpserver.Path
+			tr := &http.Transport{MaxIdleConnsPerHost: 8}
+			defer tr.CloseIdleConnections()
+			c := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil)
+			cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: &http.Client{Transport: tr}},
+				&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer cs.Close()
+			before := rec.accepted.Load()
+			for b.Loop() {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "x"}})
+				cancel()
+				if err != nil || res.IsError {
+					b.Fatalf("echo: %v %+v", err, res)
+				}
+			}
+			b.ReportMetric(100*float64(rec.accepted.Load()-before)/float64(b.N), "conns/100calls")
+		})
+	}
+}
