@@ -295,8 +295,8 @@ func (s *Server) Handler() http.Handler {
 		SessionTimeout:      s.opts.SessionIdle,
 		MaxRequestBodyBytes: s.opts.Limits.MaxBodyBytes,
 	})
-	sessions := newSessionCap(s.opts.MaxSessions, s.opts.MaxSessionsPerPrincipal, s.mcp).wrap(exactIDs(s.opts.Limits.MaxBodyBytes, sdk))
-	sessionless := exactIDs(s.opts.Limits.MaxBodyBytes, mcp.NewStreamableHTTPHandler(server, s.statelessOptions()))
+	sessions := newSessionCap(s.opts.MaxSessions, s.opts.MaxSessionsPerPrincipal, s.mcp).wrap(exactIDs(s.opts.Limits.MaxBodyBytes, endTogether(sdk)))
+	sessionless := exactIDs(s.opts.Limits.MaxBodyBytes, endTogether(mcp.NewStreamableHTTPHandler(server, s.statelessOptions())))
 	mux.Handle(Path, s.refuseWhileDraining(byEra(sessionless, sessions)))
 	var h http.Handler = mux
 	if s.opts.Authenticate != nil {

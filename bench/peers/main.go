@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"path/filepath"
 	"time"
 )
 
@@ -36,6 +37,14 @@ func main() {
 	if *peers == "" {
 		log.Fatal("-peers is required: the folder bench/peers.sh installed the npm peers in")
 	}
+	// The host runs the bridged server from the deployment file's folder,
+	// not from here: a relative folder (bench/.peers, the default) would
+	// name nothing there.
+	abs, err := filepath.Abs(*peers)
+	if err != nil {
+		log.Fatal(err)
+	}
+	*peers = abs
 	work, err := os.MkdirTemp("", "bench-peers-")
 	if err != nil {
 		log.Fatal(err)

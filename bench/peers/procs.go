@@ -81,31 +81,43 @@ func treeCPU(root int) uint64 {
 	return n
 }
 
-// rss returns the resident set of a process, in MiB.
-func rss(pid int) float64 {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+// memory returns a process's resident set and the anonymous part of it
+// (its heap, stacks and written data, which no other process shares),
+// in MiB, from /proc/PID/smaps_rollup. The rest is mostly the pages of its
+// binary, held once however many processes run that binary.
+func memory(pid int) (rss, anon float64) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
 	if err != nil {
-		return 0
+		return 0, 0
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
-			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
-			return kb / 1024
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if !ok {
+			continue
+		}
+		kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+		switch k {
+		case "Rss":
+			rss = kb / 1024
+		case "Anonymous":
+			anon = kb / 1024
 		}
 	}
-	return 0
+	return rss, anon
 }
 
-// rssList names each process of root's tree with its resident set.
+// rssList names each process of root's tree with its resident set and,
+// in parentheses, the anonymous part of it.
 func rssList(root int) string {
 	var parts []string
 	for _, p := range tree(readProcs(), root) {
 		if p.name == "sh" {
 			continue // npx/exec wrappers, if any
 		}
-		parts = append(parts, fmt.Sprintf("%s %.0f", p.name, rss(p.pid)))
+		rss, anon := memory(p.pid)
+		parts = append(parts, fmt.Sprintf("%s %.0f (%.1f)", p.name, rss, anon))
 	}
 	return strings.Join(parts, ", ")
 }

@@ -20,7 +20,7 @@ func printTable(w io.Writer, ss []*system, sessions, rounds int, dur time.Durati
 				ratio(ms(p.quantile(0.5)), ms(b.quantile(0.5))), ratio(p.perSecond(), b.perSecond()), ratio(p.cpuPerCall(), b.cpuPerCall()))
 		}
 	}
-	fmt.Fprintf(w, "\nresident set per process (MiB), after the rounds:\n\n")
+	fmt.Fprintf(w, "\nresident set per process in MiB (in parentheses its anonymous part: heap, stacks, written data; the rest is mostly its binary's pages, held once per binary), after the rounds:\n\n")
 	for _, s := range ss {
 		fmt.Fprintf(w, "- %s: %s\n", s.name, s.rss)
 	}

@@ -6,6 +6,7 @@ import (
 	"net"
 
 	"github.com/plugkit-go/plugkit/authn"
+	"github.com/plugkit-go/plugkit/internal/httplimit"
 	"github.com/plugkit-go/plugkit/internal/lineage"
 	"github.com/plugkit-go/plugkit/internal/peeruid"
 )
@@ -17,7 +18,13 @@ import (
 // is not sandboxed) would otherwise be served as the local user, as the
 // admin socket refuses to.
 func loopbackPeer(c net.Conn) (authn.LocalPeer, error) {
-	s, err := peeruid.Lookup(c)
+	var s peeruid.Socket
+	var err error
+	if ps, ok := c.(httplimit.PeerSocketer); ok {
+		s, err = ps.PeerSocket() // found once for the listener's per-peer bound
+	} else {
+		s, err = peeruid.Lookup(c)
+	}
 	if err != nil {
 		return authn.LocalPeer{}, err
 	}

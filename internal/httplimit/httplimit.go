@@ -20,6 +20,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/plugkit-go/plugkit/internal/peeruid"
 )
 
 // Limits bound one server. A zero field takes its default.
@@ -224,6 +226,10 @@ type cappedConn struct {
 	refused bool      // over its peer's bound
 	key     string    // its peer, once counted in l.peers
 	gone    bool      // closed (under l.mu)
+
+	lookupOnce sync.Once // PeerSocket (peer.go)
+	socket     peeruid.Socket
+	socketErr  error
 }
 
 // NetConn is the connection underneath, as tls.Conn's NetConn: for what

@@ -13,7 +13,8 @@ import (
 // PeerOf names a TCP connection's peer by its address, and a loopback
 // peer, whose address every local client shares, by its user when
 // peeruid can tell it ("uid 1000"). A connection that is not TCP (a Unix
-// socket) has no key: only the total bounds it.
+// socket) has no key: only the total bounds it. A connection of a Limits
+// listener is looked up once (PeerSocket).
 func PeerOf(c net.Conn) string {
 	addr, ok := c.RemoteAddr().(*net.TCPAddr)
 	if !ok {
@@ -21,11 +22,33 @@ func PeerOf(c net.Conn) string {
 	}
 	ip := addr.AddrPort().Addr().Unmap()
 	if ip.IsLoopback() {
-		if uid, err := peeruid.Of(c); err == nil {
-			return "uid " + strconv.Itoa(uid)
+		if s, err := lookup(c); err == nil {
+			return "uid " + strconv.Itoa(s.UID)
 		}
 	}
 	return ip.String()
+}
+
+// PeerSocketer is a connection that has looked up its loopback client's
+// socket, or will on the first ask, once for all who ask.
+type PeerSocketer interface {
+	PeerSocket() (peeruid.Socket, error)
+}
+
+func lookup(c net.Conn) (peeruid.Socket, error) {
+	if ps, ok := c.(PeerSocketer); ok {
+		return ps.PeerSocket()
+	}
+	return peeruid.Lookup(c)
+}
+
+// PeerSocket is peeruid.Lookup of the connection, done once: the bound per
+// peer asks it when the connection is first read, and the front end's
+// check of who connected (authn.Local) asks again for the same connection,
+// which would otherwise be a second question to the kernel.
+func (cc *cappedConn) PeerSocket() (peeruid.Socket, error) {
+	cc.lookupOnce.Do(func() { cc.socket, cc.socketErr = peeruid.Lookup(cc.Conn) })
+	return cc.socket, cc.socketErr
 }
 
 // Read admits the connection on its first call, from the connection's own
@@ -56,7 +79,7 @@ const admitWaiters = 4
 // idle-longest connection when it is at its bound, or refuses it when
 // none of the peer's turns idle within admitWait.
 func (cc *cappedConn) admitPeer() {
-	key := cc.l.peerKey(cc.Conn)
+	key := cc.l.peerKey(cc)
 	if key == "" {
 		return
 	}

@@ -87,6 +87,8 @@ type bridge struct {
 	// question to a call's client (elicit.go); both under mu.
 	live map[string]int
 	ask  askFunc
+	// idle gives memory back once calls stop (idlemem.go).
+	idle idleMemory
 	// dead is closed when the session ended, whatever the reason;
 	// deadCtx is cancelled then too, to end the calls still waiting.
 	dead     chan struct{}
@@ -200,6 +202,8 @@ func (b *bridge) begin(ctx context.Context) error {
 	}
 	b.wg.Add(1)
 	go b.follow()
+	b.wg.Add(1)
+	go b.releaseWhenIdle()
 	return nil
 }
 
@@ -369,6 +373,7 @@ func (b *bridge) call(ctx context.Context, name string, args json.RawMessage) (a
 	b.calls.Add(1)
 	b.mu.Unlock()
 	defer b.calls.Done()
+	b.idle.called()
 
 	if len(args) == 0 {
 		args = json.RawMessage(`{}`)

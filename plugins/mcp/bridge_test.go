@@ -151,6 +151,13 @@ type inMemory struct {
 
 func startInMemory(t *testing.T, cfg Config) *inMemory {
 	t.Helper()
+	return startInMemoryWith(t, cfg, nil)
+}
+
+// startInMemoryWith is startInMemory calling before (when set) with the
+// bridge before it starts.
+func startInMemoryWith(t *testing.T, cfg Config, before func(*bridge)) *inMemory {
+	t.Helper()
 	opts := goleak.IgnoreCurrent()
 	t.Cleanup(func() { goleak.VerifyNone(t, opts) })
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -170,6 +177,9 @@ func startInMemory(t *testing.T, cfg Config) *inMemory {
 	}
 	m.bridge = newBridge(set, hclog.NewNullLogger(), m.host.batch, func(err error) { m.gone <- err })
 	m.bridge.transport = func() (mcp.Transport, *stderrRelay, error) { return ct, nil, nil }
+	if before != nil {
+		before(m.bridge)
+	}
 	if err := m.bridge.start(ctx); err != nil {
 		t.Fatal(err)
 	}
