@@ -129,6 +129,8 @@ type Server struct {
 
 	// views is what each session was last shown (visibility.go).
 	views views
+	// toolJSON caches the encoding of each listed tool (listcache.go).
+	toolJSON toolJSON
 	// index is the tool search index of listed, with ToolSearch;
 	// searchDef describes search_tools (toolsearch.go).
 	index     atomic.Pointer[searchIndex]

@@ -98,7 +98,8 @@ func (s *Server) listVisible(next mcp.MethodHandler) mcp.MethodHandler {
 		if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
 			s.saw(ss, p, set)
 		}
-		return &out, nil
+		// Encoded from each tool's cached encoding (listcache.go).
+		return &encodedList{ListToolsResult: &out, cache: &s.toolJSON}, nil
 	}
 }
 
