@@ -48,7 +48,7 @@ type bridge struct {
 	// sets another before start.
 	transport func() (mcp.Transport, *stderrRelay, error)
 
-	cs    *mcp.ClientSession
+	cs *mcp.ClientSession
 	// hot sends tools/call to a stdio server without the SDK's decoders
 	// (hotclient.go); nil for a server reached by url.
 	hot   *hotClient
