@@ -129,8 +129,6 @@ type Server struct {
 
 	// views is what each session was last shown (visibility.go).
 	views views
-	// toolJSON caches the encoding of each listed tool (listcache.go).
-	toolJSON toolJSON
 	// served is the names of listed, for the stdio hot path (hotcall.go).
 	served atomic.Pointer[servedSet]
 	// hotTaken counts the calls the hot path served (for its tests).

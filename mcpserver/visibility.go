@@ -98,8 +98,7 @@ func (s *Server) listVisible(next mcp.MethodHandler) mcp.MethodHandler {
 		if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
 			s.saw(ss, p, set)
 		}
-		// Encoded from each tool's cached encoding (listcache.go).
-		return &encodedList{ListToolsResult: &out, cache: &s.toolJSON}, nil
+		return &out, nil
 	}
 }
 
