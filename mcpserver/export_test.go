@@ -1,5 +1,16 @@
 package mcpserver
 
+import (
+	"context"
+	"io"
+)
+
+// ServeStdioSDK is ServeStdio with every message served by the SDK (no
+// hot path), the baseline of the hot path's differential tests.
+func (s *Server) ServeStdioSDK(ctx context.Context, r io.Reader, w io.Writer) error {
+	return s.serveStdio(ctx, r, w, false)
+}
+
 // MCPTool is mcpTool, for the benchmark's baseline: the SDK's own list of
 // the tools this server would list.
 var MCPTool = mcpTool
@@ -8,3 +19,6 @@ var MCPTool = mcpTool
 // stream (endflush.go), for the benchmark's baseline; set it before the
 // server serves.
 func FlushEachEvent(on bool) { flushEachEvent = on }
+
+// HotCalls is how many tools/call requests the stdio hot path served.
+func (s *Server) HotCalls() int64 { return s.hotTaken.Load() }

@@ -284,7 +284,13 @@ func connectStdio(t testing.TB, ctx context.Context, srv *mcpserver.Server, c *m
 		t.Fatal(err)
 	}
 	served := make(chan error, 1)
-	go func() { served <- srv.Run(ctx, &mcp.IOTransport{Reader: toServer, Writer: fromServer}) }()
+	// As `host mcp` serves: tools/call by the hot path (hotcall.go).
+	go func() {
+		err := srv.ServeStdio(ctx, toServer, fromServer)
+		toServer.Close()
+		fromServer.Close()
+		served <- err
+	}()
 	cs, err := c.Connect(ctx, &mcp.IOTransport{Reader: toClient, Writer: fromClient}, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		fromClient.Close()

@@ -194,13 +194,16 @@ func (w *idWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 type stdioIDs struct {
 	r   *bufio.Reader
 	buf []byte // what is left of the line being read
+	// hot, when set, is offered each line first (hotcall.go); a line it
+	// takes is not passed on.
+	hot *hotCalls
 
 	mu    sync.Mutex
 	swaps []idSwap
 }
 
 func (s *stdioIDs) Read(p []byte) (int, error) {
-	if len(s.buf) == 0 {
+	for len(s.buf) == 0 {
 		line, err := s.r.ReadBytes('\n')
 		if len(line) == 0 {
 			return 0, err
@@ -213,6 +216,12 @@ func (s *stdioIDs) Read(p []byte) (int, error) {
 			s.swaps = append(s.swaps, swaps...)
 			s.mu.Unlock()
 			line = out
+		}
+		if s.hot != nil && s.hot.take(line) {
+			if err != nil {
+				return 0, err
+			}
+			continue
 		}
 		s.buf = line
 	}

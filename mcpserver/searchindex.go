@@ -49,6 +49,8 @@ type searchIndex struct {
 	mu     sync.RWMutex
 	bleve  bleve.Index
 	closed bool
+	// masks are the visible sets' masks over the index's documents.
+	masks masks
 }
 
 // toolDef is a tool as search_tools answers it.
@@ -139,15 +141,34 @@ type hit struct {
 
 // search ranks the tools matching text (words, in any field), of server
 // only when server is not "", and returns the first limit that visible
-// holds, with the number of tools that matched (visible or not). Hits are
-// read a page at a time until limit visible ones are found: a hidden tool
-// takes no place in the answer, however well it matches.
-func (x *searchIndex) search(ctx context.Context, text, server string, limit int, visible func(string) bool) ([]hit, uint64, error) {
+// holds, with the number of visible tools that matched. The query is
+// restricted to visible inside bleve (searchfilter.go): one ranking, and
+// a hidden tool takes no place in the answer, however well it matches.
+func (x *searchIndex) search(ctx context.Context, text, server string, limit int, visible visibility) ([]hit, uint64, error) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	if x.closed {
 		return nil, 0, errIndexClosed
 	}
+	// Ordered by score alone: a tie-break on the name would make bleve
+	// load the name of every match. Equal scores keep the index's order,
+	// which is the names' (buildSearchIndex indexes them sorted).
+	q := visibleQuery{q: x.query(text, server), visible: visible, masks: &x.masks}
+	res, err := x.bleve.SearchInContext(ctx, bleve.NewSearchRequestOptions(q, limit, 0, false))
+	if err != nil {
+		return nil, 0, fmt.Errorf("search the tools: %w", err)
+	}
+	out := make([]hit, 0, len(res.Hits))
+	for _, h := range res.Hits {
+		if d := x.tools[h.ID]; d != nil && visible.Has(h.ID) {
+			out = append(out, hit{def: d, score: h.Score})
+		}
+	}
+	return out, res.Total, nil
+}
+
+// query is the bleve query of text, of server only when server is not "".
+func (x *searchIndex) query(text, server string) query.Query {
 	// The query's words, and those of any name it holds split apart:
 	// "delete_file" finds delete_file (its own token) and delete_record.
 	terms := text
@@ -167,34 +188,7 @@ func (x *searchIndex) search(ctx context.Context, text, server string, limit int
 		tq.SetField(fieldOwner)
 		q = bleve.NewConjunctionQuery(q, tq)
 	}
-	// Ordered by score alone: a tie-break on the name would make bleve
-	// load the name of every match. Equal scores keep the index's order,
-	// which is the names' (buildSearchIndex indexes them sorted).
-	page := 2*limit + 8
-	out := make([]hit, 0, limit)
-	var total uint64
-	for from := 0; len(out) < limit; from += page {
-		res, err := x.bleve.SearchInContext(ctx, bleve.NewSearchRequestOptions(q, page, from, false))
-		if err != nil {
-			return nil, 0, fmt.Errorf("search the tools: %w", err)
-		}
-		total = res.Total
-		for _, h := range res.Hits {
-			if len(out) == limit {
-				break
-			}
-			if !visible(h.ID) {
-				continue
-			}
-			if d := x.tools[h.ID]; d != nil {
-				out = append(out, hit{def: d, score: h.Score})
-			}
-		}
-		if len(res.Hits) < page || uint64(from+page) >= total {
-			break
-		}
-	}
-	return out, total, nil
+	return q
 }
 
 var errIndexClosed = fmt.Errorf("the tool search index was replaced")

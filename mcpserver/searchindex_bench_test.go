@@ -48,7 +48,7 @@ func BenchmarkSearchIndex10k(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer x.close()
-	all := func(string) bool { return true }
+	var all everything
 	queries := []string{"delete object7", "merge in server3", "object12_id", "server1_close_object5"}
 	b.Run("search", func(b *testing.B) {
 		b.ReportAllocs()
@@ -61,4 +61,36 @@ func BenchmarkSearchIndex10k(b *testing.B) {
 			i++
 		}
 	})
+}
+
+// everything is a visible set that holds every tool.
+type everything struct{}
+
+func (everything) Has(string) bool { return true }
+
+// BenchmarkSearchIndex10kHalfHidden is the same search with every other
+// tool hidden: restricted inside bleve, it should cost what the search
+// with nothing hidden costs.
+func BenchmarkSearchIndex10kHalfHidden(b *testing.B) {
+	tools := indexCatalogue()
+	x, err := buildSearchIndex(tools)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer x.close()
+	set := nameSet{}
+	for i, t := range tools {
+		if i%2 == 1 {
+			set[t.Name] = true
+		}
+	}
+	queries := []string{"delete object7", "merge in server3", "object12_id", "server1_close_object5"}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if _, _, err := x.search(context.Background(), queries[i%len(queries)], "", defaultSearchLimit, &set); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
 }

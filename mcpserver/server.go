@@ -135,6 +135,10 @@ type Server struct {
 
 	// views is what each session was last shown (visibility.go).
 	views views
+	// served is the names of listed, for the stdio hot path (hotcall.go).
+	served atomic.Pointer[servedSet]
+	// hotTaken counts the calls the hot path served (for its tests).
+	hotTaken atomic.Int64
 	// index is the tool search index of listed, with ToolSearch;
 	// searchDef describes search_tools (toolsearch.go).
 	index     atomic.Pointer[searchIndex]
@@ -238,9 +242,17 @@ func New(h *host.Host, opts Options) *Server {
 // Run serves one session over t until the client goes away (stdio: its end
 // of the pipe is closed) or ctx ends, which cancels the session's calls.
 func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
+	return s.run(ctx, t, nil)
+}
+
+// run is Run, telling hot (when not nil) the session once connected.
+func (s *Server) run(ctx context.Context, t mcp.Transport, hot *hotCalls) error {
 	ss, err := s.mcp.Connect(ctx, t, nil)
 	if err != nil {
 		return fmt.Errorf("mcp: %w", err)
+	}
+	if hot != nil {
+		hot.ss.Store(ss)
 	}
 	ended := make(chan error, 1)
 	go func() { ended <- ss.Wait() }()
@@ -261,8 +273,19 @@ func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 // ServeStdio serves one session over r and w (newline-delimited JSON-RPC),
 // as Run does.
 func (s *Server) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) error {
+	return s.serveStdio(ctx, r, w, true)
+}
+
+// serveStdio is ServeStdio, with tools/call served by the hot path
+// (hotcall.go) when hot is true, by the SDK otherwise.
+func (s *Server) serveStdio(ctx context.Context, r io.Reader, w io.Writer, hot bool) error {
 	ids := &stdioIDs{r: bufio.NewReader(r)}
-	return s.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(ids), Writer: nopWriteCloser{ids.writer(w)}})
+	out := &lockedWriter{w: ids.writer(w)}
+	if hot {
+		ids.hot = s.newHotCalls(out)
+		defer ids.hot.stop()
+	}
+	return s.run(ctx, &mcp.IOTransport{Reader: io.NopCloser(ids), Writer: nopWriteCloser{out}}, ids.hot)
 }
 
 type nopWriteCloser struct{ io.Writer }

@@ -109,6 +109,7 @@ func (s *Server) sync() {
 		}
 		s.listed[t.Name] = t
 	}
+	s.noteServed()
 	s.syncPrompts(current, touched)
 	s.syncLists(current)
 	if s.searching() && (len(add) > 0 || len(remove) > 0 || s.index.Load() == nil) {

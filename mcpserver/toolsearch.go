@@ -142,7 +142,7 @@ func (s *Server) searchTools(ctx context.Context, req *mcp.CallToolRequest) (*mc
 		if x == nil {
 			return toolError("search_tools: the tool search index is not ready; try again"), nil
 		}
-		hits, _, err = x.search(ctx, args.Query, args.Server, *args.Limit, set.Has)
+		hits, _, err = x.search(ctx, args.Query, args.Server, *args.Limit, set)
 		if !errors.Is(err, errIndexClosed) {
 			break // else the tool set changed under the search: once more on the new index
 		}

@@ -48,7 +48,10 @@ type bridge struct {
 	// sets another before start.
 	transport func() (mcp.Transport, *stderrRelay, error)
 
-	cs    *mcp.ClientSession
+	cs *mcp.ClientSession
+	// hot sends tools/call to a stdio server without the SDK's decoders
+	// (hotclient.go); nil for a server reached by url.
+	hot   *hotClient
 	relay *stderrRelay
 	// web is the HTTP client of a server reached by url: its idle
 	// connections are the bridge's own (session.go), closed with it.
@@ -173,6 +176,9 @@ func (b *bridge) dial(ctx context.Context) error {
 	}
 	b.mu.Lock()
 	b.cs = cs
+	if ct, ok := t.(*commandTransport); ok {
+		b.hot = ct.hot
+	}
 	b.mu.Unlock()
 	return nil
 }
@@ -402,7 +408,12 @@ func (b *bridge) call(ctx context.Context, name string, args json.RawMessage) (a
 			params.Meta[k] = v
 		}
 	}
-	res, err := b.cs.CallTool(cctx, params)
+	var res *mcp.CallToolResult
+	if b.hot != nil && legacySession(b.cs) {
+		res, err = b.hot.call(cctx, params)
+	} else {
+		res, err = b.cs.CallTool(cctx, params)
+	}
 	if err != nil {
 		span.SetStatus(codes.Error, "tools/call failed")
 		if ctx.Err() != nil {

@@ -142,6 +142,9 @@ type commandTransport struct {
 	cmd       *exec.Cmd
 	terminate time.Duration
 	maxAnswer int
+	// hot sends the bridge's tools/call on the connection (hotclient.go);
+	// set by Connect.
+	hot *hotClient
 }
 
 func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -157,7 +160,8 @@ func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 		return nil, err
 	}
 	w := &serverStdin{WriteCloser: stdin, cmd: t.cmd, terminate: t.terminate}
-	return (&mcp.IOTransport{Reader: io.NopCloser(stdout), Writer: w, MaxLineLength: t.maxAnswer}).Connect(ctx)
+	t.hot = newHotClient(stdout, w, t.maxAnswer)
+	return (&mcp.IOTransport{Reader: io.NopCloser(t.hot), Writer: t.hot.out, MaxLineLength: t.maxAnswer}).Connect(ctx)
 }
 
 // serverStdin closes the session the way MCP's stdio transport says: close
