@@ -223,11 +223,27 @@ func (t *Tools) Observe(owner string, fn ResultFunc, tools ...string) (remove fu
 // MarkAbsent says why a tool is missing while it is missing: a call to it
 // fails at once as TOOL_ERROR with reason (say, that its plugin is
 // restarting) instead of UNKNOWN_TOOL, until release is called. A
-// registered tool of that name takes precedence.
+// registered tool of that name takes precedence. The visibility question
+// is asked of it by its name alone (see MarkAbsentTool).
 func (t *Tools) MarkAbsent(tool, reason string) (release func()) {
-	remove, _ := t.k.Points().Add(PointAbsent, tool, 0, reason, "host")
+	return t.MarkAbsentTool(ToolInfo{Name: tool}, reason)
+}
+
+// MarkAbsentTool is MarkAbsent for a tool known as it was registered: the
+// visibility question is asked of it as of the registered tool, so that a
+// tool hidden from a principal stays hidden (a call of it answered as one
+// of a tool that does not exist) while it is missing, and a shown one is
+// told why it is missing.
+func (t *Tools) MarkAbsentTool(info ToolInfo, reason string) (release func()) {
+	remove, _ := t.k.Points().Add(PointAbsent, info.Name, 0, absence{reason: reason, info: info}, "host")
 	var once sync.Once
 	return func() { once.Do(remove) }
+}
+
+// absence is a tool marked absent: why, and the tool as it was.
+type absence struct {
+	reason string
+	info   ToolInfo
 }
 
 // Reserve keeps a tool's name for owner, the plugin that declared it, while
@@ -237,8 +253,15 @@ func (t *Tools) MarkAbsent(tool, reason string) (release func()) {
 // logged once per plugin refused, until release is called. owner's own
 // registration of it is accepted.
 func (t *Tools) Reserve(tool, owner, why string) (release func()) {
-	unmark := t.MarkAbsent(tool, why)
-	unreserve := t.k.Points().Reserve(PointTools, tool, owner, why)
+	return t.ReserveTool(ToolInfo{Name: tool, Owner: owner}, why)
+}
+
+// ReserveTool is Reserve for a tool known as it was registered (info.Owner
+// the plugin that declared it), whose visibility is then asked as of the
+// registered tool (see MarkAbsentTool).
+func (t *Tools) ReserveTool(info ToolInfo, why string) (release func()) {
+	unmark := t.MarkAbsentTool(info, why)
+	unreserve := t.k.Points().Reserve(PointTools, info.Name, info.Owner, why)
 	var once sync.Once
 	return func() {
 		once.Do(func() {
@@ -284,7 +307,7 @@ type snapshot struct {
 	versions map[string]uint64
 
 	tools  map[string]*registered
-	absent map[string]string // tool → why it is missing
+	absent map[string]absence // tool → why it is missing
 	// nameIdx is the lookalike index of tools and absent (see names),
 	// built on first use.
 	nameIdx  atomic.Pointer[nameIndex]
@@ -391,11 +414,11 @@ func (t *Tools) compile() {
 	if list, ok := all[PointAbsent]; ok {
 		s.absent = nil
 		for _, c := range list {
-			if reason, ok := c.Value.(string); ok {
+			if a, ok := c.Value.(absence); ok {
 				if s.absent == nil {
-					s.absent = map[string]string{}
+					s.absent = map[string]absence{}
 				}
-				s.absent[c.Key] = reason
+				s.absent[c.Key] = a
 			}
 		}
 	}
