@@ -1,0 +1,91 @@
+package mcpserver_test
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestOfferingsVisibility: a bridge's resources and a prompt hidden from
+// support (a rule denying it every read of the bridge and every get of the
+// prompt) are not in support's resources/list, resources/templates/list or
+// prompts/list, while eng lists them; and support's read, subscription and
+// get of them get exactly the answers of a bridge and a prompt that do not
+// exist, names aside.
+func TestOfferingsVisibility(t *testing.T) {
+	leakCheck(t)
+	f, cs, _ := keyClients(t, "eng", "support")
+	if _, err := f.h.Kernel().Load(offerings()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.h.Kernel().Load(hideFrom("rules", "group:support", "lib_resources.read", "lib_prompts.hi")); err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t)
+	type listed struct{ resources, templates, prompts int }
+	list := func(who string) listed {
+		t.Helper()
+		lr, err := cs[who].ListResources(ctx, nil)
+		if err != nil {
+			t.Fatalf("resources/list as %s: %v", who, err)
+		}
+		lt, err := cs[who].ListResourceTemplates(ctx, nil)
+		if err != nil {
+			t.Fatalf("resources/templates/list as %s: %v", who, err)
+		}
+		lp, err := cs[who].ListPrompts(ctx, nil)
+		if err != nil {
+			t.Fatalf("prompts/list as %s: %v", who, err)
+		}
+		return listed{len(lr.Resources), len(lt.ResourceTemplates), len(lp.Prompts)}
+	}
+	if got := list("eng"); got != (listed{1, 1, 1}) {
+		t.Errorf("eng lists %+v, want a resource, a template and a prompt", got)
+	}
+	if got := list("support"); got != (listed{}) {
+		t.Errorf("support lists %+v, want nothing", got)
+	}
+
+	// A hidden offering and a missing one: the same answer, names aside.
+	answer := func(err error, name string) string {
+		t.Helper()
+		var je *jsonrpc.Error
+		if !errors.As(err, &je) {
+			t.Fatalf("%s: %v, want a protocol error", name, err)
+		}
+		b, _ := json.Marshal(je)
+		return strings.ReplaceAll(string(b), name, "NAME")
+	}
+	read := func(uri string) string {
+		_, err := cs["support"].ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+		return answer(err, uri)
+	}
+	if hidden, missing := read("plugkit://lib/x://a"), read("plugkit://nobody/x://a"); hidden != missing || !strings.Contains(hidden, "not found") {
+		t.Errorf("support's read of a hidden resource:\n%s\nof a missing one:\n%s", hidden, missing)
+	}
+	subscribe := func(uri string) string {
+		return answer(cs["support"].Subscribe(ctx, &mcp.SubscribeParams{URI: uri}), uri)
+	}
+	if hidden, missing := subscribe("plugkit://lib/x://a"), subscribe("plugkit://nobody/x://a"); hidden != missing {
+		t.Errorf("support's subscription to a hidden resource:\n%s\nto a missing one:\n%s", hidden, missing)
+	}
+	get := func(name string) string {
+		_, err := cs["support"].GetPrompt(ctx, &mcp.GetPromptParams{Name: name, Arguments: map[string]string{"who": "bob"}})
+		return answer(err, name)
+	}
+	if hidden, missing := get("lib_prompts.hi"), get("lib_prompts.nope"); hidden != missing || !strings.Contains(hidden, "unknown prompt") {
+		t.Errorf("support's get of a hidden prompt:\n%s\nof a missing one:\n%s", hidden, missing)
+	}
+
+	// eng reads and gets them.
+	if rr, err := cs["eng"].ReadResource(ctx, &mcp.ReadResourceParams{URI: "plugkit://lib/x://a"}); err != nil || len(rr.Contents) != 1 {
+		t.Errorf("eng's read: %v %+v", err, rr)
+	}
+	if _, err := cs["eng"].GetPrompt(ctx, &mcp.GetPromptParams{Name: "lib_prompts.hi", Arguments: map[string]string{"who": "bob"}}); err != nil {
+		t.Errorf("eng's get: %v", err)
+	}
+}
