@@ -89,3 +89,42 @@ func TestOfferingsVisibility(t *testing.T) {
 		t.Errorf("eng's get: %v", err)
 	}
 }
+
+// TestPromptVisibilityIsNoToolChange: a rule that hides a prompt from
+// support changes what support is shown, but not its tools: the
+// tools/list_changed that a rule hiding a tool from eng makes at the same
+// time reaches eng and not support; a rule that then hides a tool from
+// support tells support, once.
+func TestPromptVisibilityIsNoToolChange(t *testing.T) {
+	leakCheck(t)
+	f, cs, changed := keyClients(t, "eng", "support")
+	if _, err := f.h.Kernel().Load(offerings()); err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t)
+	for _, who := range []string{"eng", "support"} {
+		// Listed after the entries came: each view is of the entries too.
+		listNames(t, cs[who])
+	}
+	changed.setPhase(1)
+	if _, err := f.h.Kernel().Load(hideFrom("prompt-rules", "group:support", "lib_prompts.hi")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.h.Kernel().Load(hideFrom("eng-rules", "group:eng", "echo")); err != nil {
+		t.Fatal(err)
+	}
+	changed.waitFor(t, ctx, "eng", 1)
+	if lp, err := cs["support"].ListPrompts(ctx, nil); err != nil || len(lp.Prompts) != 0 {
+		t.Fatalf("support's prompts/list after the rule: %v %+v", err, lp)
+	}
+	changed.setPhase(2)
+	if _, err := f.h.Kernel().Load(hideFrom("tool-rules", "group:support", "echo")); err != nil {
+		t.Fatal(err)
+	}
+	changed.waitFor(t, ctx, "support", 2)
+	// Phase 1's notification, had it reached support, would have come
+	// first (in phase 1 or 2): support has exactly one.
+	if sup := changed.of("support"); len(sup) != 1 || sup[0] != 2 {
+		t.Fatalf("support's tools/list_changed by phase: %v, want [2]", sup)
+	}
+}

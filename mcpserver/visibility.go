@@ -22,7 +22,8 @@ import (
 //     next;
 //   - notifications/tools/list_changed (a sending middleware) reaches a
 //     session only when the tools it sees changed since it was last told
-//     or last listed them: the SDK sends one to every session whenever a
+//     or last listed them (the tools a list holds: a change of a prompt's
+//     or a resource entry's visibility alone is not one): the SDK sends one to every session whenever a
 //     tool is added or removed, and a change of rules alone makes none, so
 //     recheck, after each sync, asks the SDK for one (re-adding a listed
 //     tool) when some session's set changed;
@@ -150,7 +151,7 @@ func (s *Server) notifyChanged(next mcp.MethodHandler) mcp.MethodHandler {
 			return next(ctx, method, req)
 		}
 		cur := s.visibleTo(ctx, p)
-		if cur.Equal(seen) {
+		if cur.EqualTools(seen) {
 			return nil, nil
 		}
 		s.views.mu.Lock()
@@ -177,7 +178,7 @@ func (s *Server) recheck() {
 	s.views.mu.Unlock()
 	changed := false
 	for _, v := range all {
-		if !s.visibleTo(s.base, v.p).Equal(v.set) {
+		if !s.visibleTo(s.base, v.p).EqualTools(v.set) {
 			changed = true
 			break
 		}

@@ -13,6 +13,9 @@ import (
 type VisibleSet struct {
 	gen   uint64
 	names map[string]struct{}
+	// entries are the shown names that a front end does not list as
+	// tools: entries of a kind (resources, prompts) and held tools.
+	entries map[string]struct{}
 }
 
 // Has reports whether the tool called name is shown.
@@ -48,6 +51,29 @@ func (v *VisibleSet) Equal(w *VisibleSet) bool {
 	}
 	for n := range v.names {
 		if _, ok := w.names[n]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// EqualTools reports whether v and w show the same tools as a tool list
+// holds them: entries of a kind and held tools left out. A change of
+// those alone changes no session's tools/list.
+func (v *VisibleSet) EqualTools(w *VisibleSet) bool {
+	if v == nil || w == nil {
+		return v == w
+	}
+	if len(v.names)-len(v.entries) != len(w.names)-len(w.entries) {
+		return false
+	}
+	for n := range v.names {
+		if _, entry := v.entries[n]; entry {
+			continue
+		}
+		_, shown := w.names[n]
+		_, entry := w.entries[n]
+		if !shown || entry {
 			return false
 		}
 	}
@@ -135,9 +161,15 @@ func (t *Tools) computeVisible(ctx context.Context, s *snapshot, p Principal) *V
 	// cancellation must not make a listener's answer a failure.
 	ctx = WithPrincipal(context.WithoutCancel(ctx), p)
 	v := &VisibleSet{gen: s.gen, names: make(map[string]struct{}, len(s.tools))}
-	for name := range s.tools {
+	for name, reg := range s.tools {
 		if t.visible(ctx, s, p, name).Shown {
 			v.names[name] = struct{}{}
+			if reg.info.Kind != "" || reg.info.Held != "" {
+				if v.entries == nil {
+					v.entries = map[string]struct{}{}
+				}
+				v.entries[name] = struct{}{}
+			}
 		}
 	}
 	return v
