@@ -54,6 +54,9 @@ func (s *Server) offeringsVisible(next mcp.MethodHandler) mcp.MethodHandler {
 			// A copy: the SDK's result may share its slices.
 			out := *lr
 			out.Prompts = shown
+			if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
+				s.sawPrompts(ss, s.principalOfExtra(req.GetExtra()), set)
+			}
 			return &out, nil
 		}
 		return next(ctx, method, req)

@@ -1,10 +1,13 @@
 package mcpserver_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -26,6 +29,7 @@ func TestOfferingsVisibility(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := testCtx(t)
+	waitPrompt(t, ctx, cs["eng"])
 	type listed struct{ resources, templates, prompts int }
 	list := func(who string) listed {
 		t.Helper()
@@ -126,5 +130,68 @@ func TestPromptVisibilityIsNoToolChange(t *testing.T) {
 	// first (in phase 1 or 2): support has exactly one.
 	if sup := changed.of("support"); len(sup) != 1 || sup[0] != 2 {
 		t.Fatalf("support's tools/list_changed by phase: %v, want [2]", sup)
+	}
+}
+
+// TestPromptListChangedPerSession: a rule that hides a prompt from support
+// sends prompts/list_changed to support's session and not to eng's; one
+// that then hides it from eng tells eng.
+func TestPromptListChangedPerSession(t *testing.T) {
+	leakCheck(t)
+	f, cs, changed := keyClients(t, "eng", "support")
+	if _, err := f.h.Kernel().Load(offerings()); err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t)
+	prompts := func(who string) int {
+		t.Helper()
+		lp, err := cs[who].ListPrompts(ctx, nil)
+		if err != nil {
+			t.Fatalf("prompts/list as %s: %v", who, err)
+		}
+		return len(lp.Prompts)
+	}
+	waitPrompt(t, ctx, cs["eng"])
+	if prompts("eng") != 1 || prompts("support") != 1 {
+		t.Fatal("both should list lib_prompts.hi")
+	}
+	changed.setPhase(1)
+	if _, err := f.h.Kernel().Load(hideFrom("support-rules", "group:support", "lib_prompts.hi")); err != nil {
+		t.Fatal(err)
+	}
+	changed.waitFor(t, ctx, "support prompts", 1)
+	if prompts("support") != 0 || prompts("eng") != 1 {
+		t.Fatal("support still lists the prompt, or eng no longer does")
+	}
+	changed.setPhase(2)
+	if _, err := f.h.Kernel().Load(hideFrom("eng-rules", "group:eng", "lib_prompts.hi")); err != nil {
+		t.Fatal(err)
+	}
+	changed.waitFor(t, ctx, "eng prompts", 2)
+	// A session's notifications arrive in order: had phase 1's reached
+	// eng, it would have come before phase 2's. (Phase 0's, of the
+	// prompt's coming, may reach a session that had not listed yet.)
+	if eng := slices.DeleteFunc(changed.of("eng prompts"), func(p int) bool { return p == 0 }); len(eng) != 1 || eng[0] != 2 {
+		t.Fatalf("eng's prompts/list_changed by phase: %v, want [2]", eng)
+	}
+}
+
+// waitPrompt waits until the session lists a prompt: the front end adds the
+// registry's prompts to the SDK after the registration, in its own loop.
+func waitPrompt(t *testing.T, ctx context.Context, cs *mcp.ClientSession) {
+	t.Helper()
+	for {
+		lp, err := cs.ListPrompts(ctx, nil)
+		if err != nil {
+			t.Fatalf("prompts/list: %v", err)
+		}
+		if len(lp.Prompts) > 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("no prompt listed")
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
 }

@@ -16,6 +16,9 @@ type VisibleSet struct {
 	// entries are the shown names that a front end does not list as
 	// tools: entries of a kind (resources, prompts) and held tools.
 	entries map[string]struct{}
+	// prompts are the shown entries of kind prompt that are not held: what
+	// a prompt list holds.
+	prompts map[string]struct{}
 }
 
 // Has reports whether the tool called name is shown.
@@ -79,6 +82,27 @@ func (v *VisibleSet) EqualTools(w *VisibleSet) bool {
 	}
 	return true
 }
+
+// EqualPrompts reports whether v and w show the same prompts (the entries
+// of kind prompt, held ones left out).
+func (v *VisibleSet) EqualPrompts(w *VisibleSet) bool {
+	if v == nil || w == nil {
+		return v == w
+	}
+	if len(v.prompts) != len(w.prompts) {
+		return false
+	}
+	for n := range v.prompts {
+		if _, ok := w.prompts[n]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// KindPrompt is the kind of a prompt entry (ToolInfo.Kind), as the MCP
+// bridge registers its servers' prompts.
+const KindPrompt = "prompt"
 
 // maxVisibleSets bounds the cache: one entry per principal class seen since
 // the pipeline last changed. Past it the cache starts over, which costs a
@@ -169,6 +193,12 @@ func (t *Tools) computeVisible(ctx context.Context, s *snapshot, p Principal) *V
 					v.entries = map[string]struct{}{}
 				}
 				v.entries[name] = struct{}{}
+			}
+			if reg.info.Kind == KindPrompt && reg.info.Held == "" {
+				if v.prompts == nil {
+					v.prompts = map[string]struct{}{}
+				}
+				v.prompts[name] = struct{}{}
 			}
 		}
 	}
