@@ -80,3 +80,41 @@ func TestVisibleOnlyAbsentIsUnknown(t *testing.T) {
 		t.Errorf("eng's call once released: %s, want %s", a, b)
 	}
 }
+
+// TestVisibleSetEqualToolsAndPrompts: a rule that hides a prompt entry
+// changes a principal's visible set, not the tools it lists
+// (EqualTools), and changes its prompts (EqualPrompts); one that hides a
+// tool changes its tools and not its prompts.
+func TestVisibleSetEqualToolsAndPrompts(t *testing.T) {
+	k, tools := newTools(t, pipeline.Options{})
+	load(t, k, fakePlugin{name: "toolbox", tools: []pipeline.Tool{
+		tool("a", okBody(1)),
+		{Name: "p_prompts.hi", Kind: pipeline.KindPrompt, Description: "A prompt.", Execute: okBody(1)},
+	}}.plugin())
+	ctx := testCtx(t)
+	support := identity.Principal{ID: "s", Kind: "agent", Attributes: []string{"group:support"}}
+	hide := func(name string, tools ...string) kernel.Plugin {
+		return kernel.Plugin{Name: name, Inject: []string{pipeline.ServiceName}, Apply: func(ctx context.Context, s *kernel.Scope) error {
+			reg, _ := pipeline.RegistrarOf(s)
+			_, err := reg.GuardVisible(func(ctx context.Context, e *pipeline.Execution) (string, error) {
+				if e.Principal().Matches("group:support") {
+					return "not for support", nil
+				}
+				return "", nil
+			}, tools...)
+			return err
+		}}
+	}
+	before := tools.VisibleSet(ctx, support)
+	load(t, k, hide("prompt-rules", "p_prompts.hi"))
+	noPrompt := tools.VisibleSet(ctx, support)
+	if noPrompt.Equal(before) || !noPrompt.EqualTools(before) || noPrompt.EqualPrompts(before) {
+		t.Fatalf("a prompt hidden: Equal %v EqualTools %v EqualPrompts %v, want false true false",
+			noPrompt.Equal(before), noPrompt.EqualTools(before), noPrompt.EqualPrompts(before))
+	}
+	load(t, k, hide("tool-rules", "a"))
+	noTool := tools.VisibleSet(ctx, support)
+	if noTool.EqualTools(noPrompt) || !noTool.EqualPrompts(noPrompt) {
+		t.Fatalf("a tool hidden: EqualTools %v EqualPrompts %v, want false true", noTool.EqualTools(noPrompt), noTool.EqualPrompts(noPrompt))
+	}
+}
