@@ -121,6 +121,9 @@ func (s *Server) listResources(ctx context.Context, req mcp.Request) (*resourceL
 	out := &resourceList{Resources: []*mcp.Resource{}, Templates: []*mcp.ResourceTemplate{}}
 	entries := s.entries(kindResources)
 	for _, e := range entries {
+		if s.bridgeHidden(ctx, req, e.Owner, &e) {
+			continue // offeringsVisible
+		}
 		res, err := s.callEntry(ctx, req, e.Name, json.RawMessage(`{}`))
 		if err != nil {
 			return nil, err
@@ -166,7 +169,7 @@ func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 			}
 		}
 	}
-	if reader == nil {
+	if reader == nil || s.bridgeHidden(ctx, req, owner, nil) {
 		return nil, &jsonrpc.Error{Code: codeResourceNotFound, Message: fmt.Sprintf("resource %s not found: resource URIs served here are %sPLUGIN/URI, PLUGIN a bridge that offers resources", req.Params.URI, URIScheme)}
 	}
 	args, _ := json.Marshal(map[string]string{"uri": uri})
@@ -294,7 +297,7 @@ func (s *Server) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error
 			}
 		}
 	}
-	if entry == nil {
+	if entry == nil || s.bridgeHidden(ctx, req, owner, nil) || s.hiddenFrom(ctx, req.Extra, entry.Name) {
 		return &jsonrpc.Error{Code: codeResourceNotFound, Message: fmt.Sprintf("resource %s cannot be subscribed to: no bridge that offers resources and takes subscriptions serves it", req.Params.URI)}
 	}
 	args, _ := json.Marshal(map[string]string{"uri": uri})

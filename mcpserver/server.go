@@ -217,7 +217,7 @@ func New(h *host.Host, opts Options) *Server {
 		SubscribeHandler:   s.subscribe,
 		UnsubscribeHandler: unsubscribe,
 	})
-	s.mcp.AddReceivingMiddleware(s.refuseUnknown, s.serveResources, s.listVisible)
+	s.mcp.AddReceivingMiddleware(s.refuseUnknown, s.offeringsVisible, s.serveResources, s.listVisible)
 	s.mcp.AddSendingMiddleware(s.notifyChanged)
 	if opts.ToolSearch {
 		s.searchDef = searchTool()

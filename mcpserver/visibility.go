@@ -22,10 +22,13 @@ import (
 //     next;
 //   - notifications/tools/list_changed (a sending middleware) reaches a
 //     session only when the tools it sees changed since it was last told
-//     or last listed them: the SDK sends one to every session whenever a
+//     or last listed them (the tools a list holds: a change of a prompt's
+//     or a resource entry's visibility alone is not one): the SDK sends one to every session whenever a
 //     tool is added or removed, and a change of rules alone makes none, so
 //     recheck, after each sync, asks the SDK for one (re-adding a listed
-//     tool) when some session's set changed;
+//     tool) when some session's set changed; the same for
+//     notifications/prompts/list_changed and the prompts a session lists
+//     (offerings_visible.go), re-adding a prompt;
 //   - tools/call of a hidden tool is refused as one of a tool that does
 //     not exist (refuseUnknown, and pipeline.WithVisibleOnly on the call).
 
@@ -40,6 +43,9 @@ type views struct {
 type view struct {
 	principal pipeline.Principal
 	seen      *pipeline.VisibleSet
+	// prompts is the set as of its last prompts/list or prompts
+	// notification; nil until it lists prompts.
+	prompts *pipeline.VisibleSet
 }
 
 // principalOfExtra is who a request is for: over HTTP, whom its credential
@@ -106,6 +112,20 @@ func (s *Server) listVisible(next mcp.MethodHandler) mcp.MethodHandler {
 func (s *Server) saw(ss *mcp.ServerSession, p pipeline.Principal, set *pipeline.VisibleSet) {
 	s.views.mu.Lock()
 	defer s.views.mu.Unlock()
+	v := s.viewOf(ss)
+	v.principal, v.seen = p, set
+}
+
+// sawPrompts notes that session ss, for p, was shown the prompts of set.
+func (s *Server) sawPrompts(ss *mcp.ServerSession, p pipeline.Principal, set *pipeline.VisibleSet) {
+	s.views.mu.Lock()
+	defer s.views.mu.Unlock()
+	v := s.viewOf(ss)
+	v.principal, v.prompts = p, set
+}
+
+// viewOf is the view of ss, made on first use; views.mu is held.
+func (s *Server) viewOf(ss *mcp.ServerSession) *view {
 	if s.views.by == nil {
 		s.views.by = map[*mcp.ServerSession]*view{}
 	}
@@ -122,14 +142,15 @@ func (s *Server) saw(ss *mcp.ServerSession, p pipeline.Principal, set *pipeline.
 			s.views.mu.Unlock()
 		}()
 	}
-	v.principal, v.seen = p, set
+	return v
 }
 
 // notifyChanged is the sending middleware that keeps a tools/list_changed
 // notification from a session whose set did not change.
 func (s *Server) notifyChanged(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if method != "notifications/tools/list_changed" {
+		prompts := method == "notifications/prompts/list_changed"
+		if method != "notifications/tools/list_changed" && !prompts {
 			return next(ctx, method, req)
 		}
 		ss, ok := req.GetSession().(*mcp.ServerSession)
@@ -142,47 +163,62 @@ func (s *Server) notifyChanged(next mcp.MethodHandler) mcp.MethodHandler {
 		var seen *pipeline.VisibleSet
 		if v != nil {
 			p, seen = v.principal, v.seen
+			if prompts {
+				seen = v.prompts
+			}
 		}
 		s.views.mu.Unlock()
-		if v == nil {
-			// A session that never listed the tools: its principal is not
+		if seen == nil {
+			// A session that never listed them: its principal is not
 			// known here, and being told costs it one list.
 			return next(ctx, method, req)
 		}
 		cur := s.visibleTo(ctx, p)
-		if cur.Equal(seen) {
+		if (!prompts && cur.EqualTools(seen)) || (prompts && cur.EqualPrompts(seen)) {
 			return nil, nil
 		}
 		s.views.mu.Lock()
-		v.seen = cur
+		if prompts {
+			v.prompts = cur
+		} else {
+			v.seen = cur
+		}
 		s.views.mu.Unlock()
 		return next(ctx, method, req)
 	}
 }
 
-// recheck asks the SDK for a tools/list_changed notification when some
-// session's visible set changed without a tool being added or removed (a
-// rule or a plugin changed); notifyChanged then lets it through to those
+// recheck asks the SDK for a tools/list_changed notification when the
+// tools some session is shown changed without a tool being added or
+// removed (a rule or a plugin changed), and for a prompts/list_changed one
+// when its prompts did; notifyChanged then lets each through to those
 // sessions only. It runs in the follow loop, after sync.
 func (s *Server) recheck() {
 	s.views.mu.Lock()
 	type seen struct {
-		p   pipeline.Principal
-		set *pipeline.VisibleSet
+		p            pipeline.Principal
+		set, prompts *pipeline.VisibleSet
 	}
 	all := make([]seen, 0, len(s.views.by))
 	for _, v := range s.views.by {
-		all = append(all, seen{v.principal, v.seen})
+		all = append(all, seen{v.principal, v.seen, v.prompts})
 	}
 	s.views.mu.Unlock()
-	changed := false
+	tools, prompts := false, false
 	for _, v := range all {
-		if !s.visibleTo(s.base, v.p).Equal(v.set) {
-			changed = true
+		cur := s.visibleTo(s.base, v.p)
+		tools = tools || (v.set != nil && !cur.EqualTools(v.set))
+		prompts = prompts || (v.prompts != nil && !cur.EqualPrompts(v.prompts))
+	}
+	if prompts {
+		for _, t := range s.prompts {
+			// As for tools below: the SDK notifies every session of
+			// prompts/list_changed, which notifyChanged filters.
+			s.mcp.AddPrompt(mcpPrompt(t), s.getPrompt)
 			break
 		}
 	}
-	if !changed {
+	if !tools {
 		return
 	}
 	for _, t := range s.listed {

@@ -88,7 +88,8 @@ func (n *notes) of(who string) []int {
 
 // keyClients starts an HTTP endpoint of f that authenticates API keys and
 // returns a client session for each of the groups, noting their
-// tools/list_changed notifications.
+// tools/list_changed notifications (as GROUP) and prompts/list_changed
+// ones (as "GROUP prompts").
 func keyClients(t *testing.T, groups ...string) (*fixture, map[string]*mcp.ClientSession, *notes) {
 	return keyClientsWith(t, mcpserver.Options{}, groups...)
 }
@@ -119,7 +120,8 @@ func keyClientsWith(t *testing.T, opts mcpserver.Options, groups ...string) (*fi
 	sessions, n := map[string]*mcp.ClientSession{}, &notes{by: map[string][]int{}, got: make(chan struct{}, 64)}
 	for _, g := range groups {
 		c := mcp.NewClient(&mcp.Implementation{Name: g, Version: "test"}, &mcp.ClientOptions{
-			ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { n.note(g) },
+			ToolListChangedHandler:   func(context.Context, *mcp.ToolListChangedRequest) { n.note(g) },
+			PromptListChangedHandler: func(context.Context, *mcp.PromptListChangedRequest) { n.note(g + " prompts") },
 		})
 		hc := &http.Client{Transport: withKey{secrets[g], http.DefaultTransport}}
 		// Sessions (2025-11-25): a 2026-07-28 client has none, and learns

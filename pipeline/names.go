@@ -43,8 +43,8 @@ func (s *snapshot) names() *nameIndex {
 			add(name, "of plugin "+r.info.Owner)
 		}
 	}
-	for name, why := range s.absent {
-		add(name, "absent now: "+why)
+	for name, a := range s.absent {
+		add(name, "absent now: "+a.reason)
 	}
 	s.nameIdx.Store(idx)
 	return idx

@@ -110,8 +110,12 @@ func (t *Tools) lookup(s *snapshot, e *Execution, args json.RawMessage) (*regist
 		// Observers see what was asked for, so that a record of the call
 		// (an audit digest) is of its arguments, not of nothing.
 		e.args = validJSON(args)
-		if why, ok := s.absent[e.name]; ok {
-			return nil, Fail(CodeToolError, why)
+		if a, ok := s.absent[e.name]; ok && (!e.visibleOnly || t.visible(WithPrincipal(context.Background(), e.principal), s, e.principal, e.name).Shown) {
+			// Why it is missing is said only to a caller it is shown to:
+			// to anyone else it does not exist, restarting or not. Asked
+			// here rather than cached: the visible sets are of the
+			// registered tools, and such a call is rare.
+			return nil, Fail(CodeToolError, a.reason)
 		}
 		return nil, Fail(CodeUnknownTool, "no tool named "+e.name)
 	}

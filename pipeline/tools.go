@@ -224,34 +224,6 @@ func (t *Tools) Observe(owner string, fn ResultFunc, tools ...string) (remove fu
 	return func() { once.Do(rm) }
 }
 
-// MarkAbsent says why a tool is missing while it is missing: a call to it
-// fails at once as TOOL_ERROR with reason (say, that its plugin is
-// restarting) instead of UNKNOWN_TOOL, until release is called. A
-// registered tool of that name takes precedence.
-func (t *Tools) MarkAbsent(tool, reason string) (release func()) {
-	remove, _ := t.k.Points().Add(PointAbsent, tool, 0, reason, "host")
-	var once sync.Once
-	return func() { once.Do(remove) }
-}
-
-// Reserve keeps a tool's name for owner, the plugin that declared it, while
-// that plugin cannot hold it (restarting, failed, reloading): a call to it
-// fails at once as TOOL_ERROR with why (as MarkAbsent), and another plugin's
-// registration of that name is refused with an error that names owner,
-// logged once per plugin refused, until release is called. owner's own
-// registration of it is accepted.
-func (t *Tools) Reserve(tool, owner, why string) (release func()) {
-	unmark := t.MarkAbsent(tool, why)
-	unreserve := t.k.Points().Reserve(PointTools, tool, owner, why)
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			unreserve()
-			unmark()
-		})
-	}
-}
-
 // refusal turns the kernel's refusal of a reserved name into the error a
 // plugin author reads, and logs it the first time that plugin is refused
 // that name while it is reserved (a bridged server that re-sends its list
@@ -288,7 +260,7 @@ type snapshot struct {
 	versions map[string]uint64
 
 	tools  map[string]*registered
-	absent map[string]string // tool → why it is missing
+	absent map[string]absence // tool → why it is missing
 	// nameIdx is the lookalike index of tools and absent (see names),
 	// built on first use.
 	nameIdx  atomic.Pointer[nameIndex]
@@ -401,11 +373,11 @@ func (t *Tools) compile() {
 	if list, ok := all[PointAbsent]; ok {
 		s.absent = nil
 		for _, c := range list {
-			if reason, ok := c.Value.(string); ok {
+			if a, ok := c.Value.(absence); ok {
 				if s.absent == nil {
-					s.absent = map[string]string{}
+					s.absent = map[string]absence{}
 				}
-				s.absent[c.Key] = reason
+				s.absent[c.Key] = a
 			}
 		}
 	}

@@ -27,6 +27,11 @@ import (
 // without argument checks; a rule with argument checks counts as one that
 // may allow, since some arguments pass it).
 //
+// A tool marked absent (its plugin restarting or failed) is asked about as
+// it was registered, so that a hidden tool is answered as one that does not
+// exist in every state of its plugin, and a shown one is told why it is
+// missing.
+//
 // Two things are left out on purpose. A hold (a critical plugin down)
 // denies every call while it lasts, but a list must not flicker with a
 // restart, so it hides nothing. And the caller (the client's name) is not
@@ -72,14 +77,21 @@ func (t *Tools) visible(ctx context.Context, s *snapshot, p Principal, name stri
 	// A held tool is asked about as any other: whether it is shown decides
 	// whether a call of it is told why it is held or that it does not
 	// exist.
-	reg, ok := s.tools[name]
-	if !ok {
+	var info *ToolInfo
+	if reg, ok := s.tools[name]; ok {
+		info = &reg.info
+	} else if a, ok := s.absent[name]; ok {
+		// Missing for now (its plugin restarting or failed): asked about
+		// as it was registered, so that its visibility does not change
+		// with its plugin's state.
+		info = &a.info
+	} else {
 		v.DecidedBy, v.Reason = "host", "no tool named "+name
 		return v
 	}
 	// A rule in shadow hides nothing: its denial is not applied to a call
 	// (unless a canary enforces it for p).
-	e := &Execution{name: name, tool: &reg.info, principal: p, dryRun: true, visibility: true, shadows: t.shadowsFor(s)}
+	e := &Execution{name: name, tool: info, principal: p, dryRun: true, visibility: true, shadows: t.shadowsFor(s)}
 	rec := newRecorder(s)
 	d := t.decide(ctx, s, e, 0, rec)
 	v.Steps = append(v.Steps, rec.pre...)

@@ -16,6 +16,12 @@ type VisibleSet struct {
 	// hides nothing, so a change of them (a reload) computes it again.
 	shadows *shadowSet
 	names   map[string]struct{}
+	// entries are the shown names that a front end does not list as
+	// tools: entries of a kind (resources, prompts) and held tools.
+	entries map[string]struct{}
+	// prompts are the shown entries of kind prompt that are not held: what
+	// a prompt list holds.
+	prompts map[string]struct{}
 }
 
 // Has reports whether the tool called name is shown.
@@ -56,6 +62,50 @@ func (v *VisibleSet) Equal(w *VisibleSet) bool {
 	}
 	return true
 }
+
+// EqualTools reports whether v and w show the same tools as a tool list
+// holds them: entries of a kind and held tools left out. A change of
+// those alone changes no session's tools/list.
+func (v *VisibleSet) EqualTools(w *VisibleSet) bool {
+	if v == nil || w == nil {
+		return v == w
+	}
+	if len(v.names)-len(v.entries) != len(w.names)-len(w.entries) {
+		return false
+	}
+	for n := range v.names {
+		if _, entry := v.entries[n]; entry {
+			continue
+		}
+		_, shown := w.names[n]
+		_, entry := w.entries[n]
+		if !shown || entry {
+			return false
+		}
+	}
+	return true
+}
+
+// EqualPrompts reports whether v and w show the same prompts (the entries
+// of kind prompt, held ones left out).
+func (v *VisibleSet) EqualPrompts(w *VisibleSet) bool {
+	if v == nil || w == nil {
+		return v == w
+	}
+	if len(v.prompts) != len(w.prompts) {
+		return false
+	}
+	for n := range v.prompts {
+		if _, ok := w.prompts[n]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// KindPrompt is the kind of a prompt entry (ToolInfo.Kind), as the MCP
+// bridge registers its servers' prompts.
+const KindPrompt = "prompt"
 
 // maxVisibleSets bounds the cache: one entry per principal class seen since
 // the pipeline last changed. Past it the cache starts over, which costs a
@@ -139,9 +189,21 @@ func (t *Tools) computeVisible(ctx context.Context, s *snapshot, p Principal) *V
 	// cancellation must not make a listener's answer a failure.
 	ctx = WithPrincipal(context.WithoutCancel(ctx), p)
 	v := &VisibleSet{gen: s.gen, shadows: t.shadowsFor(s), names: make(map[string]struct{}, len(s.tools))}
-	for name := range s.tools {
+	for name, reg := range s.tools {
 		if t.visible(ctx, s, p, name).Shown {
 			v.names[name] = struct{}{}
+			if reg.info.Kind != "" || reg.info.Held != "" {
+				if v.entries == nil {
+					v.entries = map[string]struct{}{}
+				}
+				v.entries[name] = struct{}{}
+			}
+			if reg.info.Kind == KindPrompt && reg.info.Held == "" {
+				if v.prompts == nil {
+					v.prompts = map[string]struct{}{}
+				}
+				v.prompts[name] = struct{}{}
+			}
 		}
 	}
 	return v

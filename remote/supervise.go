@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/plugkit-go/plugkit/kernel"
+	"github.com/plugkit-go/plugkit/pipeline"
 	"github.com/plugkit-go/plugkit/shared/pb"
 )
 
@@ -31,9 +32,9 @@ type managed struct {
 	procs       map[*kernel.Scope]*instance // the process of each live version
 	deliberate  bool                        // an unload was asked: no restart, no hold
 	hold        func()
-	absent      []func()        // releases the "restarting" marks of its tools
-	durable     *durableResults // a critical plugin's result listeners
-	absentTools []string
+	absent      []func()            // releases the "restarting" marks of its tools
+	durable     *durableResults     // a critical plugin's result listeners
+	absentTools []pipeline.ToolInfo // its tools as registered, while absent
 	crashes     []time.Time
 	restarts    int
 	oomKills    int // processes killed at the sandbox's memory limit
@@ -259,10 +260,12 @@ func (mp *managed) watch(in *instance) {
 // one restarts or is failed. It is set before the tools go, so there is no
 // moment when a call finds neither, nor a name left free.
 func (mp *managed) markAbsent(why string) {
-	var names []string
+	var names []pipeline.ToolInfo
 	for _, t := range mp.m.tools.List() {
 		if t.Owner == mp.spec.Name {
-			names = append(names, t.Name)
+			// As registered, so that the visibility question is asked of
+			// it as of the tool while it is missing.
+			names = append(names, t)
 		}
 	}
 	mp.mu.Lock()
@@ -280,7 +283,7 @@ func (mp *managed) markAbsent(why string) {
 	}
 	mp.absent, mp.absentTools = nil, names
 	for _, n := range names {
-		mp.absent = append(mp.absent, mp.m.tools.Reserve(n, mp.spec.Name, why))
+		mp.absent = append(mp.absent, mp.m.tools.ReserveTool(n, why))
 	}
 }
 

@@ -63,11 +63,18 @@ func (p *notePhases) waitFor(t *testing.T, ctx context.Context, who string, n in
 
 // TestVisibilityPerKeyEndToEnd: through the real binaries, two API keys
 // (groups eng and support) and safety rules that deny support the write
-// tools and the search plugin's tool. Each key's tools/list over MCP holds
-// exactly the tools shown to it; support's call of a hidden tool gets the
-// answer a call of no_such_tool gets, ids aside; `host tools --as
-// key:support` lists what support's MCP list holds; and a reload that
-// hides one more tool from one group tells that group's session only.
+// tools, the search plugin's tool and a whole bridged MCP server (the
+// hostile test server behind the mcp bridge: its tools, resources and
+// prompt). Each key's tools/list over MCP, with the Go SDK's client and
+// the TypeScript SDK's, holds exactly the tools shown to it; support's
+// call of a hidden tool gets the answer a call of no_such_tool gets, ids
+// aside, and so do its reads and gets of the hidden server's resources and
+// prompt; search_tools never answers support a hidden tool, even named
+// exactly; `host tools --as key:support` lists what support's MCP list
+// holds; a reload that hides one more tool from one group tells that
+// group's session only; and once the bridged server's plugin is killed,
+// support's call of its tool is still answered as one of no_such_tool
+// (and audited so), while eng is told it is restarting.
 func TestVisibilityPerKeyEndToEnd(t *testing.T) {
 	needShippedDeployment(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -94,13 +101,29 @@ func TestVisibilityPerKeyEndToEnd(t *testing.T) {
       tools   = ["search"]
       callers = ["group:support"]
     }
+    deny "support-hostile" {
+      tools   = ["hostile_*"]
+      callers = ["group:support"]
+    }
 `
 	tweaks := deploymentTweaks{
-		host:        fmt.Sprintf("  mcp = %q\n  mcp_auth {\n    keys = %q\n  }\n", addr, keysFile),
+		// Tool search on, over a threshold no list here reaches: the lists
+		// are whole, with search_tools first.
+		host:        fmt.Sprintf("  mcp = %q\n  mcp_tool_search = true\n  mcp_tool_search_over = 100\n  mcp_auth {\n    keys = %q\n  }\n", addr, keysFile),
 		safetyRules: baseRules,
+		more:        hostileBridge(t, dir),
 	}
 	config := deploymentFileWith(t, dir, tweaks)
-	running := startHost(t, config, len(shippedPlugins))
+	running := startHost(t, config, len(shippedPlugins)+1)
+	// The bridged tools registered before any session connects: a session
+	// that has not listed yet is told of every change.
+	for !strings.Contains(func() string { out, _, _ := cli(t, "tools", "-c", config); return out }(), "hostile_echo") {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the bridged server's tools never came\n%s", running.stderr)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 
 	notes := &notePhases{by: map[string][]int{}, wake: make(chan struct{}, 1)}
 	transport := &http.Transport{}
@@ -137,12 +160,19 @@ func TestVisibilityPerKeyEndToEnd(t *testing.T) {
 		slices.Sort(names)
 		return names
 	}
-	waitTools(t, ctx, sessions["eng"], shippedTools...)
-	if got, want := list("eng"), []string{"audit_head", "delete_file", "list_dir", "read_file", "search", "write_file"}; !slices.Equal(got, want) {
-		t.Fatalf("eng's tools/list: %v, want %v", got, want)
+	waitTools(t, ctx, sessions["eng"], append(shippedTools, "hostile_echo")...)
+	shown := map[string][]string{
+		"eng":     {"audit_head", "delete_file", "hostile_delete_everything", "hostile_echo", "list_dir", "read_file", "search", "search_tools", "write_file"},
+		"support": {"audit_head", "list_dir", "read_file", "search_tools"},
 	}
-	if got, want := list("support"), []string{"audit_head", "list_dir", "read_file"}; !slices.Equal(got, want) {
-		t.Fatalf("support's tools/list: %v, want %v", got, want)
+	for _, who := range []string{"eng", "support"} {
+		if got := list(who); !slices.Equal(got, shown[who]) {
+			t.Fatalf("%s's tools/list: %v, want %v", who, got, shown[who])
+		}
+		// The TypeScript SDK's client is shown the same.
+		if got := tsToolList(t, ctx, "http://"+addr+"/mcp", keys[who]); !slices.Equal(got, shown[who]) {
+			t.Fatalf("%s's tools/list with the TypeScript client: %v, want %v", who, got, shown[who])
+		}
 	}
 
 	// A hidden tool and a missing one, byte for byte, ids aside.
@@ -154,13 +184,26 @@ func TestVisibilityPerKeyEndToEnd(t *testing.T) {
 			t.Fatalf("support's call of %s: %v, want a protocol error", tool, err)
 		}
 		b, _ := json.Marshal(je)
-		s := strings.ReplaceAll(string(b), tool, "TOOL")
-		s = regexp.MustCompile(`"plugkit/id":"[^"]*"`).ReplaceAllString(s, `"plugkit/id":"ID"`)
-		return regexp.MustCompile(`"plugkit/receipt[^"]*":("[^"]*"|\{[^}]*\}|[0-9]+)`).ReplaceAllString(s, `"plugkit/receipt":"R"`)
+		return normalizeAnswer(string(b), tool)
 	}
-	hidden, missing := answer("write_file"), answer("no_such_tool")
-	if hidden != missing || !strings.Contains(hidden, "no tool named TOOL") {
-		t.Fatalf("support's call of a hidden tool:\n%s\nof a missing one:\n%s", hidden, missing)
+	missing := answer("no_such_tool")
+	for _, tool := range []string{"write_file", "hostile_echo", "hostile_delete_everything"} {
+		if hidden := answer(tool); hidden != missing || !strings.Contains(hidden, "no tool named TOOL") {
+			t.Fatalf("support's call of the hidden %s:\n%s\nof a missing one:\n%s", tool, hidden, missing)
+		}
+	}
+	checkOfferingsHidden(t, ctx, sessions["eng"], sessions["support"])
+	// search_tools never answers support a hidden tool, even one named
+	// exactly, where eng's search finds it.
+	if got := searchNames(t, ctx, sessions["eng"], "hostile_echo"); !slices.Contains(got, "hostile_echo") {
+		t.Fatalf("eng's search for hostile_echo: %v", got)
+	}
+	for _, q := range []string{"hostile_echo", "hostile_delete_everything", "echo", "hostile", "write_file", "delete", "search"} {
+		for _, name := range searchNames(t, ctx, sessions["support"], q) {
+			if !slices.Contains(shown["support"], name) {
+				t.Fatalf("support's search for %q answered the hidden %s", q, name)
+			}
+		}
 	}
 	if r := mcpCall(t, ctx, sessions["eng"], "read_file", `{"path":"notes.md"}`); r.IsError {
 		t.Fatalf("eng read_file: %s", toolText(r))
@@ -177,7 +220,8 @@ func TestVisibilityPerKeyEndToEnd(t *testing.T) {
 		cliNames = append(cliNames, tl.Name)
 	}
 	slices.Sort(cliNames)
-	if want := list("support"); !slices.Equal(cliNames, want) {
+	// search_tools is the MCP front end's own, not a registered tool.
+	if want := slices.DeleteFunc(list("support"), func(n string) bool { return n == "search_tools" }); !slices.Equal(cliNames, want) {
 		t.Fatalf("host tools --as key:support: %v, MCP lists %v", cliNames, want)
 	}
 
@@ -200,7 +244,7 @@ func TestVisibilityPerKeyEndToEnd(t *testing.T) {
     }
 `)
 	notes.waitFor(t, ctx, "support", 1)
-	if got := list("support"); !slices.Equal(got, []string{"audit_head", "read_file"}) {
+	if got := list("support"); !slices.Equal(got, []string{"audit_head", "read_file", "search_tools"}) {
 		t.Fatalf("support's tools/list after phase 1: %v", got)
 	}
 	phase2 := `    deny "support-list" {
@@ -223,12 +267,24 @@ func TestVisibilityPerKeyEndToEnd(t *testing.T) {
 	if eng, sup := notes.of("eng"), notes.of("support"); !slices.Equal(eng, []int{2}) || !slices.Equal(sup, []int{1, 3}) {
 		t.Fatalf("tools/list_changed by phase: eng %v, support %v; want [2] and [1 3]", eng, sup)
 	}
-	if got := list("support"); !slices.Equal(got, []string{"audit_head"}) {
-		t.Fatalf("support's tools/list after phase 3: %v, want [audit_head]", got)
+	if got := list("support"); !slices.Equal(got, []string{"audit_head", "search_tools"}) {
+		t.Fatalf("support's tools/list after phase 3: %v, want [audit_head search_tools]", got)
 	}
-	if got, want := list("eng"), []string{"audit_head", "delete_file", "list_dir", "search", "write_file"}; !slices.Equal(got, want) {
+	if got, want := list("eng"), []string{"audit_head", "delete_file", "hostile_delete_everything", "hostile_echo", "list_dir", "search", "search_tools", "write_file"}; !slices.Equal(got, want) {
 		t.Fatalf("eng's tools/list after phase 3: %v, want %v", got, want)
 	}
+
+	// The bridged server's plugin killed (it restarts in a minute): eng is
+	// told its tool is missing while it restarts; to support it still does
+	// not exist, and the audit records support's call so.
+	if why := killPlugin(t, ctx, config, "hostile", sessions["eng"], "hostile_echo", `{"message":"x"}`); !strings.Contains(why, "plugin hostile is restarting") {
+		t.Fatalf("eng's call of hostile_echo while it restarts: %s", why)
+	}
+	missing = answer("no_such_tool")
+	if hidden := answer("hostile_echo"); hidden != missing {
+		t.Fatalf("support's call of the hidden hostile_echo while its plugin restarts:\n%s\nof a missing one:\n%s", hidden, missing)
+	}
+	checkAuditedUnknown(t, dir, "hostile_echo", "support")
 	_ = os.Remove(keysFile)
 }
 
