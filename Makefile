@@ -60,7 +60,7 @@ image:
 test: vet lint
 	@st=0; for m in $(MODULES); do \
 		echo "$(GO) test -C $$m -json -race -count=1 -timeout 30m ./..."; \
-		$(GO) run ./internal/testlines $(GO) test -C $$m -json -race -count=1 -timeout 30m ./... || st=1; \
+		$(GO) run ./internal/testkit/testlines $(GO) test -C $$m -json -race -count=1 -timeout 30m ./... || st=1; \
 	done; exit $$st
 
 # Re-runs the attack scenarios (tests named TestAttack...): bounded,

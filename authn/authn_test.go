@@ -16,7 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
 	"github.com/plugkit-go/plugkit/authn"
-	"github.com/plugkit-go/plugkit/internal/testissuer"
+	"github.com/plugkit-go/plugkit/internal/testkit/testissuer"
 	"github.com/plugkit-go/plugkit/shared/identity"
 )
 

@@ -16,7 +16,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/plugkit-go/plugkit/authn"
-	"github.com/plugkit-go/plugkit/internal/testissuer"
+	"github.com/plugkit-go/plugkit/internal/testkit/testissuer"
 )
 
 // TestKeysFileBounded: a keys file nested past the limit (the attack's

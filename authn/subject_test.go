@@ -10,7 +10,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/plugkit-go/plugkit/authn"
-	"github.com/plugkit-go/plugkit/internal/testissuer"
+	"github.com/plugkit-go/plugkit/internal/testkit/testissuer"
 )
 
 // The OAuth token Verify checked is kept for the host to exchange, and

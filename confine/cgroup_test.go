@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plugkit-go/plugkit/internal/testenv"
+	"github.com/plugkit-go/plugkit/internal/testkit/testenv"
 )
 
 // fakeCgroupFS writes a mountinfo and a /proc/self/cgroup naming mounts

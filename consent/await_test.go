@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plugkit-go/plugkit/internal/testoauth"
-	"github.com/plugkit-go/plugkit/internal/testredis"
+	"github.com/plugkit-go/plugkit/internal/testkit/testoauth"
+	"github.com/plugkit-go/plugkit/internal/testkit/testredis"
 	"github.com/plugkit-go/plugkit/tokenexchange"
 	"github.com/plugkit-go/plugkit/vault"
 )

@@ -20,7 +20,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/plugkit-go/plugkit/internal/testoauth"
+	"github.com/plugkit-go/plugkit/internal/testkit/testoauth"
 	"github.com/plugkit-go/plugkit/tokenexchange"
 	"github.com/plugkit-go/plugkit/vault"
 )

@@ -18,7 +18,7 @@ import (
 	"github.com/plugkit-go/plugkit/shared/wire"
 
 	"github.com/plugkit-go/plugkit/authn"
-	"github.com/plugkit-go/plugkit/internal/testcert"
+	"github.com/plugkit-go/plugkit/internal/testkit/testcert"
 )
 
 // writeDeployment writes src as conf/deploy.hcl in a new folder, with the

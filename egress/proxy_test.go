@@ -14,8 +14,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/plugkit-go/plugkit/internal/testcert"
-	"github.com/plugkit-go/plugkit/internal/testdns"
+	"github.com/plugkit-go/plugkit/internal/testkit/testcert"
+	"github.com/plugkit-go/plugkit/internal/testkit/testdns"
 )
 
 // rig is a proxy whose dials all go to one local backend, whatever the

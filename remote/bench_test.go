@@ -22,7 +22,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/plugkit-go/plugkit/confine"
-	"github.com/plugkit-go/plugkit/internal/conformance"
+	"github.com/plugkit-go/plugkit/internal/testkit/conformance"
 	"github.com/plugkit-go/plugkit/metrics"
 	"github.com/plugkit-go/plugkit/pipeline"
 	"github.com/plugkit-go/plugkit/remote"
@@ -387,7 +387,7 @@ func BenchmarkRemoteGuards4(b *testing.B) {
 
 // BenchmarkRemoteGuard is RemoteTool plus one silent guard in a process of
 // its own; BenchmarkRemoteGuardPython is the same guard written in Python
-// (internal/pytestplugin). The difference of each from RemoteTool is what
+// (internal/testkit/pytestplugin). The difference of each from RemoteTool is what
 // one remote check costs in that language.
 func BenchmarkRemoteGuard(b *testing.B) { benchGuard(b, false) }
 
@@ -426,10 +426,10 @@ func BenchmarkPythonHookPerCheck(b *testing.B) {
 }
 
 // BenchmarkGoHookPerCheck is the same check by a minimal Go program
-// (internal/testhook) started per check: what RemoteGuard replaces.
+// (internal/testkit/testhook) started per check: what RemoteGuard replaces.
 func BenchmarkGoHookPerCheck(b *testing.B) {
 	hook := filepath.Join(b.TempDir(), "testhook")
-	if err := goBuild(hook, "github.com/plugkit-go/plugkit/internal/testhook"); err != nil {
+	if err := goBuild(hook, "github.com/plugkit-go/plugkit/internal/testkit/testhook"); err != nil {
 		b.Fatal(err)
 	}
 	benchHook(b, hook)

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/plugkit-go/plugkit/confine"
-	"github.com/plugkit-go/plugkit/internal/conformance"
+	"github.com/plugkit-go/plugkit/internal/testkit/conformance"
 	"github.com/plugkit-go/plugkit/remote"
 )
 
@@ -37,7 +37,7 @@ func TestConformanceUnary(t *testing.T) {
 }
 
 // TestConformancePython runs the same cases with every plugin under test
-// written in Python (internal/pytestplugin, on the SDK in sdk/python),
+// written in Python (internal/testkit/pytestplugin, on the SDK in sdk/python),
 // through the same host, AutoMTLS on: the protocol as shared/README.md
 // describes it, spoken by a stock gRPC library.
 func TestConformancePython(t *testing.T) {

@@ -17,14 +17,14 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/plugkit-go/plugkit/confine"
-	"github.com/plugkit-go/plugkit/internal/conformance"
+	"github.com/plugkit-go/plugkit/internal/testkit/conformance"
 	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/pipeline"
 	"github.com/plugkit-go/plugkit/remote"
 )
 
 // processHarness is conformance.Harness with every plugin a spec describes
-// in a process of its own: internal/testplugin, started by remote.Manager
+// in a process of its own: internal/testkit/testplugin, started by remote.Manager
 // with the spec as its configuration. The host around them is the same as
 // the in-host harness's: a kernel, the tools service and the "audit"
 // observer, which stays in the host (it is the case's instrument, not a
@@ -35,7 +35,7 @@ type processHarness struct {
 	opts remote.Options
 	// sandboxed confines every plugin under test (testSandbox).
 	sandboxed bool
-	// python runs every plugin under test as internal/pytestplugin, the
+	// python runs every plugin under test as internal/testkit/pytestplugin, the
 	// test plugin's twin written with the Python SDK.
 	python bool
 	// pythonScript, when set, is the pytestplugin to run instead of the
@@ -47,7 +47,7 @@ type processHarness struct {
 // followed by a new process almost at once.
 var testRestart = remote.RestartPolicy{Attempts: 100, Window: time.Minute, Backoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond}
 
-// pluginConfig is internal/testplugin's configuration (its Config type,
+// pluginConfig is internal/testkit/testplugin's configuration (its Config type,
 // which lives in a main package). The plugin decodes it strictly, so the
 // names must match.
 type pluginConfig struct {

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plugkit-go/plugkit/internal/conformance"
+	"github.com/plugkit-go/plugkit/internal/testkit/conformance"
 	"github.com/plugkit-go/plugkit/pipeline"
 	"github.com/plugkit-go/plugkit/remote"
 )
@@ -56,7 +56,7 @@ func call(ctx context.Context, h *processHost, tool, args string) pipeline.Resul
 }
 
 // ctl runs an operation of a test plugin's control tool (see
-// internal/testplugin/control.go).
+// internal/testkit/testplugin/control.go).
 func ctl(ctx context.Context, h *processHost, tool string, op map[string]any) pipeline.Result {
 	b, err := json.Marshal(op)
 	if err != nil {

@@ -11,14 +11,14 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/plugkit-go/plugkit/internal/procs"
-	"github.com/plugkit-go/plugkit/internal/testenv"
+	"github.com/plugkit-go/plugkit/internal/testkit/procs"
+	"github.com/plugkit-go/plugkit/internal/testkit/testenv"
 
 	"github.com/plugkit-go/plugkit/confine"
 )
 
 // The tests of this package run plugins as real processes: TestMain builds
-// internal/testplugin once with `go build` (CI needs nothing but go), and
+// internal/testkit/testplugin once with `go build` (CI needs nothing but go), and
 // re-runs the test binary itself as a tiny host for the test that kills a
 // host (roleEnv).
 
@@ -28,7 +28,7 @@ const roleEnv = "PLUGKIT_REMOTE_TEST_ROLE"
 // pluginBinEnv passes the test plugin's path to a helper host.
 const pluginBinEnv = "PLUGKIT_REMOTE_TEST_PLUGIN"
 
-// testPlugin is the path of the built internal/testplugin binary.
+// testPlugin is the path of the built internal/testkit/testplugin binary.
 var testPlugin string
 
 func TestMain(m *testing.M) {
@@ -58,7 +58,7 @@ func run(m *testing.M) int {
 
 	// No test may leave a plugin process behind.
 	left := waitNoPlugins(testPlugin, 3*time.Second)
-	if script, err := filepath.Abs(filepath.Join("..", "internal", "pytestplugin", "testplugin.py")); err == nil {
+	if script, err := filepath.Abs(filepath.Join("..", "internal", "testkit", "pytestplugin", "testplugin.py")); err == nil {
 		left = append(left, waitNoPlugins(script, time.Second)...)
 	}
 	if len(left) > 0 {
@@ -77,9 +77,9 @@ func run(m *testing.M) int {
 	return code
 }
 
-// buildTestPlugin builds internal/testplugin into out.
+// buildTestPlugin builds internal/testkit/testplugin into out.
 func buildTestPlugin(out string) error {
-	return goBuild(out, "github.com/plugkit-go/plugkit/internal/testplugin")
+	return goBuild(out, "github.com/plugkit-go/plugkit/internal/testkit/testplugin")
 }
 
 // goBuild builds the main package pkg into out, with go build's flags
@@ -116,12 +116,12 @@ func waitNoPlugins(bin string, d time.Duration) []int {
 	}
 }
 
-// pythonPlugin returns the path of internal/pytestplugin's plugin, once
+// pythonPlugin returns the path of internal/testkit/pytestplugin's plugin, once
 // Python 3 with grpcio and protobuf is there (testenv.NeedPython).
 func pythonPlugin(t testing.TB) string {
 	t.Helper()
 	testenv.NeedPython(t)
-	path, err := filepath.Abs(filepath.Join("..", "internal", "pytestplugin", "testplugin.py"))
+	path, err := filepath.Abs(filepath.Join("..", "internal", "testkit", "pytestplugin", "testplugin.py"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,7 @@ package remote_test
 import (
 	"syscall"
 
-	"github.com/plugkit-go/plugkit/internal/procs"
+	"github.com/plugkit-go/plugkit/internal/testkit/procs"
 )
 
 // processGone reports whether pid has exited (procs.Gone).

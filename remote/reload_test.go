@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plugkit-go/plugkit/internal/conformance"
+	"github.com/plugkit-go/plugkit/internal/testkit/conformance"
 	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/pipeline"
 	"github.com/plugkit-go/plugkit/remote"
@@ -97,7 +97,7 @@ func reloadPlugin(t *testing.T, ctx context.Context, h *processHost, name string
 func TestReloadUnderLoad(t *testing.T) { testReloadUnderLoad(t, false) }
 
 // TestReloadUnderLoadPython: the same with both plugins written in Python
-// (internal/pytestplugin): a reload starts the new process, applies it and
+// (internal/testkit/pytestplugin): a reload starts the new process, applies it and
 // stops the old one without failing a call.
 func TestReloadUnderLoadPython(t *testing.T) { testReloadUnderLoad(t, true) }
 

@@ -17,7 +17,7 @@ import (
 	"unsafe"
 
 	"github.com/plugkit-go/plugkit/confine"
-	"github.com/plugkit-go/plugkit/internal/conformance"
+	"github.com/plugkit-go/plugkit/internal/testkit/conformance"
 	"github.com/plugkit-go/plugkit/remote"
 )
 
@@ -30,12 +30,12 @@ var (
 	hostileErr  error
 )
 
-// hostilePlugin builds internal/hostileplugin beside the test plugin, once.
+// hostilePlugin builds internal/testkit/hostileplugin beside the test plugin, once.
 func hostilePlugin(t *testing.T) string {
 	t.Helper()
 	hostileOnce.Do(func() {
 		hostileBin = filepath.Join(filepath.Dir(testPlugin), "hostileplugin")
-		hostileErr = goBuild(hostileBin, "github.com/plugkit-go/plugkit/internal/hostileplugin")
+		hostileErr = goBuild(hostileBin, "github.com/plugkit-go/plugkit/internal/testkit/hostileplugin")
 	})
 	if hostileErr != nil {
 		t.Fatal(hostileErr)

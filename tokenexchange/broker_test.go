@@ -10,7 +10,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
-	"github.com/plugkit-go/plugkit/internal/testissuer"
+	"github.com/plugkit-go/plugkit/internal/testkit/testissuer"
 )
 
 // setup is a broker against a test issuer's token endpoint, and an

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plugkit-go/plugkit/internal/testredis"
+	"github.com/plugkit-go/plugkit/internal/testkit/testredis"
 )
 
 // TestTempRecordsShared: a temporary record put by one replica is read and

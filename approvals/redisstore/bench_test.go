@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/plugkit-go/plugkit/approvals"
-	"github.com/plugkit-go/plugkit/internal/testredis"
+	"github.com/plugkit-go/plugkit/internal/testkit/testredis"
 )
 
 // BenchmarkApproveElsewhere is the round trip of one approval: a call

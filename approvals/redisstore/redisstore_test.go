@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/plugkit-go/plugkit/approvals"
-	"github.com/plugkit-go/plugkit/internal/testredis"
+	"github.com/plugkit-go/plugkit/internal/testkit/testredis"
 	"github.com/plugkit-go/plugkit/shared/identity"
 )
 

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/plugkit-go/plugkit/admin"
-	"github.com/plugkit-go/plugkit/internal/testredis"
+	"github.com/plugkit-go/plugkit/internal/testkit/testredis"
 )
 
 // startApprovalReplicas starts two hosts of the sample deployment that

@@ -18,7 +18,7 @@ import (
 	"github.com/plugkit-go/plugkit/admin"
 )
 
-// hostilePath is where TestMain builds internal/hostileplugin.
+// hostilePath is where TestMain builds internal/testkit/hostileplugin.
 func hostilePath(dir string) string { return filepath.Join(dir, "plugins", "hostile") }
 
 // hostileOutcome is what the hostile plugin's tool answers.

@@ -14,7 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/plugkit-go/plugkit/internal/testenv"
+	"github.com/plugkit-go/plugkit/internal/testkit/testenv"
 )
 
 // smallDisk mounts a tmpfs of size bytes at a new folder and returns it;

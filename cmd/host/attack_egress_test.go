@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/plugkit-go/plugkit/confine"
-	"github.com/plugkit-go/plugkit/internal/testdns"
+	"github.com/plugkit-go/plugkit/internal/testkit/testdns"
 	"github.com/plugkit-go/plugkit/plugins/audit/auditlog"
 )
 

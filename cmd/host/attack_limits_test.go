@@ -15,7 +15,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/plugkit-go/plugkit/confine"
-	"github.com/plugkit-go/plugkit/internal/testenv"
+	"github.com/plugkit-go/plugkit/internal/testkit/testenv"
 )
 
 // needCgroups skips a test where the host cannot give a plugin a cgroup

@@ -12,8 +12,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/plugkit-go/plugkit/internal/mcptestserver"
-	"github.com/plugkit-go/plugkit/internal/testissuer"
+	"github.com/plugkit-go/plugkit/internal/testkit/mcptestserver"
+	"github.com/plugkit-go/plugkit/internal/testkit/testissuer"
 )
 
 // TestAttackTokenCacheWrongSecret runs the real host with two bridge

@@ -19,9 +19,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/plugkit-go/plugkit/admin"
-	"github.com/plugkit-go/plugkit/internal/testenv"
-	"github.com/plugkit-go/plugkit/internal/testoauth"
-	"github.com/plugkit-go/plugkit/internal/testredis"
+	"github.com/plugkit-go/plugkit/internal/testkit/testenv"
+	"github.com/plugkit-go/plugkit/internal/testkit/testoauth"
+	"github.com/plugkit-go/plugkit/internal/testkit/testredis"
 )
 
 // consentRig is a running host bridging a protected upstream with

@@ -9,7 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/plugkit-go/plugkit/internal/testoauth"
+	"github.com/plugkit-go/plugkit/internal/testkit/testoauth"
 )
 
 func toolNames(t *testing.T, ctx context.Context, cs *mcp.ClientSession) []string {

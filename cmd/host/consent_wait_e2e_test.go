@@ -13,8 +13,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/plugkit-go/plugkit/internal/testoauth"
-	"github.com/plugkit-go/plugkit/internal/testredis"
+	"github.com/plugkit-go/plugkit/internal/testkit/testoauth"
+	"github.com/plugkit-go/plugkit/internal/testkit/testredis"
 )
 
 // urlAgent is who's MCP session that declares URL-mode elicitation: each

@@ -16,7 +16,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/plugkit-go/plugkit/internal/testenv"
+	"github.com/plugkit-go/plugkit/internal/testkit/testenv"
 )
 
 // auditScreenshot, when set, is where TestConsoleAuditInABrowser saves its

@@ -61,7 +61,7 @@ func buildAll(dir string) error {
 	for _, p := range shippedPlugins {
 		targets[filepath.Join(dir, "plugins", p)] = "../../plugins/" + p
 	}
-	targets[hostilePath(dir)] = "../../internal/hostileplugin"
+	targets[hostilePath(dir)] = "../../internal/testkit/hostileplugin"
 
 	for out, pkg := range targets {
 		cmd := exec.Command("go", "build", "-o", out, pkg)

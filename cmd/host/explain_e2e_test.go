@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/plugkit-go/plugkit/admin"
-	"github.com/plugkit-go/plugkit/internal/testenv"
+	"github.com/plugkit-go/plugkit/internal/testkit/testenv"
 )
 
 // explainDeployment is the sample deployment plus the Python example

@@ -15,7 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/plugkit-go/plugkit/internal/testhaproxy"
+	"github.com/plugkit-go/plugkit/internal/testkit/testhaproxy"
 )
 
 // TestSessionsStickThroughHAProxy puts Debian's HAProxy, routing on the

@@ -18,9 +18,9 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/plugkit-go/plugkit/internal/testcert"
-	"github.com/plugkit-go/plugkit/internal/testenv"
-	"github.com/plugkit-go/plugkit/internal/testissuer"
+	"github.com/plugkit-go/plugkit/internal/testkit/testcert"
+	"github.com/plugkit-go/plugkit/internal/testkit/testenv"
+	"github.com/plugkit-go/plugkit/internal/testkit/testissuer"
 )
 
 // bearer adds a credential to every request.

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/plugkit-go/plugkit/internal/testcert"
+	"github.com/plugkit-go/plugkit/internal/testkit/testcert"
 )
 
 // TestCertificateReload: a reload serves the new pair; a pair that does not

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/plugkit-go/plugkit/internal/testenv"
+	"github.com/plugkit-go/plugkit/internal/testkit/testenv"
 )
 
 // shippedCopy lays the shipped config.hcl out in a folder of its own as

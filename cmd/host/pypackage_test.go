@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/plugkit-go/plugkit/internal/testenv"
+	"github.com/plugkit-go/plugkit/internal/testkit/testenv"
 )
 
 // TestPythonPackageInstalls installs the Python SDK as a package, as a

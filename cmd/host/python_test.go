@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plugkit-go/plugkit/internal/procs"
-	"github.com/plugkit-go/plugkit/internal/testenv"
+	"github.com/plugkit-go/plugkit/internal/testkit/procs"
+	"github.com/plugkit-go/plugkit/internal/testkit/testenv"
 )
 
 // pythonPlugins are the plugins written in Python in this repository.

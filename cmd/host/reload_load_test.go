@@ -511,15 +511,15 @@ func buildCrasher(t *testing.T, dir string) string {
 	return out
 }
 
-// buildTestPlugin builds internal/testplugin into dir: a plugin that
+// buildTestPlugin builds internal/testkit/testplugin into dir: a plugin that
 // starts and declares itself like any other, and whose config can make it
 // crash when applied (crash_on_apply).
 func buildTestPlugin(t *testing.T, dir string) string {
 	t.Helper()
 	out := filepath.Join(dir, "testplugin")
-	cmd := exec.Command("go", "build", "-o", out, "github.com/plugkit-go/plugkit/internal/testplugin")
+	cmd := exec.Command("go", "build", "-o", out, "github.com/plugkit-go/plugkit/internal/testkit/testplugin")
 	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build internal/testplugin: %v\n%s", err, b)
+		t.Fatalf("go build internal/testkit/testplugin: %v\n%s", err, b)
 	}
 	return out
 }

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plugkit-go/plugkit/internal/testenv"
+	"github.com/plugkit-go/plugkit/internal/testkit/testenv"
 )
 
 // TestStuckAuditEndsOnSIGTERM: the critical audit plugin's log is locked

@@ -16,8 +16,8 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/plugkit-go/plugkit/internal/mcptestserver"
-	"github.com/plugkit-go/plugkit/internal/testissuer"
+	"github.com/plugkit-go/plugkit/internal/testkit/mcptestserver"
+	"github.com/plugkit-go/plugkit/internal/testkit/testissuer"
 )
 
 // bearers records the Authorization header of every request an upstream

@@ -34,7 +34,7 @@ func hostileBridge(t *testing.T, dir string) string {
 	t.Helper()
 	binDir := filepath.Join(dir, "bridged")
 	bridge, server := filepath.Join(binDir, "bridge"), filepath.Join(binDir, "hostile-mcp")
-	for out, pkg := range map[string]string{bridge: "../../plugins/mcp", server: "../../internal/hostilemcp"} {
+	for out, pkg := range map[string]string{bridge: "../../plugins/mcp", server: "../../internal/testkit/hostilemcp"} {
 		if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
 			t.Fatalf("go build %s: %v\n%s", pkg, err, b)
 		}

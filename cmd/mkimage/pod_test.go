@@ -18,8 +18,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/plugkit-go/plugkit/authn"
-	"github.com/plugkit-go/plugkit/internal/testcert"
-	"github.com/plugkit-go/plugkit/internal/testenv"
+	"github.com/plugkit-go/plugkit/internal/testkit/testcert"
+	"github.com/plugkit-go/plugkit/internal/testkit/testenv"
 )
 
 // runAsPod runs the image as deploy/kubernetes's Deployment would, without

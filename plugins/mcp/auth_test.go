@@ -15,7 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
 
-	"github.com/plugkit-go/plugkit/internal/mcptestserver"
+	"github.com/plugkit-go/plugkit/internal/testkit/mcptestserver"
 	"github.com/plugkit-go/plugkit/shared/sdk"
 	"github.com/plugkit-go/plugkit/shared/wire"
 )

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/plugkit-go/plugkit/internal/testdns"
-	"github.com/plugkit-go/plugkit/internal/testenv"
+	"github.com/plugkit-go/plugkit/internal/testkit/testdns"
+	"github.com/plugkit-go/plugkit/internal/testkit/testenv"
 )
 
 // TestFetchServerEgress: a small HTTP-fetching MCP server of our own

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plugkit-go/plugkit/internal/testenv"
+	"github.com/plugkit-go/plugkit/internal/testkit/testenv"
 )
 
 // TestSandboxedBridgeWithoutExecSaysSo: a sandboxed bridge whose exec list

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/plugkit-go/plugkit/internal/testenv"
+	"github.com/plugkit-go/plugkit/internal/testkit/testenv"
 )
 
 // TestFilesystemServerSandboxed: a bridged MCP server runs in the bridge

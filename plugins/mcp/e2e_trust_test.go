@@ -13,7 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Attacks by a hostile MCP server (internal/hostilemcp), through the real
+// Attacks by a hostile MCP server (internal/testkit/hostilemcp), through the real
 // binaries: host run with host call, host tools, host status and host lock,
 // and host mcp with the Go SDK's client.
 

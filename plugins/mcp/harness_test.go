@@ -19,7 +19,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/plugkit-go/plugkit/internal/testenv"
+	"github.com/plugkit-go/plugkit/internal/testkit/testenv"
 )
 
 // The end-to-end tests build the real binaries (the host, this plugin, the
@@ -60,8 +60,8 @@ func needBinaries(t testing.TB) {
 			"plugins/safety":  "../safety",
 			"plugins/audit":   "../audit",
 			"plugins/files":   "../files",
-			"mcp-test-server": "../../internal/mcptestserver/serve",
-			"hostile-mcp":     "../../internal/hostilemcp",
+			"mcp-test-server": "../../internal/testkit/mcptestserver/serve",
+			"hostile-mcp":     "../../internal/testkit/hostilemcp",
 		} {
 			cmd := exec.Command("go", "build", "-o", filepath.Join(bins.dir, out), pkg)
 			if b, err := cmd.CombinedOutput(); err != nil {

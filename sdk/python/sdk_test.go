@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/plugkit-go/plugkit/internal/testenv"
+	"github.com/plugkit-go/plugkit/internal/testkit/testenv"
 )
 
 func TestPythonUnitTests(t *testing.T) {

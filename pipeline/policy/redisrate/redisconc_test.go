@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plugkit-go/plugkit/internal/testredis"
+	"github.com/plugkit-go/plugkit/internal/testkit/testredis"
 )
 
 // openStores opens n stores (n hosts) on srv.

@@ -9,7 +9,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/plugkit-go/plugkit/internal/testredis"
+	"github.com/plugkit-go/plugkit/internal/testkit/testredis"
 )
 
 // TestSharedBudget: two stores (two hosts) on one real Redis take 40 calls

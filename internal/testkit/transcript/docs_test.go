@@ -16,12 +16,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plugkit-go/plugkit/internal/testenv"
-	"github.com/plugkit-go/plugkit/internal/transcript"
+	"github.com/plugkit-go/plugkit/internal/testkit/testenv"
+	"github.com/plugkit-go/plugkit/internal/testkit/transcript"
 )
 
 // The project's root, from this package's folder.
-const root = "../.."
+const root = "../../.."
 
 // pages are the Markdown files whose transcripts are run: the README and
 // every guide.

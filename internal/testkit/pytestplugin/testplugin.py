@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""The Python twin of internal/testplugin: it builds, with the Python SDK
+"""The Python twin of internal/testkit/testplugin: it builds, with the Python SDK
 only, the behaviours a conformance spec describes
-(internal/conformance/spec.go) from its configuration, and writes what only
+(internal/testkit/conformance/spec.go) from its configuration, and writes what only
 the process can see to one file per named log in log_dir. The remote
 package's conformance harness runs every case against it (TestConformancePython).
 """

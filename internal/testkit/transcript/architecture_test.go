@@ -15,7 +15,7 @@ import (
 // the SDK's, shared/) but test support. A row's first cell
 // names folders (`egress/`); a package inside a named folder is named too
 // when the row names its subfolder (`shared/` ... `wire/`). Test support
-// is a package under internal/ that no command or plugin links.
+// is under internal/testkit/, which no command or plugin links.
 func TestArchitectureNamesEveryPackage(t *testing.T) {
 	t.Parallel()
 	goTool, err := exec.LookPath("go")
@@ -36,7 +36,7 @@ func TestArchitectureNamesEveryPackage(t *testing.T) {
 	const mod = "github.com/plugkit-go/plugkit/"
 	var mains []string
 	for _, line := range list("-f", "{{.Name}}:{{.ImportPath}}", "./...") {
-		if name, path, _ := strings.Cut(line, ":"); name == "main" && !strings.HasPrefix(path, mod+"internal/") {
+		if name, path, _ := strings.Cut(line, ":"); name == "main" && !strings.HasPrefix(path, mod+"internal/testkit/") {
 			mains = append(mains, path)
 		}
 	}
@@ -46,8 +46,18 @@ func TestArchitectureNamesEveryPackage(t *testing.T) {
 	// does not list.
 	for _, p := range append(list("./..."), listIn("shared", "./...")...) {
 		dir := strings.TrimPrefix(p, mod)
-		if strings.HasPrefix(dir, "internal/") && !slices.Contains(linked, p) {
-			continue // test support
+		// The layout says which is which: test support under
+		// internal/testkit/, linked by no binary; every other package of
+		// internal/ linked by one.
+		testkit := strings.HasPrefix(dir, "internal/testkit/")
+		switch linked := slices.Contains(linked, p); {
+		case testkit && linked:
+			t.Errorf("%s is test support (internal/testkit/) but a binary links it; move it out of testkit/", dir)
+		case !testkit && strings.HasPrefix(dir, "internal/") && !linked:
+			t.Errorf("%s is linked by no binary; test support goes under internal/testkit/", dir)
+		}
+		if testkit {
+			continue
 		}
 		want = append(want, dir)
 	}

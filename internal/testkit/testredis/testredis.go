@@ -15,7 +15,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/plugkit-go/plugkit/internal/testenv"
+	"github.com/plugkit-go/plugkit/internal/testkit/testenv"
 )
 
 // Server is a running redis-server.

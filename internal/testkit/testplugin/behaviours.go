@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/plugkit-go/plugkit/internal/conformance"
+	"github.com/plugkit-go/plugkit/internal/testkit/conformance"
 	"github.com/plugkit-go/plugkit/shared/sdk"
 )
 

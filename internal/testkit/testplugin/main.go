@@ -1,6 +1,6 @@
 // Command testplugin is the plugin process of the out-of-process conformance
 // harness: it builds, with the SDK only, the behaviours a conformance spec
-// describes (internal/conformance/spec.go) from its configuration, and writes
+// describes (internal/testkit/conformance/spec.go) from its configuration, and writes
 // what only the process can see (a body ran, a context was cancelled) to
 // one file per named log in LogDir.
 package main
@@ -18,7 +18,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/plugkit-go/plugkit/internal/conformance"
+	"github.com/plugkit-go/plugkit/internal/testkit/conformance"
 	"github.com/plugkit-go/plugkit/shared/sdk"
 )
 

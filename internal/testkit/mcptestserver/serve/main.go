@@ -17,7 +17,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/plugkit-go/plugkit/internal/mcptestserver"
+	"github.com/plugkit-go/plugkit/internal/testkit/mcptestserver"
 )
 
 func main() {
