@@ -31,13 +31,23 @@ type Server struct {
 // Start runs a server answering with answer until the test ends.
 func Start(t testing.TB, answer Answer) *Server {
 	t.Helper()
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("test DNS: %v", err)
-	}
-	ln, err := net.Listen("tcp", pc.LocalAddr().String())
-	if err != nil {
+	// The UDP port the kernel picks may be taken for TCP by another
+	// process: pick again a few times before giving up.
+	var (
+		pc  net.PacketConn
+		ln  net.Listener
+		err error
+	)
+	for range 20 {
+		if pc, err = net.ListenPacket("udp", "127.0.0.1:0"); err != nil {
+			t.Fatalf("test DNS: %v", err)
+		}
+		if ln, err = net.Listen("tcp", pc.LocalAddr().String()); err == nil {
+			break
+		}
 		pc.Close()
+	}
+	if err != nil {
 		t.Fatalf("test DNS: %v", err)
 	}
 	s := &Server{Addr: pc.LocalAddr().String(), queries: map[string]int{}}
