@@ -23,6 +23,9 @@ import (
 // with every credential replaced by its marker.
 func preExecute(askDestructive bool, sp *secretsPolicy, asks []*rule, scan *secrets.Scanner) func(context.Context, *sdk.Call) (sdk.Decision, error) {
 	return func(ctx context.Context, call *sdk.Call) (sdk.Decision, error) {
+		if call.Visibility() {
+			return visibilityAnswer(ctx, call, askDestructive, sp, asks)
+		}
 		found := ""
 		// The visibility question has no arguments, and arguments without
 		// a credential pass the secrets check: only ask_destructive is
