@@ -25,7 +25,10 @@ import (
 // whose every call would be denied. It is exact when every listener on
 // the tool's way answers exactly (the safety plugin's rules do for a rule
 // without argument checks; a rule with argument checks counts as one that
-// may allow, since some arguments pass it).
+// may allow, since some arguments pass it). A listener may say more: that
+// its allow, ask or pass holds for any arguments (NoteAnyArguments, see
+// anyargs.go); when every listener on the way says so, the answer is the
+// outcome of every call of the tool by the principal (Visibility.Exact).
 //
 // A tool marked absent (its plugin restarting or failed) is asked about as
 // it was registered, so that a hidden tool is answered as one that does not
