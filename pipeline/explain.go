@@ -92,6 +92,9 @@ type Step struct {
 	Rule    string `json:"rule,omitempty"`
 	// Decided marks the listener whose answer is the outcome.
 	Decided bool `json:"decided,omitempty"`
+	// AnyArguments marks, in a visibility question, a listener that said
+	// its answer holds for every argument set (NoteAnyArguments).
+	AnyArguments bool `json:"any_arguments,omitempty"`
 }
 
 // ruleNote is where a guard run by Explain reports its rule (NoteRule):
@@ -277,10 +280,12 @@ func (r *recorder) guard(ctx context.Context, s *snapshot, e *Execution) (reason
 			continue
 		}
 		n := &ruleNote{}
-		said, err := callGuard(context.WithValue(ctx, ruleNoteKey{}, n), g.fn, e)
+		gctx, note := withAnyArgsNote(context.WithValue(ctx, ruleNoteKey{}, n), e)
+		said, err := callGuard(gctx, g.fn, e)
 		n.mu.Lock()
 		st.Rule = n.rule
 		n.mu.Unlock()
+		st.AnyArguments = note.noted()
 		denial, by := guardVerdictOf(g, said, err)
 		switch {
 		case errors.Is(err, ErrNotAsked):

@@ -175,7 +175,13 @@ func (t *Tools) decide(ctx context.Context, s *snapshot, e *Execution, i int, re
 		inner.set(d)
 		return d
 	}
-	d, err := callPre(ctx, l.fn, e, next)
+	// In a visibility question the listener may note that its answer holds
+	// for any arguments (NoteAnyArguments), in a note of its own.
+	lctx, note := withAnyArgsNote(ctx, e)
+	d, err := callPre(lctx, l.fn, e, next)
+	if note != nil && rec != nil {
+		rec.pre[i].AnyArguments = note.noted()
+	}
 	switch {
 	case err != nil && e.visibility:
 		// A listener that cannot answer, or fails to, may allow: a tool is

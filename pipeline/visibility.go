@@ -25,7 +25,10 @@ import (
 // whose every call would be denied. It is exact when every listener on
 // the tool's way answers exactly (the safety plugin's rules do for a rule
 // without argument checks; a rule with argument checks counts as one that
-// may allow, since some arguments pass it).
+// may allow, since some arguments pass it). A listener may say more: that
+// its allow, ask or pass holds for any arguments (NoteAnyArguments, see
+// anyargs.go); when every listener on the way says so, the answer is the
+// outcome of every call of the tool by the principal (Visibility.Exact).
 //
 // A tool marked absent (its plugin restarting or failed) is asked about as
 // it was registered, so that a hidden tool is answered as one that does not
@@ -53,6 +56,18 @@ type Visibility struct {
 	// Unanswered are the plugins whose listeners on the tool's way could
 	// not answer and were counted as ones that may allow.
 	Unanswered []string `json:"unanswered,omitempty"`
+	// Exact: the answer holds for every call of the tool by the principal,
+	// whatever its arguments (see NoteAnyArguments). A hidden tool's always
+	// does; a shown tool's when every listener on its way answered for any
+	// arguments, and then Outcome says what every such call would get.
+	Exact bool `json:"exact"`
+	// Outcome is, for a shown tool answered exactly, ALLOWED or ASK (then
+	// DecidedBy, Rule and Reason are the Ask's); "" otherwise.
+	Outcome string `json:"outcome,omitempty"`
+	// DependsOnArguments are, for a shown tool, the listeners whose answer
+	// depends on the arguments (or who could not answer): the plugin, with
+	// the rule it named.
+	DependsOnArguments []string `json:"depends_on_arguments,omitempty"`
 	// Steps are the listeners of stages 1 and 2, as Explanation.Steps.
 	Steps []Step `json:"steps"`
 }
@@ -86,7 +101,7 @@ func (t *Tools) visible(ctx context.Context, s *snapshot, p Principal, name stri
 		// with its plugin's state.
 		info = &a.info
 	} else {
-		v.DecidedBy, v.Reason = "host", "no tool named "+name
+		v.DecidedBy, v.Reason, v.Exact = "host", "no tool named "+name, true
 		return v
 	}
 	// A rule in shadow hides nothing: its denial is not applied to a call
@@ -98,6 +113,7 @@ func (t *Tools) visible(ctx context.Context, s *snapshot, p Principal, name stri
 	if d.Verdict == VerdictDeny {
 		v.DecidedBy, v.Rule, v.Reason = d.DecidedBy, d.Rule, d.Reason
 		v.Unanswered = unanswered(v.Steps)
+		v.Exact = true
 		return v
 	}
 	reason, who := guard(ctx, s, e, rec)
@@ -105,9 +121,18 @@ func (t *Tools) visible(ctx context.Context, s *snapshot, p Principal, name stri
 	v.Unanswered = unanswered(v.Steps)
 	if who != "" {
 		v.DecidedBy, v.Rule, v.Reason = who, rec.rule, reason
+		v.Exact = true
 		return v
 	}
 	v.Shown = true
+	if v.DependsOnArguments = dependsOn(v.Steps); len(v.DependsOnArguments) == 0 {
+		// Every listener answered for any arguments: every call gets what
+		// this one got.
+		v.Exact, v.Outcome = true, WouldRun
+		if d.Verdict == VerdictAsk {
+			v.Outcome, v.DecidedBy, v.Rule, v.Reason = WouldAsk, d.DecidedBy, d.Rule, d.Reason
+		}
+	}
 	return v
 }
 

@@ -60,6 +60,9 @@ func decision(v pipeline.Verdict, why string) pipeline.Decision {
 func firstMatch(rules []randRule, def pipeline.Verdict) pipeline.PreExecuteFunc {
 	return func(ctx context.Context, e *pipeline.Execution, next pipeline.DecideNext) (pipeline.Decision, error) {
 		p := e.Principal()
+		// skipped: a rule on the arguments was passed over, so that what
+		// follows is not the answer for every argument set.
+		skipped := false
 		for i, r := range rules {
 			if !r.appliesTo(p, e.Name()) {
 				continue
@@ -67,16 +70,23 @@ func firstMatch(rules []randRule, def pipeline.Verdict) pipeline.PreExecuteFunc 
 			why := fmt.Sprintf("rule %d", i)
 			if e.Visibility() {
 				if !r.cond {
+					if !skipped {
+						pipeline.NoteAnyArguments(ctx)
+					}
 					return decision(r.verdict, why), nil
 				}
 				if r.verdict != pipeline.VerdictDeny {
 					return pipeline.Allow(), nil // some arguments may get through
 				}
+				skipped = true
 				continue // the arguments it does not match go on
 			}
 			if !r.cond || xIsA(e) {
 				return decision(r.verdict, why), nil
 			}
+		}
+		if e.Visibility() && !skipped {
+			pipeline.NoteAnyArguments(ctx)
 		}
 		if def == 0 {
 			return next(ctx), nil
@@ -88,6 +98,7 @@ func firstMatch(rules []randRule, def pipeline.Verdict) pipeline.PreExecuteFunc 
 // denyGuard denies the calls its rules (deny ones only) apply to.
 func denyGuard(rules []randRule) pipeline.GuardFunc {
 	return func(ctx context.Context, e *pipeline.Execution) (string, error) {
+		skipped := false
 		for i, r := range rules {
 			if r.verdict != pipeline.VerdictDeny || !r.appliesTo(e.Principal(), e.Name()) {
 				continue
@@ -95,6 +106,10 @@ func denyGuard(rules []randRule) pipeline.GuardFunc {
 			if !r.cond || (!e.Visibility() && xIsA(e)) {
 				return fmt.Sprintf("guard rule %d", i), nil
 			}
+			skipped = true
+		}
+		if e.Visibility() && !skipped {
+			pipeline.NoteAnyArguments(ctx) // it passes every call
 		}
 		return "", nil
 	}
@@ -184,7 +199,7 @@ func leakPipeline(t *testing.T, rng *rand.Rand) (tools *pipeline.Tools, exact bo
 // callable set when every listener answers exactly.
 func TestVisibilityLeak(t *testing.T) {
 	rng := rand.New(rand.NewPCG(44, 1))
-	var exactRuns, hidden int
+	var exactRuns, hidden, exactShown, dependent int
 	for run := range 200 {
 		tools, exact, desc := leakPipeline(t, rng)
 		if exact {
@@ -204,8 +219,25 @@ func TestVisibilityLeak(t *testing.T) {
 					}
 				}
 				shown := set.Has(name)
-				if v := tools.Visible(ctx, name); v.Shown != shown {
+				v := tools.Visible(ctx, name)
+				if v.Shown != shown {
 					t.Fatalf("run %d, %s, %s: Visible says shown=%v, the set %v", run, p, name, v.Shown, shown)
+				}
+				if exact && !v.Exact {
+					t.Fatalf("run %d: exact policy, %s for %s answered as depending on %v\n%s", run, name, p, v.DependsOnArguments, desc)
+				}
+				if v.Shown && v.Exact {
+					// Answered for any arguments: every argument set gets
+					// that outcome, as Explain finds it.
+					exactShown++
+					for _, args := range argDomain {
+						if x := tools.Explain(ctx, name, json.RawMessage(args), "test"); x.Outcome != v.Outcome {
+							t.Fatalf("run %d: %s for %s answered %s for any arguments, Explain says %s for %s\n%s", run, name, p, v.Outcome, x.Outcome, args, desc)
+						}
+					}
+				}
+				if v.Shown && !v.Exact {
+					dependent++
 				}
 				if callable && !shown {
 					t.Fatalf("run %d: %s is callable by %s but hidden (a leak the other way: a callable tool hidden)\n%s", run, name, p, desc)
@@ -220,10 +252,10 @@ func TestVisibilityLeak(t *testing.T) {
 		}
 	}
 	// The test means something only if both cases came up often.
-	if exactRuns < 40 || hidden < 200 {
-		t.Fatalf("too few exact runs (%d) or hidden tools (%d) for the test to mean much", exactRuns, hidden)
+	if exactRuns < 40 || hidden < 200 || exactShown < 200 || dependent < 100 {
+		t.Fatalf("too few exact runs (%d), hidden tools (%d), shown ones answered for any arguments (%d) or depending on them (%d) for the test to mean much", exactRuns, hidden, exactShown, dependent)
 	}
-	t.Logf("%d runs exact, %d hidden (principal, tool) pairs", exactRuns, hidden)
+	t.Logf("%d runs exact, %d hidden (principal, tool) pairs, %d shown for any arguments, %d depending on them", exactRuns, hidden, exactShown, dependent)
 }
 
 // TestVisibilityUnansweredMayAllow: a listener registered without the

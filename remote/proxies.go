@@ -242,6 +242,10 @@ func (in *instance) guardProxy(handler, name string, slot int) pipeline.GuardSta
 				_ = settle(rctx, nil)
 				return "", in.answered(ctx, rctx, nil, "guard", resp.GetError())
 			}
+			if resp.GetAnyArguments() {
+				// Its pass holds for any arguments (a visibility question).
+				pipeline.NoteAnyArguments(ctx)
+			}
 			return resp.GetReason(), nil
 		}
 	}
@@ -343,6 +347,10 @@ func (in *instance) preProxy(h *hostService, handler string, wrap bool, slot int
 		}
 		if resp.GetNotAsked() && e.DryRun() {
 			return pipeline.Decision{}, pipeline.ErrNotAsked
+		}
+		if resp.GetAnyArguments() {
+			// Its answer holds for any arguments (a visibility question).
+			pipeline.NoteAnyArguments(ctx)
 		}
 		d := resp.GetDecision()
 		var out pipeline.Decision

@@ -306,6 +306,86 @@ func TestReplayGroupsEndToEnd(t *testing.T) {
 		t.Errorf("replay without arguments, for a person:\n%s", out)
 	}
 	t.Logf("host replay of a log without arguments, group rules tightened:\n%s", out)
+
+	replayWithoutArguments(t, candidate, tightRules, bareLog, n, len(calls))
+}
+
+// opsAsked is an ask rule on a tool and a group: every search by team:ops
+// is asked about, whatever its arguments.
+const opsAsked = `    ask "ops-search" {
+      tools   = ["search"]
+      callers = ["team:ops"]
+    }
+`
+
+// replayWithoutArguments replays the log stripped of its arguments
+// (bareLog, n calls, perPrincipal of each of the three principals: a
+// quarter each of read_file notes.md, read_file todo.md, list_dir and
+// search) under the tightened rules with an ask rule for team:ops's
+// searches, and without the secrets check on arguments (a credential in
+// any argument would deny any call, so with it no call is the same for
+// every argument set). The candidate's answer holds for any arguments
+// for every search (allowed, or asked for team:ops) and for the readers'
+// list_dir (denied): those calls are judged; read_file and the others'
+// list_dir meet the path rules (outside-root, the group rules on paths),
+// and are listed as not judged, naming the rule that looks at the
+// arguments.
+func replayWithoutArguments(t *testing.T, candidate func(string) string, tightRules, bareLog string, n, perPrincipal int) {
+	t.Helper()
+	path := candidate(tightRules + opsAsked)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const on = `arguments = "deny"`
+	if !strings.Contains(string(b), on) {
+		t.Fatal("the deployment's secrets block changed: no arguments check to turn off")
+	}
+	if err := os.WriteFile(path, []byte(strings.Replace(string(b), on, `arguments = "off"`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, code := cli(t, "replay", "--json", "-c", path, bareLog)
+	var rep replayReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 0 {
+		t.Fatalf("host replay: exit %d, %v: %s\n%s", code, err, out, stderr)
+	}
+	searches, lists := perPrincipal/4, perPrincipal/4
+	wantJudged := 3*searches + lists // every search, the readers' list_dir
+	if rep.Judged != wantJudged || rep.WithoutArguments != wantJudged || len(rep.NotJudged) != n-wantJudged {
+		t.Fatalf("without arguments, the secrets check off: %d judged (%d without arguments), want %d; %d not judged %+v",
+			rep.Judged, rep.WithoutArguments, wantJudged, len(rep.NotJudged), rep.NotJudged)
+	}
+	// Changed: the readers' list_dir now denied, ops's searches now asked;
+	// the other searches judged allowed, as they were.
+	changes := map[string]int{}
+	for _, c := range rep.Changes {
+		if !c.ArgumentsUnrecorded {
+			t.Errorf("judged with arguments from a log without them: %+v", c)
+		}
+		changes[c.Tool+" "+c.Principal+" "+c.Now+" "+c.Rule]++
+	}
+	if want := map[string]int{"list_dir agent:reader-bot DENIED readers-no-list": lists, "search agent:cron ASK ops-search": searches}; !mapsEqual(changes, want) {
+		t.Errorf("without arguments, changes %v, want %v", changes, want)
+	}
+	if rep.Unchanged != 2*searches || rep.Tightened != lists+searches || rep.Loosened != 0 {
+		t.Errorf("without arguments: %d unchanged (want the %d searches of the others, allowed), %d tightened, %d loosened",
+			rep.Unchanged, 2*searches, rep.Tightened, rep.Loosened)
+	}
+	for _, c := range rep.NotJudged {
+		if c.Tool == "search" || c.Tool == "list_dir" && c.Principal == "agent:reader-bot" ||
+			!strings.Contains(c.Reason, "depends on its arguments") || !strings.Contains(c.Reason, `safety rule "outside-root"`) {
+			t.Errorf("not judged: %+v", c)
+		}
+		if c.Tool == "read_file" && c.Principal == "agent:reader-bot" && !strings.Contains(c.Reason, `safety rule "readers-no-todo"`) {
+			t.Errorf("a reader's read_file, not judged, does not name the group's path rule: %+v", c)
+		}
+	}
+	text, _, _ := cli(t, "replay", "-c", path, bareLog)
+	if !strings.Contains(text, fmt.Sprintf("%d calls judged without their arguments", wantJudged)) ||
+		!strings.Contains(text, fmt.Sprintf(`now asked (by safety, rule "ops-search"): %d calls`, searches)) {
+		t.Errorf("replay without arguments, for a person:\n%s", text)
+	}
+	t.Logf("host replay of a log without arguments, an ask rule added, the secrets check off:\n%s", text)
 }
 
 func mapsEqual(a, b map[string]int) bool {

@@ -49,8 +49,9 @@ func replayCommand(e *env) *cobra.Command {
 			"log recorded (its attributes too), and print the calls whose outcome would\n" +
 			"change, grouped by direction (now denied, now allowed, now asked) and by the\n" +
 			"rule that decides. A call whose line has no arguments (the audit's\n" +
-			"record_arguments is off) is judged only when the candidate denies every call\n" +
-			"of its tool by its principal; otherwise it is not judged, and said so.\n" +
+			"record_arguments is off) is judged when the candidate's answer holds for\n" +
+			"every call of its tool by its principal (denied, allowed or asked whatever the\n" +
+			"arguments); otherwise it is not judged, naming the rules that look at them.\n" +
 			"--fail-on loosen, tighten or any exits 6 when a\n" +
 			"change goes that way, so that CI can gate a policy change.",
 		Args: cobra.MinimumNArgs(1),
@@ -87,7 +88,8 @@ type replayedCall struct {
 	AttributesUnknown bool     `json:"attributes_unknown,omitempty"`
 	Arguments         string   `json:"arguments,omitempty"`
 	// ArgumentsUnrecorded marks a call judged without its arguments (the
-	// candidate denies every call of the tool by the principal).
+	// candidate denies, allows or asks every call of the tool by the
+	// principal, whatever the arguments).
 	ArgumentsUnrecorded bool   `json:"arguments_unrecorded,omitempty"`
 	Was                 string `json:"was"`
 	WasBy               string `json:"was_decided_by,omitempty"`
@@ -123,8 +125,8 @@ type replayReport struct {
 	// for a principal without any.
 	WithoutAttributes int `json:"without_attributes"`
 	// WithoutArguments counts the calls judged although their line has no
-	// arguments: the candidate denies every call of the tool by the
-	// principal, whatever the arguments.
+	// arguments: the candidate denies, allows or asks every call of the
+	// tool by the principal, whatever the arguments.
 	WithoutArguments int     `json:"without_arguments"`
 	Seconds          float64 `json:"seconds"`
 	CallsPerSec      float64 `json:"calls_per_second"`
@@ -368,7 +370,7 @@ func printReplay(w io.Writer, rep *replayReport) {
 		}
 	}
 	if rep.WithoutArguments > 0 {
-		fmt.Fprintf(w, "\n%d calls judged without their arguments (not recorded): the candidate denies every call of their tool for their principal\n", rep.WithoutArguments)
+		fmt.Fprintf(w, "\n%d calls judged without their arguments (not recorded): the candidate decides every call of their tool for their principal alike, whatever the arguments\n", rep.WithoutArguments)
 	}
 	if rep.WithoutAttributes > 0 {
 		fmt.Fprintf(w, "\n%d calls judged as for a principal without attributes: their lines do not record the principal's (written before principal_attributes was)\n", rep.WithoutAttributes)

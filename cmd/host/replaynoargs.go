@@ -12,12 +12,13 @@ import (
 // (the audit's record_arguments is off), for principal p, by the
 // visibility question: stages 0 to 2 as a dry run without arguments, the
 // code a call runs, each listener answering for every call of the tool by
-// p at once. Its only exact answer is a denial of every call whatever the
-// arguments (a rule on the tool alone, or on the principal's group, or no
-// such tool), which judges the call. Any other answer says only that some
-// calls may run, and which ones depends on the arguments (or on listeners
-// that cannot answer without them): then why says so and the call is not
-// judged. was is the recorded outcome.
+// p at once. A denial is such an answer (a rule on the tool alone, or on
+// the principal's group, or no such tool), and so is an allow or ask when
+// every listener on the tool's way said its answer holds for any
+// arguments (pipeline.NoteAnyArguments): either judges the call. Otherwise
+// which calls run depends on the arguments: why says so, naming the
+// listeners (and rules) whose answer does, and the call is not judged.
+// was is the recorded outcome.
 func withoutArguments(ctx context.Context, h *host.Host, p pipeline.Principal, tool, was string) (x pipeline.Explanation, why string) {
 	const unrecorded = "arguments not recorded (the audit's record_arguments is off)"
 	if was == pipeline.BadArgs {
@@ -25,16 +26,19 @@ func withoutArguments(ctx context.Context, h *host.Host, p pipeline.Principal, t
 		return x, unrecorded + ", and the call was refused for them (" + was + ")"
 	}
 	v := h.Pipeline().Visible(pipeline.WithPrincipal(ctx, p), tool)
-	if v.Shown {
-		why = unrecorded + ", and under the candidate some calls of " + tool + " for " + p.String() +
-			" may run: whether this one would depends on its arguments"
-		if len(v.Unanswered) > 0 {
-			why += " (and on " + strings.Join(v.Unanswered, ", ") + ", which cannot answer without them)"
+	if !v.Exact {
+		why = unrecorded + ", and under the candidate whether a call of " + tool + " by " + p.String() +
+			" runs depends on its arguments"
+		if len(v.DependsOnArguments) > 0 {
+			why += " (for " + strings.Join(v.DependsOnArguments, ", ") + ")"
 		}
 		return x, why
 	}
 	x = pipeline.Explanation{Tool: tool, Principal: p.String(), Outcome: pipeline.WouldDeny, DecidedBy: v.DecidedBy, Rule: v.Rule, Reason: v.Reason}
-	if v.DecidedBy == "host" {
+	switch {
+	case v.Shown:
+		x.Outcome = v.Outcome
+	case v.DecidedBy == "host":
 		x.Outcome = pipeline.NoSuchTool
 	}
 	return x, ""

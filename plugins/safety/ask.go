@@ -23,11 +23,12 @@ import (
 // with every credential replaced by its marker.
 func preExecute(askDestructive bool, sp *secretsPolicy, asks []*rule, scan *secrets.Scanner) func(context.Context, *sdk.Call) (sdk.Decision, error) {
 	return func(ctx context.Context, call *sdk.Call) (sdk.Decision, error) {
+		if call.Visibility() {
+			// No arguments: what every call of the tool would get.
+			return visibilityAnswer(ctx, call, askDestructive, sp, asks)
+		}
 		found := ""
-		// The visibility question has no arguments, and arguments without
-		// a credential pass the secrets check: only ask_destructive is
-		// left, which asks (shows the tool) rather than denies.
-		if sp != nil && !call.Visibility() {
+		if sp != nil {
 			hits, err := sp.argumentHits(call)
 			if err != nil {
 				return sdk.Decision{}, err
@@ -42,24 +43,21 @@ func preExecute(askDestructive bool, sp *secretsPolicy, asks []*rule, scan *secr
 			}
 		}
 		// The ask rules come before ask_destructive: a rule that names a
-		// route is the operator's more specific word. The visibility
-		// question passes them: an Ask shows a tool, as a pass does.
-		if !call.Visibility() {
-			for _, r := range asks {
-				why, err := r.check(ctx, call)
-				if err != nil {
-					return sdk.Decision{}, err
-				}
-				if why == "" {
-					continue
-				}
-				if found != "" {
-					why += "; its arguments carry a credential (" + found + ")"
-				}
-				d := sdk.Ask(why + ": allow this call? arguments: " + briefArguments(scan, call.Arguments))
-				d.Rule, d.Route = r.name, r.route
-				return d, nil
+		// route is the operator's more specific word.
+		for _, r := range asks {
+			why, err := r.check(ctx, call)
+			if err != nil {
+				return sdk.Decision{}, err
 			}
+			if why == "" {
+				continue
+			}
+			if found != "" {
+				why += "; its arguments carry a credential (" + found + ")"
+			}
+			d := sdk.Ask(why + ": allow this call? arguments: " + briefArguments(scan, call.Arguments))
+			d.Rule, d.Route = r.name, r.route
+			return d, nil
 		}
 		destructive := askDestructive && call.Tool.Destructive
 		var d sdk.Decision

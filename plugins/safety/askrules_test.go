@@ -40,7 +40,9 @@ func TestAskRules(t *testing.T) {
 		{name: "no rule matches: ask_destructive still asks", tool: "delete_file", args: `{"path":"a"}`, destructive: true,
 			want: ruled(sdk.Ask(`delete_file is destructive: allow this call? arguments: {path="a"}`), askDestructiveRule)},
 		{name: "no rule matches", tool: "read_file", args: `{"path":"a"}`, want: sdk.Pass()},
-		{name: "the visibility question passes ask rules", tool: "deploy_prod", visibility: true, want: sdk.Pass()},
+		{name: "the visibility question is asked by a tools rule, for any arguments", tool: "deploy_prod", visibility: true,
+			want: routed(sdk.Ask(`safety rule "deploys" asks: deploys need on-call (tool "deploy_prod" matches "deploy_*"): allow this call?`), "deploys", "oncall")},
+		{name: "the visibility question passes a path rule", tool: "read_file", visibility: true, want: sdk.Pass()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := &sdk.Call{Execution: sdk.Execution{ID: "c1", Name: tc.tool, Arguments: json.RawMessage(tc.args), Visibility: tc.visibility,

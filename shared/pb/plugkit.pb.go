@@ -1791,7 +1791,12 @@ type PreExecuteResponse struct {
 	// The listener did not look at the call: it was a dry run and this
 	// listener cannot answer one without acting. The host reports it as
 	// "not asked" and goes on with the chain; never set outside a dry run.
-	NotAsked      bool `protobuf:"varint,3,opt,name=not_asked,json=notAsked,proto3" json:"not_asked,omitempty"`
+	NotAsked bool `protobuf:"varint,3,opt,name=not_asked,json=notAsked,proto3" json:"not_asked,omitempty"`
+	// In the visibility question (Execution.visibility): the answer holds
+	// for every call of the tool by the principal, whatever its arguments
+	// (an ALLOW or ASK it gives them all, or its PASS). Unset: the answer
+	// depends on the arguments (a DENY there needs no mark: it is for all).
+	AnyArguments  bool `protobuf:"varint,65,opt,name=any_arguments,json=anyArguments,proto3" json:"any_arguments,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1843,6 +1848,13 @@ func (x *PreExecuteResponse) GetError() string {
 func (x *PreExecuteResponse) GetNotAsked() bool {
 	if x != nil {
 		return x.NotAsked
+	}
+	return false
+}
+
+func (x *PreExecuteResponse) GetAnyArguments() bool {
+	if x != nil {
+		return x.AnyArguments
 	}
 	return false
 }
@@ -1907,7 +1919,10 @@ type GuardResponse struct {
 	Error string `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
 	// The name of the rule that denied, when the guard has named rules.
 	// Optional; read by explain, tests and audits.
-	Rule          string `protobuf:"bytes,3,opt,name=rule,proto3" json:"rule,omitempty"`
+	Rule string `protobuf:"bytes,3,opt,name=rule,proto3" json:"rule,omitempty"`
+	// In the visibility question: the guard passes every call of the tool
+	// by the principal, whatever its arguments (unset: it depends on them).
+	AnyArguments  bool `protobuf:"varint,66,opt,name=any_arguments,json=anyArguments,proto3" json:"any_arguments,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1961,6 +1976,13 @@ func (x *GuardResponse) GetRule() string {
 		return x.Rule
 	}
 	return ""
+}
+
+func (x *GuardResponse) GetAnyArguments() bool {
+	if x != nil {
+		return x.AnyArguments
+	}
+	return false
 }
 
 type WrapExecuteRequest struct {
@@ -4489,19 +4511,21 @@ const file_plugkit_proto_rawDesc = "" +
 	"handler_id\x18\x01 \x01(\tR\thandlerId\x123\n" +
 	"\texecution\x18\x02 \x01(\v2\x15.plugkit.v1.ExecutionR\texecution\x12\x1d\n" +
 	"\n" +
-	"call_token\x18\x03 \x01(\tR\tcallToken\"y\n" +
+	"call_token\x18\x03 \x01(\tR\tcallToken\"\x9e\x01\n" +
 	"\x12PreExecuteResponse\x120\n" +
 	"\bdecision\x18\x01 \x01(\v2\x14.plugkit.v1.DecisionR\bdecision\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x12\x1b\n" +
-	"\tnot_asked\x18\x03 \x01(\bR\bnotAsked\"b\n" +
+	"\tnot_asked\x18\x03 \x01(\bR\bnotAsked\x12#\n" +
+	"\rany_arguments\x18A \x01(\bR\fanyArguments\"b\n" +
 	"\fGuardRequest\x12\x1d\n" +
 	"\n" +
 	"handler_id\x18\x01 \x01(\tR\thandlerId\x123\n" +
-	"\texecution\x18\x02 \x01(\v2\x15.plugkit.v1.ExecutionR\texecution\"Q\n" +
+	"\texecution\x18\x02 \x01(\v2\x15.plugkit.v1.ExecutionR\texecution\"v\n" +
 	"\rGuardResponse\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x12\x12\n" +
-	"\x04rule\x18\x03 \x01(\tR\x04rule\"\x87\x01\n" +
+	"\x04rule\x18\x03 \x01(\tR\x04rule\x12#\n" +
+	"\rany_arguments\x18B \x01(\bR\fanyArguments\"\x87\x01\n" +
 	"\x12WrapExecuteRequest\x12\x1d\n" +
 	"\n" +
 	"handler_id\x18\x01 \x01(\tR\thandlerId\x123\n" +

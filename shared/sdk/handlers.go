@@ -98,7 +98,7 @@ func (s *server) Guard(ctx context.Context, req *pb.GuardRequest) (*pb.GuardResp
 	if err != nil {
 		return &pb.GuardResponse{Error: err.Error(), Rule: g.Name}, nil
 	}
-	return &pb.GuardResponse{Reason: reason, Rule: g.Name}, nil
+	return &pb.GuardResponse{Reason: reason, Rule: g.Name, AnyArguments: call.AnsweredForAnyArguments()}, nil
 }
 
 // PreExecute runs a stage-1 listener, filter or wrapper.
@@ -131,7 +131,7 @@ func (s *server) PreExecute(ctx context.Context, req *pb.PreExecuteRequest) (*pb
 	if err != nil {
 		return &pb.PreExecuteResponse{Error: err.Error()}, nil
 	}
-	return &pb.PreExecuteResponse{Decision: wire.DecisionToProto(d)}, nil
+	return &pb.PreExecuteResponse{Decision: wire.DecisionToProto(d), AnyArguments: call.AnsweredForAnyArguments()}, nil
 }
 
 // WrapExecute runs a stage-3 listener, filter or wrapper.

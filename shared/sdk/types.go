@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/plugkit-go/plugkit/shared/wire"
@@ -40,6 +41,8 @@ type (
 // arguments cannot be changed by any stage.
 type Call struct {
 	Execution
+	// anyArgs is set by ForAnyArguments (see anyargs.go).
+	anyArgs atomic.Bool
 }
 
 // DryRun reports that the host explains the call rather than makes it
