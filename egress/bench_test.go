@@ -21,8 +21,11 @@ func echoServer(b *testing.B) string {
 	if err != nil {
 		b.Fatal(err)
 	}
+	// As echo: the accept loop counts itself.
 	var wg sync.WaitGroup
+	wg.Add(1)
 	go func() {
+		defer wg.Done()
 		for {
 			c, err := ln.Accept()
 			if err != nil {
