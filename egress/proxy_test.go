@@ -245,8 +245,11 @@ func tlsBackend(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// As echo: the accept loop counts itself.
 	var wg sync.WaitGroup
+	wg.Add(1)
 	go func() {
+		defer wg.Done()
 		for {
 			c, err := ln.Accept()
 			if err != nil {
