@@ -94,7 +94,7 @@ func (h *Host) applyReload(ctx context.Context, old, next *deployment.Deployment
 	h.mu.Unlock()
 	// Shadow blocks change what the pipeline applies, not the plugins:
 	// they take effect at once, without a restart.
-	if err := h.tools.SetShadow(shadowRules(next)); err != nil {
+	if err := h.setShadow(next); err != nil {
 		problems = append(problems, err.Error())
 	}
 	if plan.WatchChanged {

@@ -227,6 +227,10 @@ func New(h *host.Host, opts Options) *Server {
 	s.unfollow = []func(){
 		h.OnToolsChanged(s.poke),
 		h.OnResourceUpdated("mcp", s.resourceUpdated),
+		// A rule put in or out of shadow changes what callers see with no
+		// tool changed: every tool is announced again, and each session is
+		// told only if its own list changed (notifyChanged).
+		h.OnShadowChanged("mcp", s.touchAll),
 		h.OnStateChange("mcp", func(sc kernel.StateChange) {
 			// ACTIVE → ACTIVE is a reload: its tools are new too.
 			if sc.From != sc.To || sc.To == kernel.Active {

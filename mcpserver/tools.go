@@ -35,6 +35,18 @@ func (s *Server) touch(plugin string) {
 	s.poke()
 }
 
+// touchAll records that every plugin with a tool or prompt served changed,
+// and wakes the follow loop.
+func (s *Server) touchAll() {
+	tools := s.h.Tools()
+	s.tmu.Lock()
+	for _, t := range tools {
+		s.touched[t.Owner] = true
+	}
+	s.tmu.Unlock()
+	s.poke()
+}
+
 func (s *Server) follow() {
 	defer s.wg.Done()
 	for {
