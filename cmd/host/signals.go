@@ -12,16 +12,18 @@ import (
 )
 
 // stopMargin is how long, past the drain, stopping the servers and the
-// plugins may take (runHost gives them 10 s) before the process ends anyway.
+// plugins may take (server.Run gives them 10 s) before the process ends anyway.
 const stopMargin = 12 * time.Second
 
 // exitBound is how long after SIGINT or SIGTERM the process ends whatever
 // it is waiting for (a plugin that does not stop, a lock): the drain
 // timeout plus stopMargin once runHost knows the drain timeout, the
 // default drain timeout's until then.
-var exitBound atomic.Int64
-
-func init() { exitBound.Store(int64(25*time.Second + stopMargin)) }
+var exitBound = func() *atomic.Int64 {
+	var b atomic.Int64
+	b.Store(int64(25*time.Second + stopMargin))
+	return &b
+}()
 
 // setExitBound sets exitBound from the deployment's shutdown_timeout.
 func setExitBound(drain time.Duration) { exitBound.Store(int64(drain + stopMargin)) }

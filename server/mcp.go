@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"sync/atomic"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -16,68 +15,11 @@ import (
 	"github.com/plugkit-go/plugkit/deployment"
 	"github.com/plugkit-go/plugkit/host"
 	"github.com/plugkit-go/plugkit/internal/httplimit"
-	"github.com/plugkit-go/plugkit/internal/lineage"
 	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/mcpserver"
 )
 
-// serveMCP is `host mcp`: the deployment served to one MCP client over
-// stdin and stdout, for clients that launch their tool servers. stdout
-// belongs to the protocol, so every log line goes to stderr. No admin
-// socket is served: a host shared with other clients is `host run` with an
-// mcp address.
-func serveMCP(ctx context.Context, e *env, _ []string) error {
-	boot := newLogger(e, "warn")
-	d, diags := host.Load(ctx, e.config, boot)
-	if diags.HasErrors() {
-		fmt.Fprint(e.stderr, shownText(deployment.Format(diags)))
-		if host.FileIsValid(diags) {
-			return fail(exitFailed, "%s is valid, but the host cannot start on this machine as it is (above); nothing was started", e.config)
-		}
-		return fail(exitFailed, "%s is not valid; nothing was started", e.config)
-	}
-	if len(diags) > 0 {
-		fmt.Fprint(e.stderr, shownText(deployment.Format(diags))) // stderr: stdout is the protocol's
-	}
-	log := newLogger(e, d.Host.LogLevel)
-	// Its plugins are known to every host as plugins (package lineage).
-	unregister, err := lineage.Register("")
-	if err != nil {
-		return registryFailed(err)
-	}
-	defer unregister()
-	h, err := host.New(d, log)
-	if err != nil {
-		return fail(exitFailed, "%v", err)
-	}
-	unlisten := logStates(h, log)
-	defer unlisten()
-	stopConsent, err := startConsent(d, h, log)
-	if err != nil {
-		h.Stop(ctx)
-		return fail(exitFailed, "%v", err)
-	}
-	// Plugins start before the first request is read: a client usually
-	// lists the tools once, right after it connects.
-	h.Start(ctx)
-	srv := mcpserver.New(h, mcpserver.Options{Version: Version, Logger: log.Named("mcp"), Principal: admin.LocalPrincipal(os.Getuid()),
-		ToolSearch: d.Host.MCPToolSearch, ToolSearchOver: d.Host.MCPToolSearchOver})
-	log.Info("serving MCP on stdio", "config", e.config, "plugins", len(d.Plugins), "tools", len(h.Tools()))
-	serveErr := srv.ServeStdio(ctx, e.stdin, e.stdout)
-
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	_ = srv.Shutdown(sctx)
-	stopConsent(sctx)
-	h.Stop(sctx)
-	log.Info("host stopped")
-	if serveErr != nil {
-		return fail(exitFailed, "mcp: %v", serveErr)
-	}
-	return nil
-}
-
-// mcpFront is MCP over streamable HTTP while `host run` runs.
+// mcpFront is MCP over streamable HTTP while Run runs.
 type mcpFront struct {
 	stop func(context.Context)
 	// drain waits until every MCP request being served has been answered.
@@ -91,19 +33,19 @@ type mcpFront struct {
 }
 
 // startMCP serves MCP over streamable HTTP on the deployment's mcp address
-// while `host run` runs, and does nothing without one: over TLS with an
+// while Run runs, and does nothing without one: over TLS with an
 // mcp_tls block, and only to clients with a credential with an mcp_auth
 // block. Call it before the plugins start: a taken port then stops the
 // host before it starts anything, and clients see the tools come as their
 // plugins do. stop ends the calls in flight (ABORTED) and the sessions.
-func startMCP(d *deployment.Deployment, h *host.Host, log hclog.Logger) (*mcpFront, error) {
+func startMCP(d *deployment.Deployment, h *host.Host, version string, log hclog.Logger) (*mcpFront, error) {
 	front := &mcpFront{stop: func(context.Context) {}, refresh: func() {}, ready: func() error { return nil },
 		drain: func(context.Context) error { return nil }}
 	if d.Host.MCP == "" {
 		return front, nil
 	}
 	opts := mcpserver.Options{
-		Version: Version, Logger: log.Named("mcp"),
+		Version: version, Logger: log.Named("mcp"),
 		MaxSessions: d.Host.MCPMaxSessions, SessionIdle: d.Host.MCPIdleTimeout,
 		AllowedOrigins: d.Host.MCPAllowedOrigins,
 		ToolSearch:     d.Host.MCPToolSearch, ToolSearchOver: d.Host.MCPToolSearchOver,
