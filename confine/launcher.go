@@ -20,21 +20,15 @@ import (
 
 // RunIfLauncher serves Subcommand when the process was started as the
 // launcher (os.Args[1] is Subcommand) and never returns then; otherwise it
-// returns at once. Package initialization already does this (see init);
-// a binary that starts sandboxed plugins (the host, a test binary's
-// TestMain) may call it first thing to say so.
+// returns at once. A binary that starts sandboxed plugins through itself
+// (the host, a test binary in its TestMain) calls it before anything else;
+// the host imports package confine/early, which calls it while the binary
+// initializes. Importing confine alone never ends a process.
 func RunIfLauncher() {
 	if len(os.Args) > 1 && os.Args[1] == Subcommand {
 		os.Exit(Main(os.Args[2:]))
 	}
 }
-
-// init serves Subcommand as early as the binary allows: packages are
-// initialized in import-path order once their own imports are, so the
-// launcher runs before most of the host's packages initialize (JSON
-// Schema's alone takes 5-15 ms), none of which it needs. This keeps a
-// sandboxed start within a few milliseconds of an unconfined one.
-func init() { RunIfLauncher() }
 
 // exitLaunch is the launcher's exit status when it cannot confine or start
 // the plugin (the shell's "cannot execute").

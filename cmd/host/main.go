@@ -7,14 +7,30 @@
 package main
 
 import (
+	"context"
 	"os"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/plugkit-go/plugkit/confine"
+	// The host binary is the launcher of its sandboxed plugins: early
+	// serves the launcher before the packages only the host needs
+	// initialize.
+	_ "github.com/plugkit-go/plugkit/confine/early"
 )
 
+// quietRedis drops go-redis's own log lines (a failed dial, for one): the
+// host reports a store's errors itself, once per call (the call's denial,
+// metrics). go-redis has one logger per process, so main sets it.
+type quietRedis struct{}
+
+func (quietRedis) Printf(context.Context, string, ...any) {}
+
 func main() {
-	// `host sandbox-exec`, hidden: the launcher of a sandboxed plugin.
+	// `host sandbox-exec`, hidden: the launcher of a sandboxed plugin
+	// (served already by early; said again here, where a reader looks).
 	confine.RunIfLauncher()
+	redis.SetLogger(quietRedis{})
 	ctx, stop := signalContext(os.Stderr, os.Exit)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()

@@ -13,7 +13,7 @@ import (
 	"github.com/plugkit-go/plugkit/confine"
 )
 
-// The test binary serves confine's launcher (confine's init).
+// The test binary serves confine's launcher (TestMain).
 
 // TestDetachedDescendantKeepsMark starts a sandboxed shell that detaches
 // a child (setsid, then the shell exits: the child is re-parented away

@@ -14,9 +14,11 @@ import (
 // made the host's own user's connection wait behind tens of seconds of
 // reads. A lookup uses the first read that began after it did, so the
 // socket of an accepted connection is in it (unless the client has gone).
-var shared = &tables{}
-
-func init() { shared.cond = sync.NewCond(&shared.mu) }
+var shared = func() *tables {
+	t := &tables{}
+	t.cond = sync.NewCond(&t.mu)
+	return t
+}()
 
 type tables struct {
 	mu      sync.Mutex

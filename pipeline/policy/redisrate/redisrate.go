@@ -38,16 +38,6 @@ redis.call('SET', KEYS[1], string.format('%.3f', next), 'PX', math.ceil(next - n
 return 1
 `)
 
-func init() {
-	// go-redis logs a failed dial on its own; the host reports store
-	// errors itself (the call's denial, metrics), once per call.
-	redis.SetLogger(quiet{})
-}
-
-type quiet struct{}
-
-func (quiet) Printf(context.Context, string, ...any) {}
-
 // Store is a Redis server's budgets.
 type Store struct {
 	c *redis.Client
