@@ -20,7 +20,7 @@ import (
 	"github.com/plugkit-go/plugkit/internal/ociimage"
 )
 
-// The image's layout, which deploy/kubernetes relies on.
+// The image's layout, which packaging/kubernetes relies on.
 const (
 	root   = "plugkit" // everything lives under /plugkit
 	userID = 65532     // the non-root user the manifests run as

@@ -22,7 +22,7 @@ import (
 	"github.com/plugkit-go/plugkit/internal/testkit/testenv"
 )
 
-// runAsPod runs the image as deploy/kubernetes's Deployment would, without
+// runAsPod runs the image as packaging/kubernetes's Deployment would, without
 // a cluster, by the means runImage uses: the layer unpacked, a mount
 // namespace, chroot as the manifest's user. As the kubelet and runc do,
 // the root file system is read-only, and only the declared volumes are
