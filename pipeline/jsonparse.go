@@ -8,18 +8,13 @@ import (
 	"unicode/utf8"
 )
 
-// parseJSON parses one JSON value into the shapes the schema validator
-// reads (map[string]any, []any, json.Number, string, bool, nil), as
-// encoding/json with UseNumber would. It exists because stage 0 runs on
-// every call: it copies the input once and slices keys, strings without
-// escapes and numbers out of that copy instead of allocating each.
-func parseJSON(raw []byte) (any, error) {
-	v, _, err := parseJSONText(raw)
-	return v, err
-}
-
-// parseJSONText is parseJSON that also returns its copy of the input, which
-// the caller may reuse as the canonical form when it already is.
+// parseJSONText parses one JSON value into the shapes the schema
+// validator reads (map[string]any, []any, json.Number, string, bool, nil),
+// as encoding/json with UseNumber would, and returns its copy of the input,
+// which the caller may reuse as the canonical form when it already is. It
+// exists because stage 0 runs on every call: it copies the input once and
+// slices keys, strings without escapes and numbers out of that copy instead
+// of allocating each.
 func parseJSONText(raw []byte) (any, string, error) {
 	p := jsonParser{s: string(raw)}
 	p.space()

@@ -157,3 +157,13 @@ func TestDuplicateKeys(t *testing.T) {
 		}
 	}
 }
+
+// parseJSON parses one JSON value into the shapes the schema validator
+// reads (map[string]any, []any, json.Number, string, bool, nil), as
+// encoding/json with UseNumber would. It exists because stage 0 runs on
+// every call: it copies the input once and slices keys, strings without
+// escapes and numbers out of that copy instead of allocating each.
+func parseJSON(raw []byte) (any, error) {
+	v, _, err := parseJSONText(raw)
+	return v, err
+}

@@ -17,7 +17,7 @@ func (t *Tools) Record(ctx context.Context, name, caller string, args json.RawMe
 	s := t.acquire()
 	defer s.inflight.Add(-1)
 	id, _ := t.nextID()
-	e := &Execution{id: id, name: name, caller: caller, args: string(args)}
+	e := NewExecution(id, name, caller, nil, string(args))
 	r.ID = id
 	t.observe(ctx, s, e, r)
 	return id

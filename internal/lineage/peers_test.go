@@ -122,7 +122,7 @@ func BenchmarkPeerLookup(b *testing.B) {
 	b.Run("scan", func(b *testing.B) {
 		for b.Loop() {
 			client, server := connect(b)
-			s, err := peeruid.LookupTables(server)
+			s, err := peeruid.Lookup(server)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -51,13 +51,6 @@ type Socket struct {
 	Inode uint64
 }
 
-// Of returns the uid of the process that opened the other end of c, a
-// loopback TCP connection accepted by this process.
-func Of(c net.Conn) (int, error) {
-	s, err := Lookup(c)
-	return s.UID, err
-}
-
 // Lookup returns the client's socket of c, a loopback TCP connection
 // accepted by this process.
 func Lookup(c net.Conn) (Socket, error) {
@@ -66,16 +59,6 @@ func Lookup(c net.Conn) (Socket, error) {
 		return Socket{}, err
 	}
 	return lookup(l, r)
-}
-
-// LookupTables is Lookup reading /proc/net/tcp and /proc/net/tcp6, as
-// Lookup does where NETLINK_SOCK_DIAG is not available.
-func LookupTables(c net.Conn) (Socket, error) {
-	l, r, err := loopbackEnds(c)
-	if err != nil {
-		return Socket{}, err
-	}
-	return lookupTables(l, r)
 }
 
 // loopbackEnds returns c's local and remote addresses, refusing a
@@ -106,30 +89,6 @@ func (s Socket) Processes() ([]int, error) { return processes(s) }
 // (at most 1024); a holder outside them is not found, so an empty answer
 // means only that none of them holds s.
 func (s Socket) HeldAmong(pids []int) []int { return heldAmong(s, pids) }
-
-// Find reads a /proc/net/tcp or /proc/net/tcp6 table from r and returns
-// the uid of the socket whose local address is client and whose remote
-// address is server; found is false when there is none.
-func Find(r io.Reader, client, server netip.AddrPort) (uid int, found bool, err error) {
-	s, found, err := FindSocket(r, client, server)
-	return s.UID, found, err
-}
-
-// FindSocket is Find returning the socket's inode too. A line that is not
-// of the table's shape is an error; nothing of the table is trusted
-// further than its columns.
-func FindSocket(r io.Reader, client, server netip.AddrPort) (s Socket, found bool, err error) {
-	wantLocal, wantRemote := procAddr(client), procAddr(server)
-	err = scanTable(r, func(line string, f []string) (bool, error) {
-		if !strings.EqualFold(f[1], wantLocal) || !strings.EqualFold(f[2], wantRemote) {
-			return true, nil
-		}
-		s, err = socketOf(line, f)
-		found = err == nil
-		return false, err
-	})
-	return s, found, err
-}
 
 // scanTable calls each with every socket line of a table (its text and
 // fields, at least 10 of them) until each returns false or an error; a

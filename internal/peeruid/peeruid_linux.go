@@ -158,8 +158,3 @@ func children(dir string) []int {
 	}
 	return out
 }
-
-// lookupTables finds the client's socket in /proc/net/tcp{,6} alone.
-func lookupTables(server, client netip.AddrPort) (Socket, error) {
-	return shared.find(server, client)
-}

@@ -99,7 +99,7 @@ func result(i int) (*sdk.Call, sdk.ToolResult) {
 func observeN(h *harness, from, to int) {
 	for i := from; i < to; i++ {
 		call, r := result(i)
-		h.observe(context.Background(), call, r)
+		h.observeWithReceipt(context.Background(), call, r)
 		_ = h.flush(context.Background())
 	}
 }
@@ -109,7 +109,7 @@ func observeN(h *harness, from, to int) {
 func observeBatch(ctx context.Context, h *harness, from, to int) error {
 	for i := from; i < to; i++ {
 		call, r := result(i)
-		h.observe(ctx, call, r)
+		h.observeWithReceipt(ctx, call, r)
 	}
 	return h.flush(ctx)
 }
@@ -120,7 +120,7 @@ func readLines(t *testing.T, path string) []auditlog.Line {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, err := auditlog.Verify(bytes.NewReader(data)); err != nil {
+	if n, _, err := auditlog.VerifyAnchor(bytes.NewReader(data), ""); err != nil {
 		t.Fatalf("the log does not verify after %d lines: %v", n, err)
 	}
 	var out []auditlog.Line
@@ -361,7 +361,7 @@ func TestRecordArguments(t *testing.T) {
 			h := newHarness()
 			h.mustStart(t, s)
 			call := &sdk.Call{Execution: sdk.Execution{ID: "c", Name: "add", Caller: "cli", Arguments: []byte(tc.args)}}
-			h.observe(context.Background(), call, sdk.ToolResult{OK: true})
+			h.observeWithReceipt(context.Background(), call, sdk.ToolResult{OK: true})
 			h.mustStop(t)
 
 			data, _ := os.ReadFile(s.path)
@@ -527,8 +527,8 @@ func TestRedeliveredResultsAreSkipped(t *testing.T) {
 			// An id the log does not hold near its end is written.
 			call, r := result(4)
 			call.ID, r.ID = "", ""
-			next.observe(context.Background(), call, r)
-			next.observe(context.Background(), call, r) // no id: never skipped
+			next.observeWithReceipt(context.Background(), call, r)
+			next.observeWithReceipt(context.Background(), call, r) // no id: never skipped
 			next.mustStop(t)
 
 			var got []string
@@ -739,7 +739,7 @@ func TestRecordArgumentsRedacted(t *testing.T) {
 	h := newHarness()
 	h.mustStart(t, s)
 	call := &sdk.Call{Execution: sdk.Execution{ID: "c", Name: "write_file", Caller: "cli", Arguments: []byte(args)}}
-	h.observe(context.Background(), call, sdk.ToolResult{OK: true})
+	h.observeWithReceipt(context.Background(), call, sdk.ToolResult{OK: true})
 	h.mustStop(t)
 	data, _ := os.ReadFile(s.path)
 	if bytes.Contains(data, []byte(token)) {

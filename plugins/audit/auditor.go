@@ -73,7 +73,7 @@ func newAuditor() *auditor {
 //
 // When another process holds the log's lock (the old process of a hot
 // reload, which the host stops only once this apply succeeded), start
-// succeeds without it and the first result waits for the lock (observe).
+// succeeds without it and the first result waits for the lock (observeWithReceipt).
 func (a *auditor) start(s settings, log hclog.Logger) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -184,26 +184,9 @@ func (a *auditor) tryOpenLocked() bool {
 	return true
 }
 
-// observe is the stage-5 listener: one line per result, whatever the
-// outcome. It cannot fail the call, so a line it cannot write is logged.
-//
-// The host counts a result as written once observe returned for it (and
-// the rest of its batch). So a result that cannot be written yet because
-// another process holds the log waits here, and one that this process will
-// never write because the log was closed while it waited stays here until
-// the stream ends (the process is ending): unacknowledged, the host of a
-// critical plugin sends it again to the next process.
-func (a *auditor) observe(ctx context.Context, call *sdk.Call, r sdk.ToolResult) {
-	a.order.Lock()
-	hold := a.observeInOrder(ctx, call, r)
-	a.order.Unlock()
-	if hold {
-		<-ctx.Done()
-	}
-}
-
 // observeInOrder writes the line, waiting for the log's lock if need be. It
-// reports whether the result must not be acknowledged (see observe).
+// reports whether the result must not be acknowledged (see
+// observeWithReceipt).
 func (a *auditor) observeInOrder(ctx context.Context, call *sdk.Call, r sdk.ToolResult) (hold bool) {
 	id := call.ID
 	if id == "" {

@@ -229,7 +229,7 @@ func BenchmarkAuditFsync16(b *testing.B) {
 					mu.Unlock()
 					for _, p := range batch {
 						call, r := result(p.i)
-						a.observe(context.Background(), call, r)
+						a.observeWithReceipt(context.Background(), call, r)
 						if mode == "per-line" {
 							_ = a.flush(context.Background())
 						}

@@ -61,7 +61,7 @@ func observeAsync(ctx context.Context, h *harness, from, to int) <-chan struct{}
 		defer close(done)
 		for i := from; i < to; i++ {
 			call, r := result(i)
-			h.observe(ctx, call, r)
+			h.observeWithReceipt(ctx, call, r)
 			_ = h.flush(ctx)
 		}
 	}()

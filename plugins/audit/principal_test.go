@@ -25,7 +25,7 @@ func TestRecordsPrincipalAttributes(t *testing.T) {
 		{},
 	} {
 		call := &sdk.Call{Execution: sdk.Execution{ID: "c" + string(rune('0'+i)), Name: "list_dir", Caller: "mcp", Principal: p, Arguments: []byte(`{}`)}}
-		h.observe(context.Background(), call, sdk.ToolResult{OK: true})
+		h.observeWithReceipt(context.Background(), call, sdk.ToolResult{OK: true})
 	}
 	h.mustStop(t)
 	data, err := os.ReadFile(s.path)
@@ -43,7 +43,7 @@ func TestRecordsPrincipalAttributes(t *testing.T) {
 	if want := [][]string{{"group:canary", "scope:files.read"}, {}, nil}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("principal_attributes = %#v, want %#v", got, want)
 	}
-	if _, err := auditlog.Verify(strings.NewReader(string(data))); err != nil {
+	if _, _, err := auditlog.VerifyAnchor(strings.NewReader(string(data)), ""); err != nil {
 		t.Fatalf("verify: %v", err)
 	}
 }

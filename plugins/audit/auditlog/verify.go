@@ -19,34 +19,6 @@ func (e *TamperError) Error() string {
 	return fmt.Sprintf("line %d: tampered: %s", e.Line, e.Reason)
 }
 
-// Verify reads a whole log and checks every line and the chain between
-// them. It returns the number of lines that are intact before the first bad
-// one; the error is a *TamperError for a bad line, any other error for a
-// failure to read.
-func Verify(r io.Reader) (lines int, err error) {
-	tip, err := ReadTip(r)
-	return int(tip.Seq), err
-}
-
-// ReadTip verifies a whole log as Verify does and returns the tip of its
-// chain, for a Writer to continue it. On error the tip is that of the last
-// intact line.
-func ReadTip(r io.Reader) (Tip, error) {
-	tip, _, err := ReadTail(r, 0)
-	return tip, err
-}
-
-// ReadTail is ReadTip that also returns the ids of the log's last n lines,
-// oldest first (all of them when it has fewer), empty ids included: a
-// writer that may be handed a call again skips one it finds there. It reads
-// the log once, as the verification must anyway. On error the ids are those
-// of the last intact lines.
-func ReadTail(r io.Reader, n int) (Tip, []string, error) {
-	ring := idRing{size: max(n, 0)}
-	tip, err := readTip(r, &ring)
-	return tip, ring.list(), err
-}
-
 // idRing keeps the last size ids added.
 type idRing struct {
 	size int
@@ -69,10 +41,6 @@ func (r *idRing) list() []string {
 	out := make([]string, 0, len(r.ids))
 	out = append(out, r.ids[r.next:]...)
 	return append(out, r.ids[:r.next]...)
-}
-
-func readTip(r io.Reader, ids *idRing) (Tip, error) {
-	return readTipFunc(r, func(l Line) { ids.add(l.ID) })
 }
 
 // readTipFunc verifies the log r and calls each for every intact line.
@@ -172,7 +140,10 @@ func (e *PartialLineError) Error() string {
 	return fmt.Sprintf("line %d: part of a line (%d bytes, no newline), left by a write cut short", e.Line, e.Bytes)
 }
 
-// VerifyAnchor verifies a whole log as Verify does and also reports at
+// VerifyAnchor verifies a whole log, every line and the chain between
+// them (the error is a *TamperError for a bad line, any other error for a
+// failure to read), and returns the number of intact lines before the
+// first bad one. It also reports at
 // which line (its seq) the line whose hash is anchor stands, 0 when no line
 // has it. An anchor is a head published earlier and kept elsewhere: a log
 // that lost it was cut short before it, or rewritten up to it, which the
