@@ -34,16 +34,8 @@ func startConsole(d *deployment.Deployment, h *host.Host, log hclog.Logger) (fun
 		return nil, errors.New("console: sign-in uses the credentials of mcp_auth (API keys or an OAuth issuer); add an mcp_auth block to the host block")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	cfg := authn.Config{OAuth: a.OAuth}
-	if a.Keys != "" {
-		keys, diags := authn.LoadKeys(a.Keys)
-		if diags.HasErrors() {
-			cancel()
-			return nil, fmt.Errorf("console: mcp_auth keys: %s", diags.Error())
-		}
-		cfg.Keys = keys
-	}
-	au, err := authn.New(ctx, cfg)
+	// The keys are those read at start: a reload re-reads them for MCP.
+	au, _, err := newVerifier(ctx, a, log)
 	if err != nil {
 		cancel()
 		return nil, fmt.Errorf("console: mcp_auth: %w", err)

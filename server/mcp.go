@@ -52,44 +52,13 @@ func startMCP(d *deployment.Deployment, h *host.Host, version string, log hclog.
 		Limits: httplimit.Limits{MaxBodyBytes: int64(d.Host.MaxMessageBytes),
 			MaxConnsPerPeer: d.Host.MCPMaxConnsPerPeer, OnPeerRefused: h.Metrics.PeerRefused},
 	}
-	var refreshers []func()
 	// Ends what the front keeps running besides its server (following an
 	// issuer's keys).
 	ctx, cancel := context.WithCancel(context.Background())
-	if a := d.Host.MCPAuth; a != nil {
-		cfg := authn.Config{OAuth: a.OAuth}
-		if a.Keys != "" {
-			keys, diags := authn.LoadKeys(a.Keys)
-			if diags.HasErrors() {
-				cancel()
-				return nil, fmt.Errorf("mcp_auth: %s", diags.Error())
-			}
-			cfg.Keys = keys
-			refreshers = append(refreshers, func() {
-				if keys, diags := authn.LoadKeys(a.Keys); diags.HasErrors() {
-					log.Error("mcp_auth: keys file not reloaded; the keys in use stay", "error", diags.Error())
-				} else {
-					cfg.Keys = keys
-					log.Info("mcp_auth: keys reloaded", "keys", keys.Len())
-				}
-			})
-		}
-		au, err := authn.New(ctx, cfg)
-		if err != nil {
-			cancel()
-			return nil, fmt.Errorf("mcp_auth: %w", err)
-		}
-		au.OnRefused = h.Metrics.AuthRefused
-		opts.Authenticate = au.Require
-		refreshers = append(refreshers, func() { au.SetKeys(cfg.Keys) })
-	}
-	if d.Host.MCPAuth == nil {
-		// Without credentials, only the host's own user is served, and
-		// none of its plugins: the peer of each loopback connection is
-		// looked up (authn.Local, loopbackPeer).
-		local := &authn.Local{UID: os.Geteuid(), Peer: loopbackPeer, Principal: admin.LocalPrincipal, OnRefused: h.Metrics.AuthRefused}
-		opts.Authenticate = local.Require
-		opts.ConnContext = local.ConnContext
+	refreshers, err := authenticate(ctx, d, h, &opts, log)
+	if err != nil {
+		cancel()
+		return nil, err
 	}
 	ln, err := mcpserver.Listen(d.Host.MCP)
 	if err != nil {
@@ -156,6 +125,27 @@ func startMCP(d *deployment.Deployment, h *host.Host, version string, log hclog.
 		}
 	}
 	return front, nil
+}
+
+// authenticate sets who opts serves: with an mcp_auth block, clients with
+// one of its credentials; without, the host's own user alone, and none of
+// its plugins (the peer of each loopback connection is looked up:
+// authn.Local, loopbackPeer). It returns what reads the credentials again
+// on a reload.
+func authenticate(ctx context.Context, d *deployment.Deployment, h *host.Host, opts *mcpserver.Options, log hclog.Logger) (refreshers []func(), err error) {
+	if a := d.Host.MCPAuth; a != nil {
+		v, reloadKeys, err := newVerifier(ctx, a, log)
+		if err != nil {
+			return nil, fmt.Errorf("mcp_auth: %w", err)
+		}
+		v.OnRefused = h.Metrics.AuthRefused
+		opts.Authenticate = v.Require
+		return []func(){reloadKeys}, nil
+	}
+	local := &authn.Local{UID: os.Geteuid(), Peer: loopbackPeer, Principal: admin.LocalPrincipal, OnRefused: h.Metrics.AuthRefused}
+	opts.Authenticate = local.Require
+	opts.ConnContext = local.ConnContext
+	return nil, nil
 }
 
 // certificate is a key pair read from files, read again by load.

@@ -131,25 +131,10 @@ func Run(ctx context.Context, d *deployment.Deployment, o Options) error {
 	go func() { serveErr <- srv.Serve(ln) }()
 	log.Info("host running", "config", o.Config, "admin_socket", d.Host.AdminSocket, "plugins", len(d.Plugins))
 
-	var runErr error
-loop:
-	for {
-		select {
-		case <-ctx.Done():
-			log.Info("signal received; stopping")
-			break loop
-		case <-stopped:
-			log.Info("stop requested; stopping")
-			break loop
-		case <-o.Reload:
-			log.Info("SIGHUP: reloading the deployment file")
-			front.refresh()
-			_, _ = reloadFile(ctx, h, log)
-		case err := <-serveErr:
-			runErr = err
-			break loop
-		}
-	}
+	runErr := waitForStop(ctx, stopped, serveErr, o.Reload, func() {
+		front.refresh()
+		_, _ = reloadFile(ctx, h, log)
+	}, log)
 	drain(h, front, d.Host.ShutdownTimeout, log)
 	sctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 	defer cancel()
@@ -165,6 +150,27 @@ loop:
 		return fmt.Errorf("admin socket: %w", runErr)
 	}
 	return nil
+}
+
+// waitForStop returns when ctx is cancelled, a stop is asked (stopped) or
+// the admin socket fails (serveErr, returned); each value from reload runs
+// reloadFile meanwhile.
+func waitForStop(ctx context.Context, stopped <-chan struct{}, serveErr <-chan error, reload <-chan struct{}, reloadFile func(), log hclog.Logger) error {
+	for {
+		select {
+		case <-ctx.Done():
+			log.Info("signal received; stopping")
+			return nil
+		case <-stopped:
+			log.Info("stop requested; stopping")
+			return nil
+		case <-reload:
+			log.Info("SIGHUP: reloading the deployment file")
+			reloadFile()
+		case err := <-serveErr:
+			return err
+		}
+	}
 }
 
 // drain refuses new calls and MCP sessions (and /readyz answers 503) while
