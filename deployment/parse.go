@@ -13,8 +13,6 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/gohcl"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
-
-	"github.com/plugkit-go/plugkit/internal/httplimit"
 )
 
 // Parse reads the deployment file at path and checks what can be checked
@@ -194,21 +192,7 @@ func (p *parser) host(hs *hostSyntax) Host {
 	if hs.MetricsPublic != nil {
 		h.MetricsPublic = *hs.MetricsPublic
 	}
-	h.MCPTLS = p.mcpTLS(hs.MCPTLS)
-	h.MCPAuth = p.mcpAuth(hs.MCPAuth)
-	if hs.MCP != nil {
-		err := checkLoopback(*hs.MCP, "MCP")
-		if errors.Is(err, errNotLoopback) && hs.MCPTLS != nil && hs.MCPAuth != nil {
-			// Reachable from other machines, but only over TLS and with
-			// a credential.
-			err = nil
-		}
-		if err != nil {
-			p.errorf(valueRange(body, "mcp", def), "Invalid mcp address", "mcp %q %v.", *hs.MCP, err)
-		} else {
-			h.MCP = *hs.MCP
-		}
-	}
+	p.mcp(hs, &h)
 	if hs.Metrics != nil {
 		if err := checkLoopback(*hs.Metrics, "/metrics"); err != nil && !(h.MetricsPublic && errors.Is(err, errNotLoopback)) {
 			p.errorf(valueRange(body, "metrics", def), "Invalid metrics address", "metrics %q %v.", *hs.Metrics, err)
@@ -218,74 +202,8 @@ func (p *parser) host(hs *hostSyntax) Host {
 	}
 	h.Tracing = p.tracing(hs.Tracing)
 	h.UserConsent = p.userConsent(hs.UserConsent)
-	h.MCPMaxSessions = p.count(body, "mcp_max_sessions", hs.MCPMaxSessions, 1, h.MCPMaxSessions)
-	h.MCPMaxConnsPerPeer = p.count(body, "mcp_max_conns_per_peer", hs.MCPMaxPeerConns, 1, h.MCPMaxConnsPerPeer)
-	h.MCPIdleTimeout = p.duration(body, "mcp_idle_timeout", hs.MCPIdleTimeout, h.MCPIdleTimeout)
-	h.MCPStateKey = p.mcpStateKey(hs)
-	p.toolSearch(hs, &h)
-	for _, o := range hs.MCPOrigins {
-		norm, ok := httplimit.NormalizeOrigin(o)
-		if !ok {
-			p.errorf(valueRange(body, "mcp_allowed_origins", def), "Invalid origin",
-				"mcp_allowed_origins: %q is not an origin: write scheme://host[:port], http or https, with no path.", o)
-			continue
-		}
-		h.MCPAllowedOrigins = append(h.MCPAllowedOrigins, norm)
-	}
-	if ps := hs.Policy; ps != nil {
-		p.names(ps.Body, ps, "the policy block")
-		if ps.Timeout != nil {
-			h.Policy.Timeout = *ps.Timeout
-		}
-		h.Policy.Concurrency = p.count(ps.Body, "concurrency", ps.Concurrency, 0, 0)
-		h.Policy.PerTool = p.count(ps.Body, "per_tool", ps.PerTool, 0, 0)
-		if rs := ps.Retry; rs != nil {
-			p.names(rs.Body, rs, "the retry block")
-			r := &Retry{Backoff: defaultRetryBackoff, MaxBackoff: defaultRetryMaxBackoff}
-			r.Attempts = p.count(rs.Body, "attempts", rs.Attempts, 1, defaultRetryAttempts)
-			r.Backoff = p.duration(rs.Body, "backoff", rs.Backoff, r.Backoff)
-			r.MaxBackoff = p.duration(rs.Body, "max_backoff", rs.MaxBackoff, r.MaxBackoff)
-			p.backoffOrder(rs.Body, rs.DefRange, r.Backoff, r.MaxBackoff)
-			h.Policy.Retry = r
-		}
-		if ps := ps.PerPrincipal; ps != nil {
-			p.names(ps.Body, ps, "the per_principal block")
-			pp := &PerPrincipal{}
-			if ps.Rate != nil {
-				if r := *ps.Rate; r < 0 || math.IsNaN(r) || math.IsInf(r, 0) {
-					p.errorf(valueRange(ps.Body, "rate", ps.DefRange), "Invalid rate", "rate %v is not a number of calls a second (0 or more).", r)
-				} else {
-					pp.Rate = r
-				}
-			}
-			pp.Burst = p.count(ps.Body, "burst", ps.Burst, 0, 0)
-			pp.Concurrency = p.count(ps.Body, "concurrency", ps.Concurrency, 0, 0)
-			pp.OnStoreError = "deny"
-			if ps.Store != nil {
-				if u, err := url.Parse(*ps.Store); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
-					p.errorf(valueRange(ps.Body, "store", ps.DefRange), "Invalid store", `store is not a Redis URL such as "redis://127.0.0.1:6379/0" (or "rediss://" for TLS).`)
-				} else {
-					pp.Store = *ps.Store
-				}
-			}
-			if ps.OnStoreError != nil {
-				switch v := *ps.OnStoreError; v {
-				case "deny", "local":
-					pp.OnStoreError = v
-				default:
-					p.errorf(valueRange(ps.Body, "on_store_error", ps.DefRange), "Invalid on_store_error", `on_store_error = %q; want "deny" (calls are denied while the store cannot be reached) or "local" (each replica keeps its own limits meanwhile).`, v)
-				}
-				if ps.Store == nil {
-					p.errorf(valueRange(ps.Body, "on_store_error", ps.DefRange), "on_store_error without a store", "on_store_error says what happens when the shared store cannot be reached; set store too, or leave it out.")
-				}
-			}
-			if ps.LeaseTTL != nil {
-				pp.LeaseTTL = p.leaseTTL(ps)
-			} else if pp.Store != "" {
-				pp.LeaseTTL = DefaultLeaseTTL
-			}
-			h.Policy.PerPrincipal = pp
-		}
+	if hs.Policy != nil {
+		h.Policy = p.policy(hs.Policy, h.Policy)
 	}
 	return h
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/plugkit-go/plugkit/authn"
 	"github.com/plugkit-go/plugkit/internal/hclbound"
+	"github.com/plugkit-go/plugkit/internal/httplimit"
 )
 
 // checkLoopback accepts host:port where host is "localhost" or a loopback
@@ -158,4 +159,40 @@ func checkHTTPS(raw string) error {
 		}
 	}
 	return errors.New("is not an https URL (http is accepted on loopback only)")
+}
+
+// mcp checks the host block's MCP front end: its address (loopback, unless
+// served over TLS with credentials), TLS, credentials, sessions, origins,
+// the state key and tool search.
+func (p *parser) mcp(hs *hostSyntax, h *Host) {
+	body, def := hs.Body, hs.DefRange
+	h.MCPTLS = p.mcpTLS(hs.MCPTLS)
+	h.MCPAuth = p.mcpAuth(hs.MCPAuth)
+	if hs.MCP != nil {
+		err := checkLoopback(*hs.MCP, "MCP")
+		if errors.Is(err, errNotLoopback) && hs.MCPTLS != nil && hs.MCPAuth != nil {
+			// Reachable from other machines, but only over TLS and with
+			// a credential.
+			err = nil
+		}
+		if err != nil {
+			p.errorf(valueRange(body, "mcp", def), "Invalid mcp address", "mcp %q %v.", *hs.MCP, err)
+		} else {
+			h.MCP = *hs.MCP
+		}
+	}
+	h.MCPMaxSessions = p.count(body, "mcp_max_sessions", hs.MCPMaxSessions, 1, h.MCPMaxSessions)
+	h.MCPMaxConnsPerPeer = p.count(body, "mcp_max_conns_per_peer", hs.MCPMaxPeerConns, 1, h.MCPMaxConnsPerPeer)
+	h.MCPIdleTimeout = p.duration(body, "mcp_idle_timeout", hs.MCPIdleTimeout, h.MCPIdleTimeout)
+	h.MCPStateKey = p.mcpStateKey(hs)
+	p.toolSearch(hs, h)
+	for _, o := range hs.MCPOrigins {
+		norm, ok := httplimit.NormalizeOrigin(o)
+		if !ok {
+			p.errorf(valueRange(body, "mcp_allowed_origins", def), "Invalid origin",
+				"mcp_allowed_origins: %q is not an origin: write scheme://host[:port], http or https, with no path.", o)
+			continue
+		}
+		h.MCPAllowedOrigins = append(h.MCPAllowedOrigins, norm)
+	}
 }
