@@ -62,6 +62,18 @@ func TestArchitectureNamesEveryPackage(t *testing.T) {
 		want = append(want, dir)
 	}
 
+	// Each package the table names says what it is for in its package doc,
+	// which the row summarizes (a folder of tests alone has none to give).
+	for _, line := range append(list("-f", "{{.ImportPath}}:{{len .GoFiles}}:{{if .Doc}}doc{{end}}", "./..."),
+		listIn("shared", "-f", "{{.ImportPath}}:{{len .GoFiles}}:{{if .Doc}}doc{{end}}", "./...")...) {
+		path, rest, _ := strings.Cut(line, ":")
+		files, doc, _ := strings.Cut(rest, ":")
+		dir := strings.TrimPrefix(path, mod)
+		if files != "0" && doc == "" && slices.Contains(want, dir) {
+			t.Errorf("%s/ has no package doc: say what the package is for and how it is used, as its row in docs/architecture.md does", dir)
+		}
+	}
+
 	rows := layoutRows(t)
 	for _, dir := range want {
 		if !slices.ContainsFunc(rows, func(r layoutRow) bool { return r.names(dir) }) {
@@ -133,4 +145,67 @@ func layoutRows(t *testing.T) []layoutRow {
 		t.Fatalf("docs/architecture.md's layout table has only %d rows: is it still read right?", len(rows))
 	}
 	return rows
+}
+
+// TestArchitectureLayers: no package imports one of a layer above its own,
+// as docs/architecture.md's layers table says.
+func TestArchitectureLayers(t *testing.T) {
+	t.Parallel()
+	page, err := os.ReadFile(filepath.Join(root, "docs", "architecture.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(page), "\n| layer | packages |\n")
+	if !ok {
+		t.Fatal("docs/architecture.md has no table headed | layer | packages |")
+	}
+	// layerOf maps a folder to its layer's index, 0 the top.
+	layerOf := map[string]int{}
+	code := regexp.MustCompile("`([^`]+)/`")
+	for i, line := range strings.Split(table, "\n")[1:] {
+		if !strings.HasPrefix(line, "|") {
+			break
+		}
+		for _, m := range code.FindAllStringSubmatch(line, -1) {
+			layerOf[m[1]] = i
+		}
+	}
+	layer := func(dir string) (int, bool) {
+		for d := dir; d != "." && d != "/"; d = filepath.Dir(d) {
+			if l, ok := layerOf[d]; ok {
+				return l, true
+			}
+		}
+		return 0, false
+	}
+	const mod = "github.com/plugkit-go/plugkit/"
+	cmd := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "./...")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		dir := strings.TrimPrefix(f[0], mod)
+		if strings.HasPrefix(dir, "internal/testkit/") || strings.HasPrefix(dir, "examples/") {
+			continue
+		}
+		from, ok := layer(dir)
+		if !ok {
+			if dir != "packaging/kubernetes" && dir != "sdk/python" { // tests alone
+				t.Errorf("%s/ is on no layer of docs/architecture.md", dir)
+			}
+			continue
+		}
+		for _, imp := range f[1:] {
+			to, ok := strings.CutPrefix(imp, mod)
+			if !ok {
+				continue
+			}
+			if l, ok := layer(to); ok && l < from {
+				t.Errorf("%s/ imports %s/, of a layer above its own: move what it needs down, or the package up", dir, to)
+			}
+		}
+	}
 }
