@@ -344,8 +344,10 @@ func (k *Kernel) endLocked(s *Scope, final State, cause error) {
 }
 
 // undo runs effects newest first. An undo that fails is logged and the rest
-// still run.
+// still run. The points' watchers hear of the removals once, at the end.
 func (s *Scope) undo(effects []*Effect) {
+	s.k.points.hold()
+	defer s.k.points.release()
 	for i := len(effects) - 1; i >= 0; i-- {
 		e := effects[i]
 		e.run()

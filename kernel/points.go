@@ -37,6 +37,10 @@ type Points struct {
 	// know whether, and what, to rebuild.
 	gen     atomic.Uint64
 	version map[string]uint64
+	// held counts the holds in force (hold); while there is one, a
+	// removal's watchers are told at the last release, once a point.
+	held    int
+	touched map[string]bool
 }
 
 // item is a contribution as its point holds it.
@@ -375,7 +379,40 @@ func (p *Points) remove(r contribRef) {
 	var watchers []func()
 	if changed {
 		p.touchLocked(r.point)
-		watchers = p.watchersLocked(r.point)
+		if p.held > 0 {
+			p.touched[r.point] = true
+		} else {
+			watchers = p.watchersLocked(r.point)
+		}
+	}
+	p.mu.Unlock()
+	notify(watchers)
+}
+
+// hold defers telling the watchers of the points removals change until the
+// matching release, which tells each watcher of a point changed meanwhile
+// once: a scope undone with thousands of contributions (a bridged server's
+// tools) wakes each watcher once, not once a contribution. Readers see
+// each removal at once; only the notices wait.
+func (p *Points) hold() {
+	p.mu.Lock()
+	if p.held == 0 {
+		p.touched = map[string]bool{}
+	}
+	p.held++
+	p.mu.Unlock()
+}
+
+// release ends a hold; the last one tells the watchers.
+func (p *Points) release() {
+	p.mu.Lock()
+	p.held--
+	var watchers []func()
+	if p.held == 0 {
+		for point := range p.touched {
+			watchers = append(watchers, p.watchersLocked(point)...)
+		}
+		p.touched = nil
 	}
 	p.mu.Unlock()
 	notify(watchers)

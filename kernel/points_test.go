@@ -4,7 +4,10 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/plugkit-go/plugkit/kernel"
 )
@@ -225,4 +228,58 @@ func TestPoints(t *testing.T) {
 			t.Error("a point only the leaving plugin contributed to still exists")
 		}
 	})
+}
+
+// TestUndoTellsWatchersOnce: a scope undone with many contributions wakes
+// a point's watcher once, after the last removal, and what the watcher
+// reads then has none of them; a removal outside an undo still wakes it at
+// once.
+func TestUndoTellsWatchersOnce(t *testing.T) {
+	k := kernel.New(hclog.NewNullLogger())
+	defer k.Close()
+	var (
+		mu     sync.Mutex
+		wakes  int
+		seenAt []int
+	)
+	stop := k.Points().Watch("many", func() {
+		mu.Lock()
+		defer mu.Unlock()
+		wakes++
+		seenAt = append(seenAt, len(k.Points().All("many")))
+	})
+	defer stop()
+	var one *kernel.Effect
+	if _, err := k.Load(kernel.Plugin{Name: "p", Apply: func(ctx context.Context, s *kernel.Scope) error {
+		for i := range 100 {
+			e, err := s.Contribute("many", "", 0, i)
+			if err != nil {
+				return err
+			}
+			one = e
+		}
+		return nil
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	wakes, seenAt = 0, nil
+	mu.Unlock()
+	if err := one.Undo(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	if wakes != 1 || seenAt[0] != 99 {
+		t.Errorf("one removal outside an undo: %d wakes, seeing %v; want one, seeing 99", wakes, seenAt)
+	}
+	wakes, seenAt = 0, nil
+	mu.Unlock()
+	if err := k.Unload("p"); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if wakes != 1 || seenAt[0] != 0 {
+		t.Errorf("undoing 99 contributions: %d wakes, seeing %v; want one, seeing none left", wakes, seenAt)
+	}
 }
