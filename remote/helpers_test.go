@@ -25,13 +25,6 @@ func echoTool(name string) conformance.ToolSpec {
 	return conformance.ToolSpec{Name: name, Description: "Echoes.", Body: conformance.BodyEcho}
 }
 
-// testCtx is a test's context, bounded so that nothing can hang the run.
-func testCtx(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 // mustLoad loads a test plugin, failing t when it does not load.
 func mustLoad(t testing.TB, h *processHost, p conformance.PluginSpec, extra pluginConfig, env ...string) {
 	t.Helper()

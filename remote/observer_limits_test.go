@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/plugkit-go/plugkit/internal/testkit/conformance"
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/remote"
 )
@@ -20,7 +21,7 @@ import (
 func TestObserversDrainOutlastsDrainTimeout(t *testing.T) {
 	for _, critical := range []bool{false, true} {
 		t.Run(fmt.Sprintf("critical=%v", critical), func(t *testing.T) {
-			ctx := testCtx(t, time.Minute)
+			ctx := testkit.ContextFor(t, time.Minute)
 			// A batch (drainBatch, 64) takes ≈0.2 s of the drain timeout's
 			// 0.8 s: a loaded machine that slows one batch fourfold does
 			// not stall the drain.
@@ -59,7 +60,7 @@ func TestObserversDrainOutlastsDrainTimeout(t *testing.T) {
 // are recorded, the host logs and the status say which call was not, and
 // calls keep working.
 func TestDurableResultThatCrashesTheObserver(t *testing.T) {
-	ctx := testCtx(t, time.Minute)
+	ctx := testkit.ContextFor(t, time.Minute)
 	h := newHost(t, conformance.Config{}, remote.Options{})
 	mustLoad(t, h, conformance.PluginSpec{Name: "P", Tools: []conformance.ToolSpec{echoTool("t"), echoTool("poison")}}, pluginConfig{})
 	mustLoad(t, h, conformance.PluginSpec{Name: "auditor", Critical: true, Observers: []conformance.ObserverSpec{{

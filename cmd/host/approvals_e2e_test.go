@@ -19,6 +19,7 @@ import (
 
 	"github.com/plugkit-go/plugkit/admin"
 	"github.com/plugkit-go/plugkit/approvals"
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 )
 
 // approvalsHost is a host of the sample deployment with two approval
@@ -258,8 +259,8 @@ func TestApprovalsRoutedThroughBinaries(t *testing.T) {
 		// host call is made for this OS user, the route's approver.
 		cctx, stop := context.WithCancel(ctx)
 		defer stop()
-		cmd := exec.CommandContext(cctx, bins.host, "call", "-c", h.config, "delete_file", `{"path":"notes.md"}`)
-		stderr := &logBuffer{}
+		cmd := exec.CommandContext(cctx, bins.Path("host"), "call", "-c", h.config, "delete_file", `{"path":"notes.md"}`)
+		stderr := &testkit.Buffer{}
 		cmd.Stderr = stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)

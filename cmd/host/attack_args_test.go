@@ -35,7 +35,7 @@ plugin "agent" {
     control = "agent_ctl"
   }
 }
-`, buildTestPlugin(t, dir))
+`, buildTestPlugin(t))
 	config := deploymentFileWith(t, dir, tw)
 	h := &faultHost{dir: dir, config: config, socket: filepath.Join(dir, "run", "host.sock"), pids: map[int]string{}}
 	h.run = startHost(t, config, len(shippedPlugins)+1)

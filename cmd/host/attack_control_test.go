@@ -55,7 +55,7 @@ plugin "free" {
     tool = "free"
   }
 }
-%[3]s`, hostilePath(bins.dir), extra, more)
+%[3]s`, hostilePath(bins.Dir()), extra, more)
 	path := filepath.Join(dir, "config.hcl")
 	if err := os.WriteFile(path, []byte(hcl), 0o644); err != nil {
 		t.Fatal(err)
@@ -102,7 +102,7 @@ func TestAttackInheritedDescriptors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer logFile.Close()
-	cmd := exec.Command(bins.host, "run", "-c", config)
+	cmd := exec.Command(bins.Path("host"), "run", "-c", config)
 	// ExtraFiles[i] is descriptor 3+i: 7 and 8, as a shell's 7< and 8>>.
 	cmd.ExtraFiles = []*os.File{nil, nil, nil, nil, secretFile, logFile}
 	h := startHostCmd(t, cmd, config, 2)
@@ -268,7 +268,7 @@ plugin "writer" {
     write = [%q]
   }
 }
-`, hostilePath(bins.dir), write))
+`, hostilePath(bins.Dir()), write))
 			for _, cmd := range []string{"validate", "run"} {
 				_, stderr, code := cli(t, cmd, "-c", config)
 				t.Logf("host %s: exit %d: %s", cmd, code, stderr)

@@ -69,7 +69,7 @@ func lineServer(t *testing.T, reply string) (port int, conns *atomic.Int64) {
 // and succeeds, so the attempts themselves work.
 func TestAttackEgress(t *testing.T) {
 	needShippedDeployment(t)
-	if s := confine.Detect(bins.host); !s.NetNS || s.LandlockABI < 4 {
+	if s := confine.Detect(bins.Path("host")); !s.NetNS || s.LandlockABI < 4 {
 		t.Skipf("egress needs a network namespace and Landlock ABI 4 for sandboxed plugins: %s", s)
 	}
 	port, backend := lineServer(t, "pong")
@@ -127,7 +127,7 @@ plugin "audit" {
     write = ["run/audit"]
   }
 }
-`, hostilePath(bins.dir), pluginPath("audit"), port, dns.Addr)
+`, hostilePath(bins.Dir()), pluginPath("audit"), port, dns.Addr)
 	config := filepath.Join(dir, "config.hcl")
 	if err := os.WriteFile(config, []byte(hcl), 0o644); err != nil {
 		t.Fatal(err)

@@ -24,7 +24,7 @@ import (
 func needCgroups(t *testing.T) {
 	t.Helper()
 	needShippedDeployment(t)
-	s := confine.Detect(bins.host)
+	s := confine.Detect(bins.Path("host"))
 	if slices.Contains(s.CgroupControllers, confine.ControllerMemory) && slices.Contains(s.CgroupControllers, confine.ControllerPids) {
 		return
 	}
@@ -60,7 +60,7 @@ func TestAttackSharedMemoryPastLimit(t *testing.T) {
 	defer stopRunning(t, config, h)
 
 	before := statusOf(t, config)["caged"]
-	want := "memory 128MiB: cgroup " + confine.Detect(bins.host).Cgroup
+	want := "memory 128MiB: cgroup " + confine.Detect(bins.Path("host")).Cgroup
 	if !slices.ContainsFunc(before.Sandbox.Limits, func(l string) bool { return strings.HasPrefix(l, want) }) {
 		t.Errorf("status limits %q, want one starting %q", before.Sandbox.Limits, want)
 	}

@@ -170,7 +170,7 @@ plugin "netted" {
     network = [%s]
   }
 }
-`, hostilePath(bins.dir), port)
+`, hostilePath(bins.Dir()), port)
 	config := hostileDeployment(t, dir, fmt.Sprintf("  mcp = %q\n", addr), netted)
 	h := startHost(t, config, 3)
 	defer stopRunning(t, config, h)

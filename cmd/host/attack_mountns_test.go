@@ -18,7 +18,7 @@ import (
 func needMountNS(t *testing.T) {
 	t.Helper()
 	needShippedDeployment(t)
-	if s := confine.Detect(bins.host); !s.MountNS {
+	if s := confine.Detect(bins.Path("host")); !s.MountNS {
 		t.Skipf("no mount namespace for sandboxed plugins here: %s", s)
 	}
 }

@@ -65,7 +65,7 @@ plugin "safety" {
     crash_log    = %q
   }
 }
-`, hostilePath(bins.dir), hostilePath(bins.dir), crashIn, crashLog)
+`, hostilePath(bins.Dir()), hostilePath(bins.Dir()), crashIn, crashLog)
 	if err := os.WriteFile(config, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -36,7 +36,7 @@ plugin "safety" {
     crash_on = "poison"
   }
 }
-`, hostilePath(bins.dir))
+`, hostilePath(bins.Dir()))
 	if err := os.WriteFile(config, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}

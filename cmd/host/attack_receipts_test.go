@@ -36,7 +36,7 @@ plugin "audit" {
     fsync = "always"
   }
 }
-%[5]s`, hostilePath(bins.dir), pluginPath("audit"), filepath.Join(dir, "audit.log"), host, more)
+%[5]s`, hostilePath(bins.Dir()), pluginPath("audit"), filepath.Join(dir, "audit.log"), host, more)
 	config := filepath.Join(dir, "config.hcl")
 	if err := os.WriteFile(config, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
@@ -113,7 +113,7 @@ plugin "plain" {
     tool = "plain"
   }
 }
-`, hostilePath(bins.dir)))
+`, hostilePath(bins.Dir())))
 		_, stderr, code := cli(t, "validate", "-c", config)
 		t.Logf("host validate, receipts_from = %q: exit %d: %s", name, code, stderr)
 		if code == 0 || !strings.Contains(stderr, "Invalid receipts_from") || !strings.Contains(stderr, "config.hcl:4") {

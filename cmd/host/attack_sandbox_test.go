@@ -21,7 +21,7 @@ import (
 // (run/ and its pid file untouched).
 func TestAttackSwapWriteFolderCrashRestart(t *testing.T) {
 	needShippedDeployment(t)
-	if s := confine.Detect(bins.host); s.LandlockABI < 1 {
+	if s := confine.Detect(bins.Path("host")); s.LandlockABI < 1 {
 		t.Skipf("no Landlock here: %s", s)
 	}
 	dir := t.TempDir()
@@ -45,7 +45,7 @@ plugin "victim" {
     write = ["sbx/w"]
   }
 }
-`, hostilePath(bins.dir)))
+`, hostilePath(bins.Dir())))
 	h := startHost(t, config, 4)
 	run, w := filepath.Join(dir, "run"), filepath.Join(dir, "sbx", "w")
 	pidFile := filepath.Join(run, "host.sock.pid")

@@ -5,8 +5,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -32,10 +30,7 @@ func TestAttackTokenCacheWrongSecret(t *testing.T) {
 	t.Cleanup(up.CloseClientConnections)
 
 	dir := t.TempDir()
-	bridge := filepath.Join(dir, "bridge")
-	if b, err := exec.Command("go", "build", "-o", bridge, "../../plugins/mcp").CombinedOutput(); err != nil {
-		t.Fatalf("go build plugins/mcp: %v\n%s", err, b)
-	}
+	bridge := bins.Build(t, "plugins/mcp", module+"plugins/mcp")
 	block := func(name, secret string) string {
 		return fmt.Sprintf(`
 plugin %q {

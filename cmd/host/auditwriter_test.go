@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/plugkit-go/plugkit/admin"
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 )
 
 // TestSecondAuditWriterRefused: beside a running host, a second host, or
@@ -59,8 +60,8 @@ plugin "audit" {
 	// A second host: its audit plugin fails at start, naming the first
 	// host, and every call is denied meanwhile (audit is critical); it
 	// stops on SIGTERM.
-	second := exec.Command(bins.host, "run", "-c", config)
-	var secondLog logBuffer
+	second := exec.Command(bins.Path("host"), "run", "-c", config)
+	var secondLog testkit.Buffer
 	second.Stdout, second.Stderr = &secondLog, &secondLog
 	if err := second.Start(); err != nil {
 		t.Fatal(err)
@@ -115,7 +116,7 @@ plugin "audit" {
 			// comes as soon as the plugins have started.
 			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 			defer cancel()
-			cmd := exec.CommandContext(ctx, bins.host, tc.args...)
+			cmd := exec.CommandContext(ctx, bins.Path("host"), tc.args...)
 			out, err := cmd.CombinedOutput()
 			if ctx.Err() != nil {
 				t.Fatalf("%s did not end:\n%s", tc.name, out)

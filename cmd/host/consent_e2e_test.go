@@ -42,10 +42,7 @@ type consentRig struct {
 func startConsentHost(t *testing.T, ctx context.Context, as *testoauth.AuthServer, res *testoauth.Resource, o consentOpts) *consentRig {
 	t.Helper()
 	r := &consentRig{dir: t.TempDir(), as: as, res: res, sessions: map[string]*mcp.ClientSession{}}
-	bridge := filepath.Join(r.dir, "bridge")
-	if b, err := exec.Command("go", "build", "-o", bridge, "../../plugins/mcp").CombinedOutput(); err != nil {
-		t.Fatalf("go build plugins/mcp: %v\n%s", err, b)
-	}
+	bridge := bins.Build(t, "plugins/mcp", module+"plugins/mcp")
 	keysFile := filepath.Join(r.dir, "keys.hcl")
 	apiKeys := map[string]string{}
 	for _, who := range []string{"alice", "bob"} {

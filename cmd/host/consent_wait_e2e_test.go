@@ -119,7 +119,7 @@ func TestUserConsentWaitsForTheBrowser(t *testing.T) {
 	r.mustConsent(t, ctx, "bob")
 
 	// host call asks at the terminal and waits for the browser.
-	cmd := exec.CommandContext(ctx, bins.host, "call", "tracker_whoami", "--answer-from-stdin", "-c", r.config)
+	cmd := exec.CommandContext(ctx, bins.Path("host"), "call", "tracker_whoami", "--answer-from-stdin", "-c", r.config)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -34,7 +34,7 @@ func readyz(hc *http.Client, addr string) (int, string) {
 // 0.
 func TestDrainOnSIGTERMUnderLoad(t *testing.T) {
 	needShippedDeployment(t)
-	testplugin := buildTestPlugin(t, t.TempDir())
+	testplugin := buildTestPlugin(t)
 	r := startReplica(t, "a", testplugin, replicaOptions{nap: 400 * time.Millisecond, shutdown: "20s"})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/plugkit-go/plugkit/admin"
 	"github.com/plugkit-go/plugkit/confine"
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/shared/secrets/fake"
 )
 
@@ -26,11 +26,9 @@ import (
 // and run the CLI as a user would: `host validate`, `host run` in the
 // background, then the client commands against it.
 
-var bins struct {
-	dir  string
-	host string
-	err  error
-}
+// bins are the host, the shipped plugins and the hostile test plugin,
+// built in TestMain.
+var bins = &testkit.Binaries{Prefix: "plugkit-e2e-", Targets: e2eTargets()}
 
 func TestMain(m *testing.M) {
 	// A test runs the test binary as an MCP client as another user.
@@ -41,42 +39,29 @@ func TestMain(m *testing.M) {
 	// Hosts that tests run in this process launch sandboxed plugins
 	// through the test binary.
 	confine.RunIfLauncher()
-	dir, err := os.MkdirTemp("", "plugkit-e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	bins.dir = dir
-	bins.err = buildAll(dir)
+	// An error is reported by each test that needs the binaries.
+	_ = bins.Prepare()
 	code := m.Run()
-	os.RemoveAll(dir)
+	bins.Remove()
 	os.Exit(code)
 }
 
 var shippedPlugins = []string{"index", "search", "files", "safety", "audit"}
 
-func buildAll(dir string) error {
-	bins.host = filepath.Join(dir, "host")
-	targets := map[string]string{bins.host: "."}
-	for _, p := range shippedPlugins {
-		targets[filepath.Join(dir, "plugins", p)] = "../../plugins/" + p
-	}
-	targets[hostilePath(dir)] = "../../internal/testkit/hostileplugin"
+const module = "github.com/plugkit-go/plugkit/"
 
-	for out, pkg := range targets {
-		cmd := exec.Command("go", "build", "-o", out, pkg)
-		if b, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
-		}
+// e2eTargets maps each binary's path under bins' folder to its package.
+func e2eTargets() map[string]string {
+	targets := map[string]string{"host": module + "cmd/host", hostilePath(""): module + "internal/testkit/hostileplugin"}
+	for _, p := range shippedPlugins {
+		targets[filepath.Join("plugins", p)] = module + "plugins/" + p
 	}
-	return nil
+	return targets
 }
 
 func needBinaries(t *testing.T) {
 	t.Helper()
-	if bins.err != nil {
-		t.Fatalf("building the binaries: %v", bins.err)
-	}
+	bins.Need(t)
 }
 
 // needShippedDeployment is the start of a test of the shipped deployment
@@ -92,7 +77,7 @@ func needShippedDeployment(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t, opts) })
 }
 
-func pluginPath(name string) string { return filepath.Join(bins.dir, "plugins", name) }
+func pluginPath(name string) string { return bins.Path(filepath.Join("plugins", name)) }
 
 func corpusDir(t *testing.T) string {
 	t.Helper()
@@ -114,7 +99,7 @@ func cliIn(t *testing.T, dir string, args ...string) (string, string, int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bins.host, args...)
+	cmd := exec.CommandContext(ctx, bins.Path("host"), args...)
 	cmd.Dir = dir
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -254,14 +239,14 @@ plugin "audit" {
 // running starts `host run` and waits until every plugin is ACTIVE.
 type running struct {
 	cmd    *exec.Cmd
-	stderr *logBuffer
+	stderr *testkit.Buffer
 	done   chan struct{} // closed when the process has exited
 	err    error         // its exit, once done is closed
 }
 
 func startHost(t *testing.T, config string, plugins int) *running {
 	t.Helper()
-	return startHostCmd(t, exec.Command(bins.host, "run", "-c", config), config, plugins)
+	return startHostCmd(t, exec.Command(bins.Path("host"), "run", "-c", config), config, plugins)
 }
 
 // startHostCmd is startHost with a command of the caller's (extra
@@ -271,7 +256,7 @@ func startHostCmd(t *testing.T, cmd *exec.Cmd, config string, plugins int) *runn
 	// A process group of its own, as a service manager gives it: a test
 	// can signal the host and its plugins at once.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	r := &running{cmd: cmd, stderr: &logBuffer{}, done: make(chan struct{})}
+	r := &running{cmd: cmd, stderr: &testkit.Buffer{}, done: make(chan struct{})}
 	cmd.Stdout = r.stderr
 	cmd.Stderr = r.stderr
 	if err := cmd.Start(); err != nil {
@@ -319,24 +304,6 @@ func allActive(st admin.Status) bool {
 		}
 	}
 	return true
-}
-
-// logBuffer lets the test read what the host logged while it runs.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func callJSON(t *testing.T, config, tool, args string) (admin.Result, int) {

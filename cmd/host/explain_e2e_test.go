@@ -29,7 +29,7 @@ func explainDeployment(t *testing.T, dir, logs string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	canary := buildTestPlugin(t, t.TempDir())
+	canary := buildTestPlugin(t)
 	more := fmt.Sprintf(`
 plugin "words" {
   path = %q

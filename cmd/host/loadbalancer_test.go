@@ -31,7 +31,7 @@ import (
 // to end do not verify as one.
 func TestSessionsStickThroughHAProxy(t *testing.T) {
 	needShippedDeployment(t)
-	testplugin := buildTestPlugin(t, t.TempDir())
+	testplugin := buildTestPlugin(t)
 	names := []string{"a", "b", "c"}
 	replicas := map[string]*replica{}
 	backends := map[string]string{}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 )
 
 // The MCP end-to-end tests point the SDK's own client at the real binary
@@ -102,8 +103,8 @@ func TestMCPStdioEndToEnd(t *testing.T) {
 	dir := t.TempDir()
 	config := deploymentFile(t, dir)
 
-	cmd := exec.Command(bins.host, "mcp", "-c", config)
-	stderr := &logBuffer{}
+	cmd := exec.Command(bins.Path("host"), "mcp", "-c", config)
+	stderr := &testkit.Buffer{}
 	cmd.Stderr = stderr
 	user := &mcpUser{}
 	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-agent", Version: "1"}, &mcp.ClientOptions{ElicitationHandler: user.handle})

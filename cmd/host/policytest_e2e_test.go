@@ -31,7 +31,7 @@ func shippedCopy(t *testing.T, edit func(string) string) string {
 	if err := os.WriteFile(config, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(bins.dir, filepath.Join(dir, "bin")); err != nil {
+	if err := os.Symlink(bins.Dir(), filepath.Join(dir, "bin")); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Symlink(corpusDir(t), filepath.Join(dir, "corpus")); err != nil {
@@ -194,8 +194,8 @@ func TestGatewayPolicyTest(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if b, err := exec.Command("go", "build", "-o", filepath.Join(dir, "bin", "plugins", "mcp"), "../../plugins/mcp").CombinedOutput(); err != nil {
-		t.Fatalf("go build plugins/mcp: %v\n%s", err, b)
+	if err := os.Symlink(bins.Build(t, "plugins/mcp", module+"plugins/mcp"), filepath.Join(dir, "bin", "plugins", "mcp")); err != nil {
+		t.Fatal(err)
 	}
 	example, err := filepath.Abs("../../sandbox.example")
 	if err != nil {

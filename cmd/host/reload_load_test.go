@@ -511,17 +511,12 @@ func buildCrasher(t *testing.T, dir string) string {
 	return out
 }
 
-// buildTestPlugin builds internal/testkit/testplugin into dir: a plugin that
+// buildTestPlugin builds internal/testkit/testplugin (once): a plugin that
 // starts and declares itself like any other, and whose config can make it
 // crash when applied (crash_on_apply).
-func buildTestPlugin(t *testing.T, dir string) string {
+func buildTestPlugin(t *testing.T) string {
 	t.Helper()
-	out := filepath.Join(dir, "testplugin")
-	cmd := exec.Command("go", "build", "-o", out, "github.com/plugkit-go/plugkit/internal/testkit/testplugin")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build internal/testkit/testplugin: %v\n%s", err, b)
-	}
-	return out
+	return bins.Build(t, "testplugin", module+"internal/testkit/testplugin")
 }
 
 // testPluginStderr is what the test plugin writes before it exits when
@@ -536,7 +531,7 @@ func TestReloadToCrashingBinaryUnderLoad(t *testing.T) {
 	needShippedDeployment(t)
 	helpers := t.TempDir()
 	crasher := buildCrasher(t, helpers)
-	testplugin := buildTestPlugin(t, helpers)
+	testplugin := buildTestPlugin(t)
 
 	// files runs from a copy, so that its binary can be replaced.
 	dir := t.TempDir()

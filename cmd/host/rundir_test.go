@@ -36,7 +36,7 @@ func TestRunDirCannotBeMade(t *testing.T) {
 			if err := os.WriteFile(config, []byte(hcl), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			cmd := exec.Command(bins.host, "run", "-c", config)
+			cmd := exec.Command(bins.Path("host"), "run", "-c", config)
 			cmd.Env = append(os.Environ(), "TMPDIR="+tc.tmpdir)
 			out, err := cmd.CombinedOutput()
 			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitFailed {

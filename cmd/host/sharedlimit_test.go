@@ -98,7 +98,7 @@ func grepLines(s, word string) string {
 // connections close when the test does.
 func sharedReplicas(t *testing.T, ctx context.Context, nap time.Duration, policy string) ([]*replica, []*mcp.ClientSession) {
 	t.Helper()
-	testplugin := buildTestPlugin(t, t.TempDir())
+	testplugin := buildTestPlugin(t)
 	keysFile := filepath.Join(t.TempDir(), "keys.hcl")
 	out, stderr, code := cli(t, "key", "add", "bot", "-f", keysFile)
 	if code != 0 {

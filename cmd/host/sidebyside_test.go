@@ -46,7 +46,7 @@ func TestHostsSideBySide(t *testing.T) {
 					return
 				default:
 				}
-				cmd := exec.CommandContext(ctx, bins.host, "run", "-c", other)
+				cmd := exec.CommandContext(ctx, bins.Path("host"), "run", "-c", other)
 				if err := cmd.Start(); err != nil {
 					t.Errorf("host %d: %v", i, err)
 					return

@@ -139,7 +139,7 @@ func (r *retryRouter) RoundTrip(req *http.Request) (*http.Response, error) {
 func TestStatelessAcrossReplicas(t *testing.T) {
 	needShippedDeployment(t)
 	helpers := t.TempDir()
-	testplugin := buildTestPlugin(t, helpers)
+	testplugin := buildTestPlugin(t)
 	key := make([]byte, 32)
 	rand.Read(key)
 	keyFile := filepath.Join(helpers, "state.key")

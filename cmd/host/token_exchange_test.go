@@ -6,8 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -69,10 +67,7 @@ func TestTokenExchangeThroughTheGateway(t *testing.T) {
 	t.Cleanup(up.CloseClientConnections)
 
 	dir := t.TempDir()
-	bridge := filepath.Join(dir, "bridge")
-	if b, err := exec.Command("go", "build", "-o", bridge, "../../plugins/mcp").CombinedOutput(); err != nil {
-		t.Fatalf("go build plugins/mcp: %v\n%s", err, b)
-	}
+	bridge := bins.Build(t, "plugins/mcp", module+"plugins/mcp")
 	addr := freeLoopbackAddr(t)
 	audience := "http://" + addr + "/mcp"
 	config := deploymentFileWith(t, dir, deploymentTweaks{
@@ -131,7 +126,7 @@ plugin "agent" {
     control = "agent_ctl"
   }
 }
-`, bridge, up.URL, iss.URL+"/token", iss.ClientID, iss.ClientSecret, up.URL[strings.LastIndex(up.URL, ":")+1:], buildTestPlugin(t, dir)),
+`, bridge, up.URL, iss.URL+"/token", iss.ClientID, iss.ClientSecret, up.URL[strings.LastIndex(up.URL, ":")+1:], buildTestPlugin(t)),
 	})
 	running := startHost(t, config, len(shippedPlugins)+3)
 

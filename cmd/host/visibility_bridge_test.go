@@ -25,20 +25,16 @@ import (
 // hostile test MCP server (a tool, resources, a template and a prompt)
 // behind the mcp bridge, which a rule hides from support whole.
 
-// hostileBridge builds the bridge and the hostile MCP server into dir and
+// hostileBridge builds the bridge and the hostile MCP server (once) and
 // returns the plugin block that bridges it as "hostile" (its tools
 // hostile_echo and hostile_delete_everything, its resources under
 // plugkit://hostile/, its prompt hostile_prompts.greet). Its restarts wait
 // a minute, so that a test can see it restarting.
-func hostileBridge(t *testing.T, dir string) string {
+func hostileBridge(t *testing.T) string {
 	t.Helper()
-	binDir := filepath.Join(dir, "bridged")
-	bridge, server := filepath.Join(binDir, "bridge"), filepath.Join(binDir, "hostile-mcp")
-	for out, pkg := range map[string]string{bridge: "../../plugins/mcp", server: "../../internal/testkit/hostilemcp"} {
-		if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", pkg, err, b)
-		}
-	}
+	bridge := bins.Build(t, "plugins/mcp", module+"plugins/mcp")
+	server := bins.Build(t, "hostile-mcp", module+"internal/testkit/hostilemcp")
+	binDir := filepath.Dir(server)
 	return fmt.Sprintf(`
 plugin "hostile" {
   path = %q

@@ -111,7 +111,7 @@ func TestVisibilityPerKeyEndToEnd(t *testing.T) {
 		// are whole, with search_tools first.
 		host:        fmt.Sprintf("  mcp = %q\n  mcp_tool_search = true\n  mcp_tool_search_over = 100\n  mcp_auth {\n    keys = %q\n  }\n", addr, keysFile),
 		safetyRules: baseRules,
-		more:        hostileBridge(t, dir),
+		more:        hostileBridge(t),
 	}
 	config := deploymentFileWith(t, dir, tweaks)
 	running := startHost(t, config, len(shippedPlugins)+1)

@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"go.uber.org/goleak"
 
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/plugins/audit/auditlog"
 	"github.com/plugkit-go/plugkit/shared/sdk"
 	"github.com/plugkit-go/plugkit/shared/secrets/fake"
@@ -590,7 +591,7 @@ func TestRemovesAPartialLastLine(t *testing.T) {
 			if err := os.WriteFile(s.path, tc.log, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			logs := &syncBuffer{}
+			logs := &testkit.Buffer{}
 			h := newHarness()
 			if err := h.start(s, bufferLogger(logs)); err != nil {
 				t.Fatal(err)
