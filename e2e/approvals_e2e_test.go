@@ -132,7 +132,8 @@ func (h *approvalsHost) agent(t *testing.T, ctx context.Context, opts *mcp.Clien
 // pending waits for the pending request of tool and returns it.
 func (h *approvalsHost) pending(t *testing.T, tool string) admin.ApprovalRequest {
 	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	var found admin.ApprovalRequest
+	if !testkit.Eventually(30*time.Second, func() bool {
 		out, stderr, code := cli(t, "approvals", "list", "--json", "-c", h.config)
 		if code != 0 {
 			t.Fatalf("host approvals list: exit %d %s", code, stderr)
@@ -143,12 +144,15 @@ func (h *approvalsHost) pending(t *testing.T, tool string) admin.ApprovalRequest
 		}
 		for _, r := range reqs {
 			if r.Tool == tool && r.State == "pending" {
-				return r
+				found = r
+				return true
 			}
 		}
+		return false
+	}) {
+		t.Fatalf("no pending approval request for %s\n%s", tool, h.run.stderr)
 	}
-	t.Fatalf("no pending approval request for %s\n%s", tool, h.run.stderr)
-	return admin.ApprovalRequest{}
+	return found
 }
 
 // mcpCallAsync makes a call on its own goroutine.
@@ -286,15 +290,13 @@ func TestApprovalsRoutedThroughBinaries(t *testing.T) {
 		// be approved.
 		stop()
 		<-exited
-		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		var o string
+		if !testkit.Eventually(30*time.Second, func() bool {
 			var got admin.ApprovalRequest
-			o, _, _ := cli(t, "approvals", "show", req.ID, "--json", "-c", h.config)
-			if json.Unmarshal([]byte(o), &got) == nil && got.State == "withdrawn" {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("request %s after the call was cancelled: %s", req.ID, o)
-			}
+			o, _, _ = cli(t, "approvals", "show", req.ID, "--json", "-c", h.config)
+			return json.Unmarshal([]byte(o), &got) == nil && got.State == "withdrawn"
+		}) {
+			t.Fatalf("request %s after the call was cancelled: %s", req.ID, o)
 		}
 		if _, err := os.Stat(filepath.Join(workspace, "notes.md")); err != nil {
 			t.Errorf("notes.md was deleted: %v", err)

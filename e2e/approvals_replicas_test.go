@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/plugkit-go/plugkit/admin"
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/internal/testkit/testredis"
 )
 
@@ -199,12 +200,11 @@ func TestApprovalsAcrossReplicas(t *testing.T) {
 		stop()
 		recvWithin(t, ctx, done, "the killed call's end")
 		var got admin.ApprovalRequest
-		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		testkit.Eventually(60*time.Second, func() bool {
 			var state string
-			if state, got = b.requestState(t, req.ID); state != "pending" || time.Now().After(deadline) {
-				break
-			}
-		}
+			state, got = b.requestState(t, req.ID)
+			return state != "pending"
+		})
 		if got.State != "abandoned" || !strings.Contains(got.Reason, req.Holder) {
 			t.Fatalf("B shows the killed replica's request as %+v", got)
 		}

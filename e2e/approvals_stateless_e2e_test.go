@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 )
 
 // retryCount notes the tools/call requests a client sends and how many of
@@ -84,13 +85,8 @@ func TestApprovalsRoutedStateless(t *testing.T) {
 	req := h.pending(t, "delete_file")
 	// The first request came back before any decision: the client has
 	// retried.
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if _, retries := count.counts(); retries > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the client sent no retry while the call waited: its first request is held\n%s", h.run.stderr)
-		}
+	if !testkit.Eventually(30*time.Second, func() bool { _, retries := count.counts(); return retries > 0 }) {
+		t.Fatalf("the client sent no retry while the call waited: its first request is held\n%s", h.run.stderr)
 	}
 	if msg := recvWithin(t, ctx, progress, "a progress notification on the retry"); !strings.Contains(msg, "waiting for approval by "+h.me+" or user:ann (request "+req.ID) {
 		t.Errorf("progress while held: %q", msg)

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 )
 
 // TestAttackHostileDeploymentFile: a deployment file made to overflow the
@@ -67,18 +69,7 @@ func TestAttackHostileDeploymentFile(t *testing.T) {
 			if err := h.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 				t.Fatal(err)
 			}
-			deadline := time.Now().Add(30 * time.Second)
-			for strings.Count(h.stderr.String(), "is not valid; nothing changed") == logged {
-				select {
-				case <-h.done:
-					t.Fatalf("the host exited on SIGHUP: %v\n%s", h.err, tail(h.stderr.String()))
-				default:
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("SIGHUP: no refusal logged\n%s", tail(h.stderr.String()))
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
+			waitRefusal(t, h, "is not valid; nothing changed", logged)
 			if !strings.Contains(h.stderr.String(), c.want) {
 				t.Errorf("the refusal does not say why:\n%s", tail(h.stderr.String()))
 			}
@@ -146,20 +137,27 @@ func TestAttackHostileKeysFile(t *testing.T) {
 	if err := h.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(30 * time.Second); strings.Count(h.stderr.String(), "keys file not reloaded") == logged; time.Sleep(20 * time.Millisecond) {
-		select {
-		case <-h.done:
-			t.Fatalf("the host exited on SIGHUP: %v\n%s", h.err, tail(h.stderr.String()))
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("SIGHUP: no refusal logged\n%s", tail(h.stderr.String()))
-		}
-	}
+	waitRefusal(t, h, "keys file not reloaded", logged)
 	if !strings.Contains(h.stderr.String(), "keys.hcl:2") {
 		t.Errorf("the refusal does not name the file and line:\n%s", tail(h.stderr.String()))
 	}
 	if code := initialize(key); code != http.StatusOK {
 		t.Fatalf("initialize with the key in use after the refused reload: %d", code)
+	}
+}
+
+// waitRefusal waits for the host to log refusal once more than the logged
+// times it had before a SIGHUP, failing if it exits instead.
+func waitRefusal(t *testing.T, h *running, refusal string, logged int) {
+	t.Helper()
+	if !testkit.Eventually(30*time.Second, func() bool {
+		select {
+		case <-h.done:
+			t.Fatalf("the host exited on SIGHUP: %v\n%s", h.err, tail(h.stderr.String()))
+		default:
+		}
+		return strings.Count(h.stderr.String(), refusal) != logged
+	}) {
+		t.Fatalf("SIGHUP: no refusal logged\n%s", tail(h.stderr.String()))
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/plugkit-go/plugkit/admin"
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 )
 
 // hostilePath is where TestMain builds internal/testkit/hostileplugin.
@@ -306,11 +307,10 @@ func TestAttackPluginReplacesSocket(t *testing.T) {
 	}
 	// What the impostor received, as it recorded it.
 	var seen []byte
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if seen, _ = os.ReadFile(socket + ".seen"); len(seen) > 0 {
-			break
-		}
-	}
+	testkit.Eventually(10*time.Second, func() bool {
+		seen, _ = os.ReadFile(socket + ".seen")
+		return len(seen) > 0
+	})
 	t.Logf("the impostor saw: %q", seen)
 	if len(seen) == 0 {
 		t.Fatal("the impostor saw no connection")

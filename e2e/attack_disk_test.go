@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/plugkit-go/plugkit/internal/testkit/testenv"
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 )
 
 // smallDisk mounts a tmpfs of size bytes at a new folder and returns it;
@@ -114,15 +115,8 @@ func TestAttackFullDiskCriticalAudit(t *testing.T) {
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	deadline = time.Now().Add(30 * time.Second)
-	for {
-		if ok, _, _ := read(); ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("calls still refused after the disk has room again\n%s", tail(h.stderr.String()))
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !testkit.Eventually(30*time.Second, func() bool { ok, _, _ := read(); return ok }) {
+		t.Fatalf("calls still refused after the disk has room again\n%s", tail(h.stderr.String()))
 	}
 	if st := statusOf(t, config)["audit"]; st.Problem != "" || st.PID != auditPID {
 		t.Errorf("status of audit after recovery: %+v", st)

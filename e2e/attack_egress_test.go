@@ -16,6 +16,7 @@ import (
 
 	"github.com/plugkit-go/plugkit/confine"
 	"github.com/plugkit-go/plugkit/internal/testkit/testdns"
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/plugins/audit/auditlog"
 )
 
@@ -250,19 +251,19 @@ plugin "audit" {
 // match, and returns the whole log.
 func waitAuditLinesWhere(t *testing.T, path string, match func(auditlog.Line) bool, n int) string {
 	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		b, _ := os.ReadFile(path)
-		got := 0
+	var b []byte
+	got := 0
+	if !testkit.Eventually(30*time.Second, func() bool {
+		b, _ = os.ReadFile(path)
+		got = 0
 		for _, raw := range strings.Split(strings.TrimSpace(string(b)), "\n") {
 			if l, err := auditlog.ParseLine([]byte(raw)); err == nil && match(l) {
 				got++
 			}
 		}
-		if got >= n {
-			return string(b)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d matching audit lines, want %d:\n%s", got, n, b)
-		}
+		return got >= n
+	}) {
+		t.Fatalf("%d matching audit lines, want %d:\n%s", got, n, b)
 	}
+	return string(b)
 }

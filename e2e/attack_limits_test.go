@@ -14,8 +14,10 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/plugkit-go/plugkit/admin"
 	"github.com/plugkit-go/plugkit/confine"
 	"github.com/plugkit-go/plugkit/internal/testkit/testenv"
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 )
 
 // needCgroups skips a test where the host cannot give a plugin a cgroup
@@ -85,25 +87,20 @@ func TestAttackSharedMemoryPastLimit(t *testing.T) {
 	}
 
 	// The host restarts it, in a new cgroup, and it works.
-	killed := false
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		st := statusOf(t, config)["caged"]
-		if st.State == "ACTIVE" && st.PID != before.PID {
-			t.Logf("restarted: pid %d → %d, last exit %q", before.PID, st.PID, st.LastExit)
-			// The kernel's OOM kill, as a rule; a refusal at the limit that
-			// the plugin died of (a thread it could not start) is the limit
-			// holding too.
-			killed = strings.Contains(st.LastExit, "killed by signal: killed (out of memory: the kernel killed it at its sandbox's limit, memory = 128MiB)")
-			if !killed && !strings.Contains(st.LastExit, "(it had reached its sandbox's memory limit, memory = 128MiB)") {
-				t.Errorf("last exit %q, want the kill at the limit; its stderr:\n%s", st.LastExit, strings.Join(st.Stderr, "\n"))
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("caged did not come back: %+v", st)
-		}
-		time.Sleep(100 * time.Millisecond)
+	var st admin.PluginStatus
+	if !testkit.Eventually(30*time.Second, func() bool {
+		st = statusOf(t, config)["caged"]
+		return st.State == "ACTIVE" && st.PID != before.PID
+	}) {
+		t.Fatalf("caged did not come back: %+v", st)
+	}
+	t.Logf("restarted: pid %d → %d, last exit %q", before.PID, st.PID, st.LastExit)
+	// The kernel's OOM kill, as a rule; a refusal at the limit that
+	// the plugin died of (a thread it could not start) is the limit
+	// holding too.
+	killed := strings.Contains(st.LastExit, "killed by signal: killed (out of memory: the kernel killed it at its sandbox's limit, memory = 128MiB)")
+	if !killed && !strings.Contains(st.LastExit, "(it had reached its sandbox's memory limit, memory = 128MiB)") {
+		t.Errorf("last exit %q, want the kill at the limit; its stderr:\n%s", st.LastExit, strings.Join(st.Stderr, "\n"))
 	}
 	if o := hostileCall(t, config, "caged", map[string]any{"what": "share", "bytes": 32 << 20}); !o.Done {
 		t.Errorf("share 32 MiB within the limit: %s", o.Detail)
@@ -157,13 +154,9 @@ func TestAttackForkBombInCgroup(t *testing.T) {
 	}
 	defer syscall.Kill(pid, syscall.SIGKILL)
 	stopRunning(t, config, h)
-	deadline := time.Now().Add(10 * time.Second)
-	for syscall.Kill(pid, 0) == nil && !isZombie(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("process %d, detached by the sandboxed plugin, outlived the host", pid)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testkit.WaitFor(t, 10*time.Second, fmt.Sprintf("process %d, detached by the sandboxed plugin, to end with the host", pid), func() bool {
+		return syscall.Kill(pid, 0) != nil || isZombie(pid)
+	})
 }
 
 // metricValue scrapes addr and returns the series of family name whose

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/plugkit-go/plugkit/admin"
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 )
 
 // TestAttackPoisonedArgument: a call whose arguments crash a critical
@@ -104,16 +105,13 @@ plugin "safety" {
 // nor the process that now serves).
 func waitServing(t *testing.T, config, plugin string, old int) admin.PluginStatus {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		st := pluginStatus(t, config, plugin)
-		if st.State == "ACTIVE" && st.PID > 0 && st.PID != old && st.LastExit != "" &&
-			!strings.Contains(st.LastExit, "process "+strconv.Itoa(old)+" ") && !strings.Contains(st.LastExit, "process "+strconv.Itoa(st.PID)+" ") {
-			return st
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s not serving again after two exits: %+v", plugin, st)
-		}
-		time.Sleep(50 * time.Millisecond)
+	var st admin.PluginStatus
+	if !testkit.Eventually(60*time.Second, func() bool {
+		st = pluginStatus(t, config, plugin)
+		return st.State == "ACTIVE" && st.PID > 0 && st.PID != old && st.LastExit != "" &&
+			!strings.Contains(st.LastExit, "process "+strconv.Itoa(old)+" ") && !strings.Contains(st.LastExit, "process "+strconv.Itoa(st.PID)+" ")
+	}) {
+		t.Fatalf("%s not serving again after two exits: %+v", plugin, st)
 	}
+	return st
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/plugkit-go/plugkit/admin"
 	"github.com/plugkit-go/plugkit/confine"
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 )
 
 // TestAttackSwapWriteFolderCrashRestart: plugin "swapper" may write sbx/,
@@ -65,19 +66,16 @@ plugin "victim" {
 	}
 	// The restart is refused, and says why.
 	var st admin.PluginStatus
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	if !testkit.Eventually(60*time.Second, func() bool {
 		st = pluginStatus(t, config, "victim")
 		if st.State == "ACTIVE" && st.PID != victim.PID {
 			// Restarted with write access to run/: show what it can do.
 			o := hostileCall(t, config, "victim", map[string]any{"what": "write", "path": filepath.Join(w, "host.sock.pid")})
 			t.Fatalf("victim restarted with its write folder linked to run/ (writing the host's pid file through it: %+v)", o)
 		}
-		if strings.Contains(st.LastError, "the admin socket's folder") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("victim's restart was not refused with a reason: %+v\n%s", st, tail(h.stderr.String()))
-		}
+		return strings.Contains(st.LastError, "the admin socket's folder")
+	}) {
+		t.Fatalf("victim's restart was not refused with a reason: %+v\n%s", st, tail(h.stderr.String()))
 	}
 	t.Logf("victim: %s, last error: %s", st.State, st.LastError)
 	if !strings.Contains(st.LastError, "now resolves to "+run) {

@@ -16,6 +16,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/sys/unix"
 
+	"github.com/plugkit-go/plugkit/admin"
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/mcpserver"
 )
 
@@ -118,12 +120,8 @@ func TestAttackFDExhaustion(t *testing.T) {
 				c.Close()
 			}
 		}()
-		deadline := time.Now().Add(60 * time.Second)
-		for openFDs(t, pid) < base+mcpserver.DefaultMaxConns {
-			if time.Now().After(deadline) {
-				t.Fatalf("the host took %d descriptors, not the %d the attack should hold", openFDs(t, pid)-base, mcpserver.DefaultMaxConns)
-			}
-			time.Sleep(20 * time.Millisecond)
+		if !testkit.Eventually(60*time.Second, func() bool { return openFDs(t, pid) >= base+mcpserver.DefaultMaxConns }) {
+			t.Fatalf("the host took %d descriptors, not the %d the attack should hold", openFDs(t, pid)-base, mcpserver.DefaultMaxConns)
 		}
 		held := openFDs(t, pid) - base
 		t.Logf("under attack: the host holds %d more descriptors (cap %d, %d attacking)", held, mcpserver.DefaultMaxConns, len(attack))
@@ -155,19 +153,14 @@ func TestAttackFDExhaustion(t *testing.T) {
 		defer httpClient.CloseIdleConnections()
 		client := mcp.NewClient(&mcp.Implementation{Name: "after-the-attack", Version: "1"}, nil)
 		var cs *mcp.ClientSession
-		deadline = time.Now().Add(60 * time.Second)
-		for {
+		var err error
+		if !testkit.Eventually(60*time.Second, func() bool {
 			cctx, ccancel := context.WithTimeout(ctx, 10*time.Second)
-			var err error
+			defer ccancel()
 			cs, err = client.Connect(cctx, &mcp.StreamableClientTransport{Endpoint: "http://" + addr + mcpserver.Path, HTTPClient: httpClient}, nil)
-			ccancel()
-			if err == nil {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("MCP after the attack: %v\n%s", err, tail(h.run.stderr.String()))
-			}
-			time.Sleep(100 * time.Millisecond)
+			return err == nil
+		}) {
+			t.Fatalf("MCP after the attack: %v\n%s", err, tail(h.run.stderr.String()))
 		}
 		defer cs.Close()
 		r := mcpCall(t, ctx, cs, "search", `{"q":"monotonic guard","limit":1}`)
@@ -185,13 +178,9 @@ func TestAttackFDExhaustion(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Two starts fail, one after the other, before descriptors come back.
-		deadline := time.Now().Add(60 * time.Second)
-		for failedStarts(h.run.stderr.String()) < 2 {
-			if time.Now().After(deadline) {
-				dry()
-				t.Fatalf("no failed start logged\n%s", tail(h.run.stderr.String()))
-			}
-			time.Sleep(20 * time.Millisecond)
+		if !testkit.Eventually(60*time.Second, func() bool { return failedStarts(h.run.stderr.String()) >= 2 }) {
+			dry()
+			t.Fatalf("no failed start logged\n%s", tail(h.run.stderr.String()))
 		}
 		restore()
 		waitBack(t, h, "files", old)
@@ -222,17 +211,14 @@ func failedStarts(log string) int {
 // waitBack waits for plugin to be ACTIVE in a process other than old.
 func waitBack(t *testing.T, h *faultHost, plugin string, old int) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		st := h.status(t)
+	var st map[string]admin.PluginStatus
+	if !testkit.Eventually(60*time.Second, func() bool {
+		st = h.status(t)
 		h.notePIDs(t, st)
-		if p := st[plugin]; p.State == "ACTIVE" && p.PID > 0 && p.PID != old {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s not back after its process was killed: %+v\n%s", plugin, st[plugin], tail(h.run.stderr.String()))
-		}
-		time.Sleep(20 * time.Millisecond)
+		p := st[plugin]
+		return p.State == "ACTIVE" && p.PID > 0 && p.PID != old
+	}) {
+		t.Fatalf("%s not back after its process was killed: %+v\n%s", plugin, st[plugin], tail(h.run.stderr.String()))
 	}
 }
 

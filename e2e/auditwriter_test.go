@@ -75,7 +75,7 @@ plugin "audit" {
 		}
 	}()
 	var audit admin.PluginStatus
-	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+	testkit.Eventually(60*time.Second, func() bool {
 		if out, _, code := cli(t, "status", "--json", "-c", config); code == 0 {
 			var st admin.Status
 			if json.Unmarshal([]byte(out), &st) == nil {
@@ -86,10 +86,8 @@ plugin "audit" {
 				}
 			}
 		}
-		if audit.Name != "" {
-			break
-		}
-	}
+		return audit.Name != ""
+	})
 	if !strings.Contains(audit.LastError, want) {
 		t.Fatalf("the second host's audit plugin: %+v, want FAILED saying %q\n%s", audit, want, secondLog.String())
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/plugkit-go/plugkit/admin"
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 )
 
 // writeHostConfig writes a deployment of one plugin block into dir.
@@ -69,16 +70,12 @@ func TestProtocol1PluginUnderTodaysHost(t *testing.T) {
 		}
 	}
 	// The observer sees the four results, after the callers have theirs.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		r, _ := callJSON(t, config, "old_results", `{}`)
-		if r.OK && string(r.Value) == "4" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the old plugin's observer saw %s results of 4", r.Value)
-		}
-		time.Sleep(50 * time.Millisecond)
+	var r admin.Result
+	if !testkit.Eventually(30*time.Second, func() bool {
+		r, _ = callJSON(t, config, "old_results", `{}`)
+		return r.OK && string(r.Value) == "4"
+	}) {
+		t.Fatalf("the old plugin's observer saw %s results of 4", r.Value)
 	}
 }
 

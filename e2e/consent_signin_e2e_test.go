@@ -9,6 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/internal/testkit/testoauth"
 )
 
@@ -63,13 +64,9 @@ func TestUserConsentUpstreamListsOnlyWithAToken(t *testing.T) {
 	}
 	// (alice's is a 2025-11-25 session: no cached list)
 	waitTools(t, ctx, alice, "tracker_whoami")
-	deadline := time.Now().Add(30 * time.Second)
-	for slices.Contains(toolNames(t, ctx, alice), "tracker_sign_in") {
-		if time.Now().After(deadline) {
-			t.Fatal("tracker_sign_in is still listed after the sign-in")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testkit.WaitFor(t, 30*time.Second, "tracker_sign_in to be no longer listed after the sign-in", func() bool {
+		return !slices.Contains(toolNames(t, ctx, alice), "tracker_sign_in")
+	})
 
 	r.mustConsent(t, ctx, "bob")
 	got := mcpCall(t, ctx, alice, "tracker_whoami", `{}`)

@@ -277,24 +277,19 @@ func startHostCmd(t *testing.T, cmd *exec.Cmd, config string, plugins int) *runn
 			<-r.done
 		}
 	})
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
+	if !testkit.Eventually(60*time.Second, func() bool {
 		select {
 		case <-r.done:
 			t.Fatalf("host run exited early: %v\n%s", r.err, r.stderr)
 		default:
 		}
 		out, _, code := cli(t, "status", "--json", "-c", config)
-		if code == 0 {
-			var st admin.Status
-			if err := json.Unmarshal([]byte(out), &st); err == nil && len(st.Plugins) == plugins && allActive(st) {
-				return r
-			}
-		}
-		time.Sleep(100 * time.Millisecond)
+		var st admin.Status
+		return code == 0 && json.Unmarshal([]byte(out), &st) == nil && len(st.Plugins) == plugins && allActive(st)
+	}) {
+		t.Fatalf("the deployment did not become active in time\n%s", r.stderr)
 	}
-	t.Fatalf("the deployment did not become active in time\n%s", r.stderr)
-	return nil
+	return r
 }
 
 func allActive(st admin.Status) bool {

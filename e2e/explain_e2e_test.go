@@ -11,6 +11,7 @@ import (
 
 	"github.com/plugkit-go/plugkit/admin"
 	"github.com/plugkit-go/plugkit/internal/testkit/testenv"
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 )
 
 // explainDeployment is the sample deployment plus the Python example
@@ -187,22 +188,11 @@ func TestExplainEndToEnd(t *testing.T) {
 	if code != 0 || !r.OK {
 		t.Fatalf("call: exit %d, %+v", code, r)
 	}
-	deadline := time.Now().Add(10 * time.Second)
 	for _, name := range []string{"body", "pre", "exec", "post", "observed"} {
-		for {
-			if _, err := os.Stat(filepath.Join(logs, name+".log")); err == nil {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("a real call left no %s file", name)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		testkit.WaitFor(t, 10*time.Second, "the "+name+" file a real call leaves", func() bool {
+			_, err := os.Stat(filepath.Join(logs, name+".log"))
+			return err == nil
+		})
 	}
-	for explainAuditLines(t, dir) == auditBefore {
-		if time.Now().After(deadline) {
-			t.Fatal("a real call left no audit line")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testkit.WaitFor(t, 10*time.Second, "the audit line of a real call", func() bool { return explainAuditLines(t, dir) != auditBefore })
 }

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/plugkit-go/plugkit/admin"
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 )
 
 // The fault tests run the real `host run` with the shipped plugins under
@@ -304,10 +305,7 @@ func (h *faultHost) stop(t *testing.T) {
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for pid, name := range h.pids {
-		for !processGone(pid) && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond)
-		}
-		if !processGone(pid) {
+		if !testkit.Eventually(time.Until(deadline), func() bool { return processGone(pid) }) {
 			t.Errorf("plugin %s process %d outlived the host", name, pid)
 		}
 	}

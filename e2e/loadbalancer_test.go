@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/plugkit-go/plugkit/internal/testkit/testhaproxy"
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 )
 
 // TestSessionsStickThroughHAProxy puts Debian's HAProxy, routing on the
@@ -204,19 +205,21 @@ func resultText(r *mcp.CallToolResult) string {
 // call with token, waiting for the audit plugin to write it.
 func waitForToken(t *testing.T, replicas map[string]*replica, token string) string {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+	var name string
+	if !testkit.Eventually(30*time.Second, func() bool {
 		for n, r := range replicas {
 			for _, rec := range auditRecords(t, r.audit) {
 				if rec.Token == token {
-					return n
+					name = n
+					return true
 				}
 			}
 		}
-		time.Sleep(50 * time.Millisecond)
+		return false
+	}) {
+		t.Fatalf("no replica's audit log has the call %s", token)
 	}
-	t.Fatalf("no replica's audit log has the call %s", token)
-	return ""
+	return name
 }
 
 // postWithSession sends a tools/call of nap with token under session id,

@@ -21,6 +21,7 @@ import (
 	"github.com/plugkit-go/plugkit/internal/testkit/testcert"
 	"github.com/plugkit-go/plugkit/internal/testkit/testenv"
 	"github.com/plugkit-go/plugkit/internal/testkit/testissuer"
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 )
 
 // bearer adds a credential to every request.
@@ -260,13 +261,12 @@ func TestMCPOAuthTokens(t *testing.T) {
 // returns it.
 func waitAuditLines(t *testing.T, path string, n int) string {
 	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		b, _ := os.ReadFile(path)
-		if strings.Count(string(b), "\n") >= n {
-			return string(b)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d audit lines, want %d:\n%s", strings.Count(string(b), "\n"), n, b)
-		}
+	var b []byte
+	if !testkit.Eventually(30*time.Second, func() bool {
+		b, _ = os.ReadFile(path)
+		return strings.Count(string(b), "\n") >= n
+	}) {
+		t.Fatalf("%d audit lines, want %d:\n%s", strings.Count(string(b), "\n"), n, b)
 	}
+	return string(b)
 }

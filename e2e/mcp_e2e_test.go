@@ -73,25 +73,23 @@ func mcpCall(t *testing.T, ctx context.Context, cs *mcp.ClientSession, tool, arg
 // waitTools waits until tools/list names every tool of want.
 func waitTools(t *testing.T, ctx context.Context, cs *mcp.ClientSession, want ...string) []*mcp.Tool {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		res, err := cs.ListTools(ctx, nil)
-		if err != nil {
+	var res *mcp.ListToolsResult
+	var names, missing []string
+	if !testkit.Eventually(30*time.Second, func() bool {
+		var err error
+		if res, err = cs.ListTools(ctx, nil); err != nil {
 			t.Fatalf("tools/list: %v", err)
 		}
-		var names []string
+		names = names[:0]
 		for _, tool := range res.Tools {
 			names = append(names, tool.Name)
 		}
-		missing := slices.DeleteFunc(slices.Clone(want), func(n string) bool { return slices.Contains(names, n) })
-		if len(missing) == 0 {
-			return res.Tools
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("tools/list %v lacks %v", names, missing)
-		}
-		time.Sleep(100 * time.Millisecond)
+		missing = slices.DeleteFunc(slices.Clone(want), func(n string) bool { return slices.Contains(names, n) })
+		return len(missing) == 0
+	}) {
+		t.Fatalf("tools/list %v lacks %v", names, missing)
 	}
+	return res.Tools
 }
 
 var shippedTools = []string{"search", "read_file", "list_dir", "write_file", "delete_file"}

@@ -10,8 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plugkit-go/plugkit/admin"
 	"github.com/plugkit-go/plugkit/internal/testkit/procs"
 	"github.com/plugkit-go/plugkit/internal/testkit/testenv"
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 )
 
 // pythonPlugins are the plugins written in Python in this repository.
@@ -121,16 +123,12 @@ func TestPythonPluginsEndToEnd(t *testing.T) {
 	if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		p := statusOf(t, config)["search"]
-		if p.State == "ACTIVE" && p.PID != old && p.PID > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("search not back after kill -9: %+v\n%s", p, run.stderr)
-		}
-		time.Sleep(50 * time.Millisecond)
+	var p admin.PluginStatus
+	if !testkit.Eventually(30*time.Second, func() bool {
+		p = statusOf(t, config)["search"]
+		return p.State == "ACTIVE" && p.PID != old && p.PID > 0
+	}) {
+		t.Fatalf("search not back after kill -9: %+v\n%s", p, run.stderr)
 	}
 	if r, _ := callJSON(t, config, "search", searches[0]); !reflect.DeepEqual(normalize(t, r), normalize(t, want[0])) {
 		t.Errorf("after the restart: %s", toJSON(r))

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/plugkit-go/plugkit/admin"
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 )
 
 // The reload tests run the real `host run` with the shipped plugins under
@@ -211,11 +212,7 @@ func (h *faultHost) checkPIDs(t *testing.T, what string, before, after map[strin
 			continue
 		}
 		changes = append(changes, fmt.Sprintf("%s %d→%d", name, b.PID, a.PID))
-		deadline := time.Now().Add(oldGoneWithin)
-		for !processGone(b.PID) && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-		}
-		if !processGone(b.PID) {
+		if !testkit.Eventually(oldGoneWithin, func() bool { return processGone(b.PID) }) {
 			t.Errorf("after %s: the old process %d of %s still runs %s later", what, b.PID, name, oldGoneWithin)
 		}
 	}
@@ -677,17 +674,12 @@ func replaceOnce(t *testing.T, s, old, new string) string {
 // from one of dirs, after a grace period.
 func checkNoProcessesOf(t *testing.T, dirs ...string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		left := processesOf(dirs)
-		if len(left) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("processes left running: %s", strings.Join(left, ", "))
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
+	var left []string
+	if !testkit.Eventually(10*time.Second, func() bool {
+		left = processesOf(dirs)
+		return len(left) == 0
+	}) {
+		t.Errorf("processes left running: %s", strings.Join(left, ", "))
 	}
 }
 

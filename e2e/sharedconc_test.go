@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/internal/testkit/testredis"
 	"github.com/plugkit-go/plugkit/pipeline/policy/redisrate"
 )
@@ -116,11 +117,7 @@ func TestSharedConcurrencyAcrossReplicas(t *testing.T) {
 	// 3. Replica c takes the three slots and dies: they stay taken (a
 	// call on a is refused) until the leases lapse.
 	dying := fire("dying", limit, 2)
-	for deadline := time.Now().Add(30 * time.Second); held() != limit; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("replica c's calls never held the %d slots", limit)
-		}
-	}
+	testkit.WaitFor(t, 30*time.Second, fmt.Sprintf("replica c's calls to hold the %d slots", limit), func() bool { return held() == limit })
 	c := replicas[2]
 	if err := syscall.Kill(-c.run.cmd.Process.Pid, syscall.SIGKILL); err != nil {
 		t.Fatalf("killing replica c: %v", err)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 )
 
 // A 2026-07-28 client over streamable HTTP is served without a session by
@@ -248,12 +249,10 @@ func tokenCodes(t *testing.T, path, token string) string {
 // then: the audit line of a call may be written just after its answer.
 func waitCodes(t *testing.T, path, token, want string) string {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		got := tokenCodes(t, path, token)
-		if got == want || time.Now().After(deadline) {
-			return got
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	var got string
+	testkit.Eventually(10*time.Second, func() bool {
+		got = tokenCodes(t, path, token)
+		return got == want
+	})
+	return got
 }

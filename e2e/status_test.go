@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/plugkit-go/plugkit/admin"
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 )
 
 // TestStatusShowsLastExit SIGKILLs a plugin of a running host: once it is
@@ -37,16 +38,11 @@ func TestStatusShowsLastExit(t *testing.T) {
 		t.Fatal(err)
 	}
 	var st admin.PluginStatus
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	if !testkit.Eventually(20*time.Second, func() bool {
 		st = statusOf(t, config)["files"]
-		if st.State == "ACTIVE" && st.PID != 0 && st.PID != pid {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("files was not restarted: %+v", st)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return st.State == "ACTIVE" && st.PID != 0 && st.PID != pid
+	}) {
+		t.Fatalf("files was not restarted: %+v", st)
 	}
 	want := fmt.Sprintf("process %d exited unexpectedly: killed by signal: killed", pid)
 	if st.LastExit != want {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/plugkit-go/plugkit/internal/testkit/testenv"
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 )
 
 // TestStuckAuditEndsOnSIGTERM: the critical audit plugin's log is locked
@@ -36,9 +37,7 @@ func TestStuckAuditEndsOnSIGTERM(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = holder.Process.Kill(); _ = holder.Wait() }()
-	for exec.Command(flock, "-n", logPath, "true").Run() == nil {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.WaitFor(t, time.Minute, "flock to hold the audit log's lock", func() bool { return exec.Command(flock, "-n", logPath, "true").Run() != nil })
 	config := filepath.Join(dir, "config.hcl")
 	hcl := fmt.Sprintf(`host {
   admin_socket     = "run/host.sock"

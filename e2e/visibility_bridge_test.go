@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/plugkit-go/plugkit/admin"
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 )
 
 // Helpers of TestVisibilityPerKeyEndToEnd for its bridged server: the
@@ -221,13 +222,13 @@ func killPlugin(t *testing.T, ctx context.Context, config, plugin string, eng *m
 // plugin ran, one while it restarted).
 func checkAuditedUnknown(t *testing.T, dir, tool, who string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	n := 0
+	if !testkit.Eventually(10*time.Second, func() bool {
 		b, err := os.ReadFile(filepath.Join(dir, "run", "audit", "audit.log"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		n := 0
+		n = 0
 		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
 			var l struct {
 				Tool, Principal, Code string
@@ -241,12 +242,8 @@ func checkAuditedUnknown(t *testing.T, dir, tool, who string) {
 			}
 			n++
 		}
-		if n >= 2 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the audit has %d lines of %s's calls of %s, want 2", n, who, tool)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return n >= 2
+	}) {
+		t.Fatalf("the audit has %d lines of %s's calls of %s, want 2", n, who, tool)
 	}
 }

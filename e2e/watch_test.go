@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 )
 
 // TestWatchReloadsOnNewBinary replaces a watched plugin's binary under a
@@ -45,12 +47,7 @@ func TestWatchReloadsOnNewBinary(t *testing.T) {
 	if err := os.Rename(next, bin); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		if p := pid(); p != 0 && p != before {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
+	if !testkit.Eventually(20*time.Second, func() bool { p := pid(); return p != 0 && p != before }) {
+		t.Fatalf("files was not restarted from its new binary (pid still %d)", before)
 	}
-	t.Fatalf("files was not restarted from its new binary (pid still %d)", before)
 }

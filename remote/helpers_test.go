@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/plugkit-go/plugkit/internal/testkit/conformance"
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/pipeline"
 	"github.com/plugkit-go/plugkit/remote"
 )
@@ -110,11 +111,7 @@ func wantCode(t testing.TB, r pipeline.Result, code pipeline.Code, parts ...stri
 // eventually polls cond until it holds or limit passes.
 func eventually(t testing.TB, what string, limit time.Duration, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
+	if !testkit.Eventually(limit, cond) {
+		t.Fatalf("timed out waiting for %s", what)
 	}
 }

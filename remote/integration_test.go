@@ -411,14 +411,12 @@ func TestProbe(t *testing.T) {
 // waitNoNewPlugins waits until no test plugin runs that did not in before,
 // and returns the ones that still do.
 func waitNoNewPlugins(before []int, d time.Duration) []int {
-	deadline := time.Now().Add(d)
-	for {
-		left := slices.DeleteFunc(pluginPids(testPlugin), func(pid int) bool { return slices.Contains(before, pid) })
-		if len(left) == 0 || time.Now().After(deadline) {
-			return left
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	var left []int
+	testkit.Eventually(d, func() bool {
+		left = slices.DeleteFunc(pluginPids(testPlugin), func(pid int) bool { return slices.Contains(before, pid) })
+		return len(left) == 0
+	})
+	return left
 }
 
 // TestChecksum: a pinned checksum that matches starts the plugin; one that

@@ -87,14 +87,12 @@ func pluginPids(bin string) []int { return procs.Running(bin) }
 // waitNoPlugins waits up to d for every process running bin to end and
 // returns those still running.
 func waitNoPlugins(bin string, d time.Duration) []int {
-	deadline := time.Now().Add(d)
-	for {
-		left := pluginPids(bin)
-		if len(left) == 0 || time.Now().After(deadline) {
-			return left
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	var left []int
+	testkit.Eventually(d, func() bool {
+		left = pluginPids(bin)
+		return len(left) == 0
+	})
+	return left
 }
 
 // pythonPlugin returns the path of internal/testkit/pytestplugin's plugin, once

@@ -70,13 +70,7 @@ func TestDurableResultThatCrashesTheObserver(t *testing.T) {
 	// Recorded before the poison is sent: in one batch with it, the result
 	// would be delivered again to the process after the crash (delivery is
 	// at least once), which is not what this test is about.
-	deadline := time.Now().Add(10 * time.Second)
-	for len(readLog(h.dir+"/obs.log")) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the auditor did not record the first result")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.WaitFor(t, 10*time.Second, "the auditor to record the first result", func() bool { return len(readLog(h.dir+"/obs.log")) > 0 })
 	wantOK(t, call(ctx, h, "poison", `{}`), `{}`)
 
 	// The auditor crashes; while it is down every call is DENIED (it is
@@ -86,7 +80,7 @@ func TestDurableResultThatCrashesTheObserver(t *testing.T) {
 	// before the host has seen it exit.
 	var st remote.Status
 	settledPID := 0
-	deadline = time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		st, _ = status(h.m, "auditor")
 		if st.State == kernel.Active && st.Problem != "" && st.Queued == 0 && st.PID != 0 {
@@ -114,11 +108,8 @@ func TestDurableResultThatCrashesTheObserver(t *testing.T) {
 	}
 	deadline = time.Now().Add(10 * time.Second)
 	want := []string{"t ok", "t ok", "t ok", "t ok"}
-	for !slices.Equal(readLog(h.dir+"/obs.log"), want) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the auditor recorded %q, want %q (every result but the poison, once)", readLog(h.dir+"/obs.log"), want)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !testkit.Eventually(time.Until(deadline), func() bool { return slices.Equal(readLog(h.dir+"/obs.log"), want) }) {
+		t.Fatalf("the auditor recorded %q, want %q (every result but the poison, once)", readLog(h.dir+"/obs.log"), want)
 	}
 	t.Logf("after %d restarts: %s", st.Restarts, st.Problem)
 }

@@ -206,12 +206,8 @@ func TestLockWaitBound(t *testing.T) {
 	next.lockWait = 20 * time.Millisecond
 	holder, logs := startWhileHeld(t, s, 0, next)
 	done := observeAsync(context.Background(), next, 0, 1)
-	deadline := time.Now().Add(10 * time.Second)
-	for strings.Count(logs.String(), "still locked by another process") < 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("no repeated error past the bound:\n%s", logs.String())
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !testkit.Eventually(10*time.Second, func() bool { return strings.Count(logs.String(), "still locked by another process") >= 2 }) {
+		t.Fatalf("no repeated error past the bound:\n%s", logs.String())
 	}
 	if out := logs.String(); !strings.Contains(out, "[ERROR]") || !strings.Contains(out, s.path) ||
 		!strings.Contains(out, "second audit plugin") {

@@ -263,16 +263,12 @@ func (h *hostRun) waitActiveWithin(t testing.TB, n int, d time.Duration) {
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t testing.TB, d time.Duration, what string, cond func() bool, context ...func() string) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			extra := ""
-			for _, c := range context {
-				extra += "\n" + c()
-			}
-			t.Fatalf("timed out waiting for %s%s", what, extra)
+	if !testkit.Eventually(d, cond) {
+		extra := ""
+		for _, c := range context {
+			extra += "\n" + c()
 		}
-		time.Sleep(50 * time.Millisecond)
+		t.Fatalf("timed out waiting for %s%s", what, extra)
 	}
 }
 
