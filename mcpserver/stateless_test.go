@@ -359,9 +359,9 @@ func TestStatelessBesideSessions(t *testing.T) {
 // result went out).
 func (a *audit) codesOf(t *testing.T, tool string, n int) []pipeline.Code {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var codes []pipeline.Code
+	var codes []pipeline.Code
+	testkit.Eventually(10*time.Second, func() bool {
+		codes = codes[:0]
 		a.mu.Lock()
 		for _, r := range a.recs {
 			if r.Tool == tool {
@@ -369,11 +369,9 @@ func (a *audit) codesOf(t *testing.T, tool string, n int) []pipeline.Code {
 			}
 		}
 		a.mu.Unlock()
-		if len(codes) >= n || time.Now().After(deadline) {
-			return codes
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return len(codes) >= n
+	})
+	return codes
 }
 
 // codeOK is the code of a call that succeeded.

@@ -183,9 +183,7 @@ func TestSharedSlotReleasedOnEveryPath(t *testing.T) {
 	if r := recv(t, ctx, done); r.OK {
 		t.Errorf("a cancelled call: %+v", r)
 	}
-	for deadline := time.Now().Add(5 * time.Second); leases(t, srv, "user:ann") != 0 && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.Eventually(5*time.Second, func() bool { return leases(t, srv, "user:ann") == 0 })
 	wantEmpty("the caller gave up")
 	if r := call(ann, h2.tools, "quick"); !r.OK {
 		t.Errorf("a call once the cancelled one ended: %v", r.Error)
