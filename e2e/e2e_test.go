@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -97,20 +95,7 @@ func cli(t *testing.T, args ...string) (string, string, int) {
 // cliIn runs the host binary in dir.
 func cliIn(t *testing.T, dir string, args ...string) (string, string, int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bins.Path("host"), args...)
-	cmd.Dir = dir
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("host %s: %v", strings.Join(args, " "), err)
-	}
-	return out.String(), errb.String(), code
+	return testkit.Command(t, 60*time.Second, dir, bins.Path("host"), args...)
 }
 
 // deploymentFile writes the sample deployment into dir, pointing at the

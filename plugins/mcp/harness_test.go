@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -123,19 +122,7 @@ plugin "safety" {
 // cli runs the host binary and returns its stdout, stderr and exit code.
 func cli(t testing.TB, args ...string) (string, string, int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin("host"), args...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("host %s: %v", strings.Join(args, " "), err)
-	}
-	return out.String(), errb.String(), code
+	return testkit.Command(t, 90*time.Second, "", bin("host"), args...)
 }
 
 // hostRun is a `host run` in the background.

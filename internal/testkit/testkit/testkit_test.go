@@ -83,3 +83,17 @@ func TestGoBuildSaysWhatFailed(t *testing.T) {
 		t.Errorf("error %v does not name the package", err)
 	}
 }
+
+func TestCommand(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := testkit.Command(t, time.Minute, dir, "sh", "-c", "pwd -P; echo oops >&2; exit 3")
+	if code != 3 || strings.TrimSpace(errOut) != "oops" || strings.TrimSpace(out) != dir {
+		t.Errorf("got %q %q exit %d, want %s, oops, exit 3", out, errOut, code, dir)
+	}
+	if out, _, code := testkit.Command(t, time.Minute, "", "true"); code != 0 || out != "" {
+		t.Errorf("true: %q exit %d", out, code)
+	}
+}
