@@ -22,6 +22,7 @@ import (
 
 	"github.com/plugkit-go/plugkit/admin"
 	"github.com/plugkit-go/plugkit/internal/httplimit"
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 )
 
 // fakeEnv makes the test binary, run again, serve a fake admin socket.
@@ -56,12 +57,6 @@ func fakeHost(path string) {
 		c.Close()
 		fmt.Printf("received %d bytes\n", n)
 	}
-}
-
-func testCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	t.Cleanup(cancel)
-	return ctx
 }
 
 // TestAttackSocketFolder covers a socket folder someone else could write
@@ -131,7 +126,7 @@ func TestAttackSocketHijack(t *testing.T) {
 		t.Skip("running a process as another user needs root")
 	}
 	t.Cleanup(func() { goleak.VerifyNone(t) })
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	// The other user must be able to run the test binary and write the
 	// socket's folder (the very mistake the attack needs).
 	dir := t.TempDir()
@@ -245,7 +240,7 @@ func serveAdmin(t *testing.T, lim httplimit.Limits) string {
 // limit: it is refused before it is read, with an error that says so.
 func TestAttackOversizedCall(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t) })
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	socket := serveAdmin(t, httplimit.Limits{MaxBodyBytes: 64 << 10})
 	big := json.RawMessage(`{"content":"` + strings.Repeat("x", 1<<20) + `"}`)
 	_, err := admin.NewClient(socket).Call(ctx, "write_file", big, nil)
@@ -289,7 +284,7 @@ func TestAttackStalledAdminRequests(t *testing.T) {
 		}
 	}
 	// The connections are free again.
-	msg, err := admin.NewClient(socket).Reload(testCtx(t), "files")
+	msg, err := admin.NewClient(socket).Reload(testkit.Context(t), "files")
 	if err != nil || msg != "reloaded files" {
 		t.Errorf("reload after the attack = %q, %v", msg, err)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/plugkit-go/plugkit/internal/testkit/testenv"
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 )
 
 // fakeCgroupFS writes a mountinfo and a /proc/self/cgroup naming mounts
@@ -143,8 +144,8 @@ func runInCgroup(t *testing.T, what string, l Limits, execs []string) (out strin
 	s := Detect(self)
 	needCgroups(t, s)
 	bin := filepath.Join(t.TempDir(), "cgrouphelper")
-	if b, err := exec.Command("go", "build", "-o", bin, "./testdata/cgrouphelper").CombinedOutput(); err != nil {
-		t.Fatalf("build the helper: %v\n%s", err, b)
+	if err := testkit.GoBuild(bin, "./testdata/cgrouphelper"); err != nil {
+		t.Fatalf("build the helper: %v", err)
 	}
 	cg, err = NewCgroup("test-"+what, l)
 	if err != nil {

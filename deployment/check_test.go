@@ -9,9 +9,9 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 )
 
 func names(ps []Plugin) []string {
@@ -35,12 +35,6 @@ func plugins(order []string, inject map[string][]string) string {
 		b.WriteString("}\n")
 	}
 	return b.String()
-}
-
-func testContext(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	t.Cleanup(cancel)
-	return ctx
 }
 
 func TestCheckStartOrder(t *testing.T) {
@@ -95,7 +89,7 @@ func TestCheckStartOrder(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			d := parseClean(t, plugins(tc.file, tc.inject))
-			if diags := Check(testContext(t), d, tc.answers.describe); len(diags) > 0 {
+			if diags := Check(testkit.Context(t), d, tc.answers.describe); len(diags) > 0 {
 				t.Fatalf("Check:\n%s", Format(diags))
 			}
 			if got := names(d.Plugins); !slices.Equal(got, tc.want) {
@@ -109,7 +103,7 @@ func TestCheckFillsInject(t *testing.T) {
 	t.Parallel()
 	d := parseClean(t, plugins([]string{"a", "b"}, map[string][]string{"b": {"tools", "points"}}))
 	answers := fakeDescribe{"a": {Inject: []string{"logger"}}, "b": {Inject: []string{"tools"}}}
-	if diags := Check(testContext(t), d, answers.describe); len(diags) > 0 {
+	if diags := Check(testkit.Context(t), d, answers.describe); len(diags) > 0 {
 		t.Fatalf("Check:\n%s", Format(diags))
 	}
 	if got := d.Plugins[0].Inject; !slices.Equal(got, []string{"logger"}) {
@@ -242,7 +236,7 @@ plugin "c" {
 			t.Parallel()
 			d := parseClean(t, tc.src)
 			before := names(d.Plugins)
-			diags := Check(testContext(t), d, tc.answers.describe)
+			diags := Check(testkit.Context(t), d, tc.answers.describe)
 			var got []string
 			for _, line := range strings.Split(strings.TrimSuffix(Format(diags), "\n"), "\n") {
 				got = append(got, strings.TrimPrefix(line, d.File))
@@ -266,7 +260,7 @@ func TestCheckCodePlugins(t *testing.T) {
 		{Name: "a", Inject: []string{"sql"}, Config: json.RawMessage(`{"n":1}`), Range: r, ConfigRange: r},
 	}}
 	answers := fakeDescribe{"a": {ConfigSchema: json.RawMessage(`{"properties": {"n": {"type": "string"}}}`)}}
-	got := Format(Check(testContext(t), d, answers.describe))
+	got := Format(Check(testkit.Context(t), d, answers.describe))
 	want := `code:7:1: Invalid plugin config: Plugin "a": config at /n: got number, want string.
 code:7:1: No provider for service: Plugin "a" injects "sql", which is neither built in (tools, points, logger) nor provided by a plugin of this deployment. No plugin provides a service.
 `
@@ -281,7 +275,7 @@ func TestCheckDescribe(t *testing.T) {
 	t.Parallel()
 	d := parseClean(t, plugins([]string{"a", "b", "c"}, nil))
 	type key struct{}
-	ctx := context.WithValue(testContext(t), key{}, "v")
+	ctx := context.WithValue(testkit.Context(t), key{}, "v")
 	var calls atomic.Int32
 	seen := make(chan string, 3)
 	diags := Check(ctx, d, func(ctx context.Context, p Plugin) (Declaration, error) {
@@ -305,7 +299,7 @@ func TestCheckDescribe(t *testing.T) {
 		t.Errorf("describe called %d times for %q, want once each for a, b, c", calls.Load(), got)
 	}
 
-	cancelled, cancel := context.WithCancel(testContext(t))
+	cancelled, cancel := context.WithCancel(testkit.Context(t))
 	cancel()
 	diags = Check(cancelled, d, fakeDescribe{}.describe)
 	if len(diags) != 3 || !strings.Contains(diags[0].Detail, context.Canceled.Error()) {
@@ -347,7 +341,7 @@ plugin "b" {
 	if d.Host.ReceiptsFrom != "a" {
 		t.Errorf("ReceiptsFrom = %q", d.Host.ReceiptsFrom)
 	}
-	if diags := Check(testContext(t), d, fakeDescribe{"a": {Receipts: true}, "b": {Receipts: true}}.describe); diags.HasErrors() {
+	if diags := Check(testkit.Context(t), d, fakeDescribe{"a": {Receipts: true}, "b": {Receipts: true}}.describe); diags.HasErrors() {
 		t.Errorf("Check with receipts_from: %s", Format(diags))
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 )
 
 // A plugin's config value of format approval-route must name a route the
@@ -42,7 +44,7 @@ plugin "safety" {
 			"other": {"format": "approval-route"}
 		}}`)}}
 	d := parseClean(t, src)
-	got := strings.ReplaceAll(Format(Check(testContext(t), d, answers.describe)), d.File, "")
+	got := strings.ReplaceAll(Format(Check(testkit.Context(t), d, answers.describe)), d.File, "")
 	want := `:15:7: Unknown approval route: Plugin "safety": rule "typo" (config at /ask/2/approval) names approval route "on-call", which the deployment does not declare; declare an approval "on-call" block or name one of "oncall", "caller" for the calling client.
 :17:5: Unknown approval route: Plugin "safety": config at /fallback names approval route "nobody", which the deployment does not declare; declare an approval "nobody" block or name one of "oncall", "caller" for the calling client.
 `

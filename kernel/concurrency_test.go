@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/kernel"
 )
 
@@ -54,7 +55,7 @@ func TestConcurrency(t *testing.T) {
 
 	t.Run("plugins load and unload while effects come and go", func(t *testing.T) {
 		k, _ := newKernel(t)
-		ctx := testCtx(t, 60*time.Second)
+		ctx := testkit.ContextFor(t, 60*time.Second)
 		rec := recordStates(t, k)
 		host := load(t, k, kernel.Plugin{Name: "host", Apply: noop})
 		nop := func(ctx context.Context, _ any, next kernel.Next) (any, error) {
@@ -163,7 +164,7 @@ func TestConcurrency(t *testing.T) {
 
 	t.Run("one name loaded and unloaded from many goroutines", func(t *testing.T) {
 		k, _ := newKernel(t)
-		ctx := testCtx(t, 60*time.Second)
+		ctx := testkit.ContextFor(t, 60*time.Second)
 		var registered, undone counter
 		p := kernel.Plugin{Name: "same", Apply: func(_ context.Context, s *kernel.Scope) error {
 			if _, err := s.Contribute("same-point", "", 0, 1); err != nil {
@@ -194,7 +195,7 @@ func TestConcurrency(t *testing.T) {
 	t.Run("effects of one scope registered and disposed concurrently with its unload", func(t *testing.T) {
 		for round := range rounds {
 			k, _ := newKernel(t)
-			ctx := testCtx(t, 60*time.Second)
+			ctx := testkit.ContextFor(t, 60*time.Second)
 			s := load(t, k, kernel.Plugin{Name: "p", Apply: noop})
 			var registered, undone counter
 			var wg sync.WaitGroup

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/kernel"
 )
 
@@ -175,7 +176,7 @@ func TestEffects(t *testing.T) {
 		// A remote plugin's unload stops its process and drains its calls
 		// in flight; one of those may be another registration's disposal.
 		k, _ := newKernel(t)
-		ctx := testCtx(t, 10*time.Second)
+		ctx := testkit.ContextFor(t, 10*time.Second)
 		undoing, release := make(chan struct{}), make(chan struct{})
 		load(t, k, kernel.Plugin{Name: "slow", Apply: func(_ context.Context, s *kernel.Scope) error {
 			_, err := s.Track("stop process", func() error {

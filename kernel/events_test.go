@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/kernel"
 )
 
@@ -38,7 +39,7 @@ func wrap(tr *trail, name string) kernel.Handler {
 func TestEmit(t *testing.T) {
 	t.Run("emit calls every listener in registration order", func(t *testing.T) {
 		k, _ := newKernel(t)
-		ctx := testCtx(t, 10*time.Second)
+		ctx := testkit.ContextFor(t, 10*time.Second)
 		var tr trail
 		for _, name := range []string{"l1", "l2", "l3"} {
 			on(t, k, name, "ev", func(ctx context.Context, payload any, next kernel.Next) (any, error) {
@@ -60,7 +61,7 @@ func TestEmit(t *testing.T) {
 
 	t.Run("emit without listeners does nothing", func(t *testing.T) {
 		k, _ := newKernel(t)
-		k.Events().Emit(testCtx(t, 10*time.Second), "nobody-listens", nil)
+		k.Events().Emit(testkit.ContextFor(t, 10*time.Second), "nobody-listens", nil)
 		if n := k.Events().Count("nobody-listens"); n != 0 {
 			t.Errorf("Count = %d, want 0", n)
 		}
@@ -76,7 +77,7 @@ func TestEmit(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			k, logs := newKernel(t)
-			ctx := testCtx(t, 10*time.Second)
+			ctx := testkit.ContextFor(t, 10*time.Second)
 			var tr trail
 			for _, name := range []string{"l1", "bad", "l3"} {
 				on(t, k, name, "ev", func(context.Context, any, kernel.Next) (any, error) {
@@ -109,7 +110,7 @@ func TestEmit(t *testing.T) {
 func TestWaterfall(t *testing.T) {
 	t.Run("the first registered listener is outermost and the default runs last", func(t *testing.T) {
 		k, _ := newKernel(t)
-		ctx := testCtx(t, 10*time.Second)
+		ctx := testkit.ContextFor(t, 10*time.Second)
 		var tr trail
 		for _, name := range []string{"l1", "l2", "l3"} {
 			on(t, k, name, "ev", wrap(&tr, name))
@@ -137,7 +138,7 @@ func TestWaterfall(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			k, _ := newKernel(t)
-			got, err := k.Events().Waterfall(testCtx(t, 10*time.Second), "ev", nil, tc.last)
+			got, err := k.Events().Waterfall(testkit.ContextFor(t, 10*time.Second), "ev", nil, tc.last)
 			if err != nil || got != tc.want {
 				t.Errorf("waterfall = %v, %v; want %v", got, err, tc.want)
 			}
@@ -148,7 +149,7 @@ func TestWaterfall(t *testing.T) {
 		k, _ := newKernel(t)
 		var tr trail
 		on(t, k, "l1", "ev", wrap(&tr, "l1"))
-		got, err := k.Events().Waterfall(testCtx(t, 10*time.Second), "ev", nil, nil)
+		got, err := k.Events().Waterfall(testkit.ContextFor(t, 10*time.Second), "ev", nil, nil)
 		if err != nil || got != "l1(<nil>)" {
 			t.Errorf("waterfall = %v, %v; want l1(<nil>)", got, err)
 		}
@@ -163,7 +164,7 @@ func TestWaterfall(t *testing.T) {
 				return next(ctx)
 			})
 		}
-		if _, err := k.Events().Waterfall(testCtx(t, 10*time.Second), "ev", "call-7", nil); err != nil {
+		if _, err := k.Events().Waterfall(testkit.ContextFor(t, 10*time.Second), "ev", "call-7", nil); err != nil {
 			t.Fatalf("waterfall: %v", err)
 		}
 		if got, want := tr.get(), []string{"l1:call-7", "l2:call-7"}; !slices.Equal(got, want) {
@@ -180,7 +181,7 @@ func TestWaterfall(t *testing.T) {
 			return "vetoed", nil
 		})
 		on(t, k, "l3", "ev", wrap(&tr, "l3"))
-		got, err := k.Events().Waterfall(testCtx(t, 10*time.Second), "ev", nil, func(context.Context) (any, error) {
+		got, err := k.Events().Waterfall(testkit.ContextFor(t, 10*time.Second), "ev", nil, func(context.Context) (any, error) {
 			tr.add("last")
 			return "last", nil
 		})
@@ -200,7 +201,7 @@ func TestWaterfall(t *testing.T) {
 			return "overridden", nil
 		})
 		on(t, k, "inner", "ev", func(context.Context, any, kernel.Next) (any, error) { return nil, errBoom })
-		got, err := k.Events().Waterfall(testCtx(t, 10*time.Second), "ev", nil, nil)
+		got, err := k.Events().Waterfall(testkit.ContextFor(t, 10*time.Second), "ev", nil, nil)
 		if err != nil || got != "overridden" {
 			t.Errorf("waterfall = %v, %v; want overridden", got, err)
 		}
@@ -222,7 +223,7 @@ func TestWaterfall(t *testing.T) {
 		})
 		on(t, k, "l2", "ev", wrap(&tr, "l2"))
 		on(t, k, "l3", "ev", wrap(&tr, "l3"))
-		got, err := k.Events().Waterfall(testCtx(t, 10*time.Second), "ev", nil, func(context.Context) (any, error) {
+		got, err := k.Events().Waterfall(testkit.ContextFor(t, 10*time.Second), "ev", nil, func(context.Context) (any, error) {
 			tr.add("last")
 			return "last", nil
 		})
@@ -237,7 +238,7 @@ func TestWaterfall(t *testing.T) {
 
 	t.Run("next is re-entrant: a retry around an inner timeout gives each attempt its own clock", func(t *testing.T) {
 		k, _ := newKernel(t)
-		ctx := testCtx(t, 10*time.Second)
+		ctx := testkit.ContextFor(t, 10*time.Second)
 		const perAttempt = 50 * time.Millisecond
 		var attempts, timeouts counter
 		on(t, k, "retry", "ev", func(ctx context.Context, _ any, next kernel.Next) (any, error) {
@@ -298,7 +299,7 @@ func TestWaterfall(t *testing.T) {
 			}
 			on(t, k, "bad", "ev", func(context.Context, any, kernel.Next) (any, error) { panic("kaboom") })
 			var lastRan counter
-			_, err := k.Events().Waterfall(testCtx(t, 10*time.Second), "ev", nil, func(context.Context) (any, error) {
+			_, err := k.Events().Waterfall(testkit.ContextFor(t, 10*time.Second), "ev", nil, func(context.Context) (any, error) {
 				lastRan.inc()
 				return "last", nil
 			})
@@ -326,7 +327,7 @@ func TestWaterfall(t *testing.T) {
 			return next(ctx)
 		})
 		on(t, k, "l2", "ev", wrap(&tr, "l2"))
-		got, err := k.Events().Waterfall(testCtx(t, 10*time.Second), "ev", nil, nil)
+		got, err := k.Events().Waterfall(testkit.ContextFor(t, 10*time.Second), "ev", nil, nil)
 		if err != nil || got != "l2(<nil>)" {
 			t.Errorf("waterfall = %v, %v; want l2(<nil>)", got, err)
 		}
@@ -346,7 +347,7 @@ func TestListenerRemovedOnUnload(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			k, _ := newKernel(t)
-			ctx := testCtx(t, 10*time.Second)
+			ctx := testkit.ContextFor(t, 10*time.Second)
 			var calls counter
 			count := func(ctx context.Context, _ any, next kernel.Next) (any, error) {
 				calls.inc()

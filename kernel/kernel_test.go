@@ -4,14 +4,13 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"go.uber.org/goleak"
 
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/kernel"
 )
 
@@ -23,41 +22,14 @@ func TestMain(m *testing.M) {
 
 var errBoom = errors.New("boom")
 
-// logBuffer collects what the kernel logs; the kernel logs from whichever
-// goroutine ends a scope, so writes and reads are serialised.
-type logBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // newKernel returns a kernel logging into a buffer at every level; it is
 // closed when the test ends.
-func newKernel(t *testing.T) (*kernel.Kernel, *logBuffer) {
+func newKernel(t *testing.T) (*kernel.Kernel, *testkit.Buffer) {
 	t.Helper()
-	logs := &logBuffer{}
+	logs := &testkit.Buffer{}
 	k := kernel.New(hclog.New(&hclog.LoggerOptions{Name: "host", Level: hclog.Trace, Output: logs}))
 	t.Cleanup(k.Close)
 	return k, logs
-}
-
-// testCtx is the bound on anything in a test that can block.
-func testCtx(t *testing.T, d time.Duration) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
 }
 
 // waitFor fails the test when ch is not closed (or sent on) before ctx ends.

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/kernel"
 )
 
@@ -217,7 +218,7 @@ func TestScopeStates(t *testing.T) {
 
 	t.Run("unload while loading cancels the apply and disposes", func(t *testing.T) {
 		k, _ := newKernel(t)
-		ctx := testCtx(t, 10*time.Second)
+		ctx := testkit.ContextFor(t, 10*time.Second)
 		rec := recordStates(t, k)
 		var undone counter
 		started := make(chan struct{})
@@ -270,7 +271,7 @@ func TestScopeStates(t *testing.T) {
 	t.Run("a state listener may read the kernel", func(t *testing.T) {
 		// No newKernel: if this deadlocks, Close would hang the cleanup too.
 		k := kernel.New(nil)
-		ctx := testCtx(t, 10*time.Second)
+		ctx := testkit.ContextFor(t, 10*time.Second)
 		var tr trail
 		done := make(chan struct{})
 		go func() {

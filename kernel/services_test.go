@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/kernel"
 )
 
@@ -250,7 +251,7 @@ func TestServices(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			k, _ := newKernel(t)
-			ctx := testCtx(t, 10*time.Second)
+			ctx := testkit.ContextFor(t, 10*time.Second)
 			keep := make(chan *kernel.Effect, 2)
 			load(t, k, provider("indexer", "index", "v1", keep))
 			provide := <-keep

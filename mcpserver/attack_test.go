@@ -15,6 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/mcpserver"
 )
 
@@ -88,7 +89,7 @@ func (c *rawClient) ping(id string) (int, error) {
 // that comes afterwards is served.
 func TestAttackSessionFlood(t *testing.T) {
 	leakCheck(t)
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	const maxSessions, flooders, perFlooder = 8, 4, 50
 	f := newFixtureWith(t, 5*time.Second, mcpserver.Options{MaxSessions: maxSessions})
 	endpoint := serveHTTP(t, f.srv)
@@ -166,7 +167,7 @@ func TestAttackSessionFlood(t *testing.T) {
 // refused with 503 until a session is idle again.
 func TestAttackSessionFloodSparesBusy(t *testing.T) {
 	leakCheck(t)
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	const maxSessions = 2
 	f := newFixtureWith(t, 5*time.Second, mcpserver.Options{MaxSessions: maxSessions})
 	var sessions []*mcp.ClientSession
@@ -234,13 +235,7 @@ func TestSessionIdleTimeout(t *testing.T) {
 
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.WaitFor(t, 20*time.Second, what, cond)
 }
 
 // heapInUse is the live heap after a collection.

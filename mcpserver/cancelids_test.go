@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/pipeline"
 )
 
@@ -37,7 +38,7 @@ func TestCancelExactID(t *testing.T) {
 	f := newFixture(t, time.Minute)
 	endpoint := serveHTTP(t, f.srv)
 	session := openSession(t, endpoint)
-	ctx, cancel := context.WithCancel(testCtx(t))
+	ctx, cancel := context.WithCancel(testkit.Context(t))
 	defer cancel()
 	done := make(chan struct{})
 	go func() {
@@ -75,7 +76,7 @@ func TestCancelExactID(t *testing.T) {
 func TestCancelExactIDStdio(t *testing.T) {
 	leakCheck(t)
 	f := newFixture(t, time.Minute)
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	in, toServer := io.Pipe()
 	fromServer, out := io.Pipe()
 	served := make(chan error, 1)

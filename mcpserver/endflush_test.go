@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/mcpserver"
 )
 
@@ -86,7 +87,7 @@ func TestCallAnswerEndsItsStream(t *testing.T) {
 	for _, version := range []string{"2025-11-25", "2026-07-28"} {
 		t.Run(version, func(t *testing.T) {
 			leakCheck(t)
-			ctx := testCtx(t)
+			ctx := testkit.Context(t)
 			f := newFixture(t, time.Minute)
 			rec, endpoint := serveRecorded(t, f.srv)
 			tr := &http.Transport{MaxIdleConnsPerHost: 8}
@@ -149,7 +150,7 @@ func endsResponse(w []byte) bool {
 // calls.
 func TestHTTPClientKeepsConnections(t *testing.T) {
 	leakCheck(t)
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	f := newFixture(t, time.Minute)
 	rec, endpoint := serveRecorded(t, f.srv)
 	const sessions, calls = 16, 40

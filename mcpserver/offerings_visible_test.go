@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 )
 
 // TestOfferingsVisibility: a bridge's resources and a prompt hidden from
@@ -28,7 +29,7 @@ func TestOfferingsVisibility(t *testing.T) {
 	if _, err := f.h.Kernel().Load(hideFrom("rules", "group:support", "lib_resources.read", "lib_prompts.hi")); err != nil {
 		t.Fatal(err)
 	}
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	waitPrompt(t, ctx, cs["eng"])
 	type listed struct{ resources, templates, prompts int }
 	list := func(who string) listed {
@@ -105,7 +106,7 @@ func TestPromptVisibilityIsNoToolChange(t *testing.T) {
 	if _, err := f.h.Kernel().Load(offerings()); err != nil {
 		t.Fatal(err)
 	}
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	for _, who := range []string{"eng", "support"} {
 		// Listed after the entries came: each view is of the entries too.
 		listNames(t, cs[who])
@@ -142,7 +143,7 @@ func TestPromptListChangedPerSession(t *testing.T) {
 	if _, err := f.h.Kernel().Load(offerings()); err != nil {
 		t.Fatal(err)
 	}
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	prompts := func(who string) int {
 		t.Helper()
 		lp, err := cs[who].ListPrompts(ctx, nil)

@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/plugkit-go/plugkit/host"
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/pipeline"
 )
@@ -73,7 +74,7 @@ func TestResourcesAndPrompts(t *testing.T) {
 			if _, err := f.h.Kernel().Load(offerings()); err != nil {
 				t.Fatal(err)
 			}
-			ctx := testCtx(t)
+			ctx := testkit.Context(t)
 			updated := make(chan string, 4)
 			c := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, &mcp.ClientOptions{
 				ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) { updated <- req.Params.URI },

@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/pipeline"
 )
@@ -43,7 +44,7 @@ func call(t *testing.T, ctx context.Context, cs *mcp.ClientSession, tool, args s
 
 func TestListAndCall(t *testing.T) {
 	forEachTransport(t, func(t *testing.T, tr transport) {
-		ctx := testCtx(t)
+		ctx := testkit.Context(t)
 		f := newFixture(t, 5*time.Second)
 		cs := tr.connect(t, ctx, f.srv, newClient(nil), tr.version)
 
@@ -140,7 +141,7 @@ func TestListAndCall(t *testing.T) {
 
 func TestApproval(t *testing.T) {
 	forEachTransport(t, func(t *testing.T, tr transport) {
-		ctx := testCtx(t)
+		ctx := testkit.Context(t)
 		f := newFixture(t, 5*time.Second)
 		user := &elicitor{}
 		cs := tr.connect(t, ctx, f.srv, newClient(&mcp.ClientOptions{ElicitationHandler: user.handle}), tr.version)
@@ -182,7 +183,7 @@ func TestApproval(t *testing.T) {
 
 func TestApprovalTimeout(t *testing.T) {
 	forEachTransport(t, func(t *testing.T, tr transport) {
-		ctx := testCtx(t)
+		ctx := testkit.Context(t)
 		f := newFixture(t, 300*time.Millisecond)
 		user := &elicitor{}
 		// The user answers, yes, but too late.
@@ -204,7 +205,7 @@ func TestApprovalTimeout(t *testing.T) {
 
 func TestCancel(t *testing.T) {
 	forEachTransport(t, func(t *testing.T, tr transport) {
-		ctx := testCtx(t)
+		ctx := testkit.Context(t)
 		f := newFixture(t, 5*time.Second)
 		cs := tr.connect(t, ctx, f.srv, newClient(nil), tr.version)
 
@@ -242,7 +243,7 @@ func TestCancelWhileAsked(t *testing.T) {
 		if tr.version == "" && tr.name != "http" {
 			t.Skip("2026-07-28 asks through an input-required result: the request is over while the user is asked")
 		}
-		ctx := testCtx(t)
+		ctx := testkit.Context(t)
 		f := newFixture(t, 10*time.Second)
 		asked := make(chan struct{}, 1)
 		release := make(chan struct{})
@@ -285,7 +286,7 @@ func TestCancelWhileAsked(t *testing.T) {
 
 func TestListChanged(t *testing.T) {
 	forEachTransport(t, func(t *testing.T, tr transport) {
-		ctx := testCtx(t)
+		ctx := testkit.Context(t)
 		f := newFixture(t, 5*time.Second)
 		changed := make(chan struct{}, 16)
 		cs := tr.connect(t, ctx, f.srv, newClient(&mcp.ClientOptions{
@@ -380,7 +381,7 @@ func TestListChanged(t *testing.T) {
 // pipeline sees ABORTED.
 func TestShutdownAbortsCalls(t *testing.T) {
 	leakCheck(t)
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	f := newFixture(t, 5*time.Second)
 	cs := connectStdio(t, ctx, f.srv, newClient(nil), "")
 	type answer struct {

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/plugkit-go/plugkit/authn"
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/mcpserver"
 )
 
@@ -20,7 +21,7 @@ import (
 // runs nothing, and the right one's still works.
 func TestStatelessStateBoundToPrincipal(t *testing.T) {
 	leakCheck(t)
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	keysFile := filepath.Join(t.TempDir(), "keys.hcl")
 	ann, err := authn.NewKey(keysFile, "ann", "user", nil)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/mcpserver"
 	"github.com/plugkit-go/plugkit/pipeline"
 )
@@ -141,7 +142,7 @@ func statelessFixtureTimeout(t *testing.T, keys [][]byte, approvalTimeout time.D
 // input-required result whose retry completes the call.
 func TestStatelessHTTP(t *testing.T) {
 	leakCheck(t)
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	f, endpoint := statelessFixture(t, stateKey(t))
 	r := newReplicas(t, endpoint, endpoint)
 	user := &elicitor{}
@@ -196,7 +197,7 @@ func TestStatelessHTTP(t *testing.T) {
 // key runs the approved call; one without it refuses the retry.
 func TestStatelessRetryOnOtherReplica(t *testing.T) {
 	leakCheck(t)
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	keys := stateKey(t)
 	a, endpointA := statelessFixture(t, keys)
 	b, endpointB := statelessFixture(t, keys)
@@ -228,7 +229,7 @@ func TestStatelessRetryOnOtherReplica(t *testing.T) {
 // arguments is refused, and the call does not run.
 func TestStatelessStateRefused(t *testing.T) {
 	leakCheck(t)
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	f, endpoint := statelessFixture(t, stateKey(t))
 	user := &elicitor{}
 	user.set(reply("accept", true))
@@ -276,7 +277,7 @@ func TestStatelessStateRefused(t *testing.T) {
 // retry is refused as late, and the call does not run.
 func TestStatelessApprovalTimeout(t *testing.T) {
 	leakCheck(t)
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	f, endpoint := statelessFixtureTimeout(t, stateKey(t), 300*time.Millisecond)
 	user := &elicitor{}
 	// The user answers, yes, but too late.
@@ -321,7 +322,7 @@ func countCode(codes []pipeline.Code, c pipeline.Code) int {
 // by elicitation/create within it.
 func TestStatelessBesideSessions(t *testing.T) {
 	leakCheck(t)
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	f, endpoint := statelessFixture(t, stateKey(t))
 	r := newReplicas(t, endpoint, endpoint)
 	user := &elicitor{}
@@ -358,9 +359,9 @@ func TestStatelessBesideSessions(t *testing.T) {
 // result went out).
 func (a *audit) codesOf(t *testing.T, tool string, n int) []pipeline.Code {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var codes []pipeline.Code
+	var codes []pipeline.Code
+	testkit.Eventually(10*time.Second, func() bool {
+		codes = codes[:0]
 		a.mu.Lock()
 		for _, r := range a.recs {
 			if r.Tool == tool {
@@ -368,11 +369,9 @@ func (a *audit) codesOf(t *testing.T, tool string, n int) []pipeline.Code {
 			}
 		}
 		a.mu.Unlock()
-		if len(codes) >= n || time.Now().After(deadline) {
-			return codes
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return len(codes) >= n
+	})
+	return codes
 }
 
 // codeOK is the code of a call that succeeded.
@@ -383,7 +382,7 @@ const codeOK pipeline.Code = ""
 // does not hold up a drain.
 func TestStatelessListenAndDrain(t *testing.T) {
 	leakCheck(t)
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	f, endpoint := statelessFixture(t, stateKey(t))
 	changed := make(chan struct{}, 16)
 	cs := connectVia(t, ctx, newReplicas(t, endpoint, endpoint), newClient(&mcp.ClientOptions{
@@ -415,7 +414,7 @@ func TestStatelessListenAndDrain(t *testing.T) {
 // key.
 func TestStatelessKeyRotation(t *testing.T) {
 	leakCheck(t)
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	oldKey, newKey := stateKey(t), stateKey(t)
 	_, endpointA := statelessFixture(t, oldKey)
 	b, endpointB := statelessFixture(t, newKey)

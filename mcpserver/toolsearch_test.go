@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/mcpserver"
 	"github.com/plugkit-go/plugkit/pipeline"
@@ -49,7 +50,7 @@ func catalogue() kernel.Plugin {
 // search calls search_tools and returns the names found, in order.
 func search(t *testing.T, cs *mcp.ClientSession, args map[string]any) []string {
 	t.Helper()
-	res, err := cs.CallTool(testCtx(t), &mcp.CallToolParams{Name: mcpserver.SearchToolName, Arguments: args})
+	res, err := cs.CallTool(testkit.Context(t), &mcp.CallToolParams{Name: mcpserver.SearchToolName, Arguments: args})
 	if err != nil || res.IsError {
 		t.Fatalf("search_tools %v: %v %s", args, err, text(res))
 	}
@@ -90,7 +91,7 @@ func TestToolSearch(t *testing.T) {
 	// catalogue.
 	for got := []string{}; !slices.Contains(got, "delete_file") || !slices.Contains(got, "get_weather"); got = search(t, cs["eng"], map[string]any{"query": "delete file weather"}) {
 		select {
-		case <-testCtx(t).Done():
+		case <-testkit.Context(t).Done():
 			t.Fatalf("the catalogue never became searchable: %v", got)
 		case <-time.After(10 * time.Millisecond):
 		}
@@ -130,14 +131,14 @@ func TestToolSearch(t *testing.T) {
 	}
 
 	// Callable by name though never listed; a hidden one is unknown.
-	if res, err := cs["support"].CallTool(testCtx(t), &mcp.CallToolParams{Name: "read_file", Arguments: map[string]any{"path": "a"}}); err != nil || res.IsError || text(res) != "read_file done" {
+	if res, err := cs["support"].CallTool(testkit.Context(t), &mcp.CallToolParams{Name: "read_file", Arguments: map[string]any{"path": "a"}}); err != nil || res.IsError || text(res) != "read_file done" {
 		t.Fatalf("support's call of read_file: %v %s", err, text(res))
 	}
-	if res, err := cs["eng"].CallTool(testCtx(t), &mcp.CallToolParams{Name: "delete_file", Arguments: map[string]any{"path": "a"}}); err != nil || res.IsError {
+	if res, err := cs["eng"].CallTool(testkit.Context(t), &mcp.CallToolParams{Name: "delete_file", Arguments: map[string]any{"path": "a"}}); err != nil || res.IsError {
 		t.Fatalf("eng's call of delete_file: %v %s", err, text(res))
 	}
 	var je *jsonrpc.Error
-	if _, err := cs["support"].CallTool(testCtx(t), &mcp.CallToolParams{Name: "delete_file", Arguments: map[string]any{"path": "a"}}); !errors.As(err, &je) || !strings.Contains(je.Message, "delete_file") {
+	if _, err := cs["support"].CallTool(testkit.Context(t), &mcp.CallToolParams{Name: "delete_file", Arguments: map[string]any{"path": "a"}}); !errors.As(err, &je) || !strings.Contains(je.Message, "delete_file") {
 		t.Fatalf("support's call of the hidden delete_file: %v, want an unknown tool", err)
 	}
 
@@ -145,7 +146,7 @@ func TestToolSearch(t *testing.T) {
 	for args, want := range map[string]string{`{}`: `"query" is required`, `{"query":"x","limit":0}`: `"limit" 0 is out of range`, `{"query":"x","max":3}`: `unknown field "max"`} {
 		var a map[string]any
 		_ = json.Unmarshal([]byte(args), &a)
-		res, err := cs["eng"].CallTool(testCtx(t), &mcp.CallToolParams{Name: mcpserver.SearchToolName, Arguments: a})
+		res, err := cs["eng"].CallTool(testkit.Context(t), &mcp.CallToolParams{Name: mcpserver.SearchToolName, Arguments: a})
 		if err != nil || !res.IsError || !strings.Contains(text(res), want) {
 			t.Fatalf("search_tools %s: %v %s, want an error saying %s", args, err, text(res), want)
 		}
@@ -163,7 +164,7 @@ func TestToolSearch(t *testing.T) {
 			break
 		}
 		select {
-		case <-testCtx(t).Done():
+		case <-testkit.Context(t).Done():
 			t.Fatal("the new tool extra was never found")
 		case <-time.After(10 * time.Millisecond):
 		}
@@ -202,15 +203,15 @@ func TestToolSearchTakesTheName(t *testing.T) {
 	}}); err != nil {
 		t.Fatal(err)
 	}
-	cs := connectStdio(t, testCtx(t), f.srv, newClient(nil), "2025-11-25")
+	cs := connectStdio(t, testkit.Context(t), f.srv, newClient(nil), "2025-11-25")
 	for got := []string{}; !slices.Contains(got, "echo"); got = search(t, cs, map[string]any{"query": "echo"}) {
 		select {
-		case <-testCtx(t).Done():
+		case <-testkit.Context(t).Done():
 			t.Fatal("echo never found")
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
-	res, err := cs.ListTools(testCtx(t), nil)
+	res, err := cs.ListTools(testkit.Context(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/pipeline"
 )
@@ -17,7 +18,7 @@ import (
 // traces joins the client's trace; a call without one has none.
 func TestClientTraceContext(t *testing.T) {
 	forEachTransport(t, func(t *testing.T, tr transport) {
-		ctx := testCtx(t)
+		ctx := testkit.Context(t)
 		f := newFixture(t, 5*time.Second)
 		seen := make(chan trace.SpanContext, 2)
 		spy := kernel.Plugin{Name: "spy", Inject: []string{pipeline.ServiceName}, Apply: func(ctx context.Context, s *kernel.Scope) error {

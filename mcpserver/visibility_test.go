@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/plugkit-go/plugkit/authn"
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/mcpserver"
 	"github.com/plugkit-go/plugkit/pipeline"
@@ -126,7 +127,7 @@ func keyClientsWith(t *testing.T, opts mcpserver.Options, groups ...string) (*fi
 		hc := &http.Client{Transport: withKey{secrets[g], http.DefaultTransport}}
 		// Sessions (2025-11-25): a 2026-07-28 client has none, and learns
 		// of a change of its list from the list's cache hint instead.
-		cs, err := c.Connect(testCtx(t), &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		cs, err := c.Connect(testkit.Context(t), &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 		if err != nil {
 			t.Fatalf("connect as %s: %v", g, err)
 		}
@@ -138,7 +139,7 @@ func keyClientsWith(t *testing.T, opts mcpserver.Options, groups ...string) (*fi
 
 func listNames(t *testing.T, cs *mcp.ClientSession) ([]string, string) {
 	t.Helper()
-	res, err := cs.ListTools(testCtx(t), nil)
+	res, err := cs.ListTools(testkit.Context(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +172,7 @@ func TestVisibilityPerSession(t *testing.T) {
 
 	// A hidden tool and a missing one: the same answer, names and ids aside.
 	call := func(name string) string {
-		_, err := cs["support"].CallTool(testCtx(t), &mcp.CallToolParams{Name: name, Arguments: map[string]any{"a": 1, "b": 2}})
+		_, err := cs["support"].CallTool(testkit.Context(t), &mcp.CallToolParams{Name: name, Arguments: map[string]any{"a": 1, "b": 2}})
 		var je *jsonrpc.Error
 		if !errors.As(err, &je) {
 			t.Fatalf("call %s: %v, want a protocol error", name, err)
@@ -188,7 +189,7 @@ func TestVisibilityPerSession(t *testing.T) {
 		t.Fatalf("the audit saw the hidden call as %s, want UNKNOWN_TOOL", r.Code)
 	}
 	// eng calls it.
-	if res, err := cs["eng"].CallTool(testCtx(t), &mcp.CallToolParams{Name: "add", Arguments: map[string]any{"a": 1, "b": 2}}); err != nil || res.IsError {
+	if res, err := cs["eng"].CallTool(testkit.Context(t), &mcp.CallToolParams{Name: "add", Arguments: map[string]any{"a": 1, "b": 2}}); err != nil || res.IsError {
 		t.Fatalf("eng's call of add: %v %+v", err, res)
 	}
 
@@ -196,7 +197,7 @@ func TestVisibilityPerSession(t *testing.T) {
 	// not. Phase 2, one hiding secret from eng: eng is told, support is
 	// not. Phase 3, a new tool both see: both are told. Notifications reach
 	// a session in order, so once phase 3's has, every earlier one has.
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	changed.setPhase(1)
 	if _, err := f.h.Kernel().Load(hideFrom("more-rules", "group:support", "echo")); err != nil {
 		t.Fatal(err)

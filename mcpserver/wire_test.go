@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/mcpserver"
 )
 
@@ -122,7 +123,7 @@ func TestExactIDs(t *testing.T) {
 func TestExactIDsStdio(t *testing.T) {
 	leakCheck(t)
 	f := newFixture(t, time.Minute)
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	in, toServer := io.Pipe()
 	fromServer, out := io.Pipe()
 	served := make(chan error, 1)

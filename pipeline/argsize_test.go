@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/pipeline"
 )
 
@@ -52,7 +53,7 @@ func TestMaxArgumentBytes(t *testing.T) {
 		{"missing", limit + 1, false},
 	} {
 		before := pre.Load()
-		r := tools.Execute(testCtx(t), tc.tool, args(tc.n), "test")
+		r := tools.Execute(testkit.Context(t), tc.tool, args(tc.n), "test")
 		if tc.ok {
 			if r.Error != nil {
 				t.Errorf("%s with %d bytes: %+v, want it served", tc.tool, tc.n, r.Error)
@@ -65,7 +66,7 @@ func TestMaxArgumentBytes(t *testing.T) {
 		if pre.Load() != before {
 			t.Errorf("%s with %d bytes: a pre-execute listener saw arguments over the bound", tc.tool, tc.n)
 		}
-		x := tools.Explain(testCtx(t), tc.tool, args(tc.n), "test")
+		x := tools.Explain(testkit.Context(t), tc.tool, args(tc.n), "test")
 		if tc.tool != "missing" && (x.Outcome != pipeline.BadArgs || !strings.Contains(x.Reason, "max_argument_bytes")) {
 			t.Errorf("explain %s with %d bytes: %s %q, want it refused naming max_argument_bytes", tc.tool, tc.n, x.Outcome, x.Reason)
 		}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/pipeline"
 )
 
@@ -31,7 +32,7 @@ func TestCanonicalArguments(t *testing.T) {
 		{"blank_arguments", "  \n", `{}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := testCtx(t)
+			ctx := testkit.Context(t)
 			k, tools := newTools(t, pipeline.Options{})
 			var mu sync.Mutex
 			var seen []string
@@ -80,7 +81,7 @@ func TestArgumentsNotJSON(t *testing.T) {
 		{"null_against_default_schema", `null`, "invalid arguments at /"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := testCtx(t)
+			ctx := testkit.Context(t)
 			k, tools := newTools(t, pipeline.Options{})
 			var ran counter
 			load(t, k, fakePlugin{name: "P", tools: []pipeline.Tool{tool("echo", func(context.Context, *pipeline.Execution) (any, error) {
@@ -100,7 +101,7 @@ func TestArgumentsNotJSON(t *testing.T) {
 }
 
 func TestInvalidArgumentsNamePaths(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	k, tools := newTools(t, pipeline.Options{})
 	schema := `{"type":"object","properties":{"a":{"type":"number"},"list":{"type":"array","items":{"type":"string"}},"a/b":{"type":"string"}},"required":["a"]}`
 	load(t, k, fakePlugin{name: "P", tools: []pipeline.Tool{{
@@ -123,7 +124,7 @@ func TestInvalidArgumentsNamePaths(t *testing.T) {
 // No listener can change the arguments another stage sees: Decode gives a
 // fresh value each time and Arguments a copy.
 func TestArgumentsCannotBeChanged(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	k, tools := newTools(t, pipeline.Options{})
 	const want = `{"a":2,"b":3,"list":[1,2]}`
 	type args struct {
@@ -183,7 +184,7 @@ func TestHugeExponentIsInvalidArguments(t *testing.T) {
 		Parameters: json.RawMessage(`{"type":"object","properties":{"n":{"type":"number","maximum":10}}}`),
 		Execute:    func(context.Context, *pipeline.Execution) (any, error) { return "ran", nil },
 	}}}.plugin())
-	r := tools.Execute(testCtx(t), "limited", json.RawMessage(`{"n":1e9999999}`), "t")
+	r := tools.Execute(testkit.Context(t), "limited", json.RawMessage(`{"n":1e9999999}`), "t")
 	if r.OK || r.Error.Code != pipeline.CodeInvalidArguments {
 		t.Fatalf("result = %+v, want INVALID_ARGUMENTS", r)
 	}
@@ -205,7 +206,7 @@ func TestInvalidArgumentsMessageIsStable(t *testing.T) {
 	}}}.plugin())
 	first := ""
 	for i := range 50 {
-		r := tools.Execute(testCtx(t), "many", json.RawMessage(`{"a":"1","b":"2","c":"3","d":"y"}`), "t")
+		r := tools.Execute(testkit.Context(t), "many", json.RawMessage(`{"a":"1","b":"2","c":"3","d":"y"}`), "t")
 		if r.OK || r.Error.Code != pipeline.CodeInvalidArguments {
 			t.Fatalf("result = %+v", r)
 		}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/pipeline"
 )
 
@@ -33,7 +34,7 @@ func TestAskCancelledApproverFails(t *testing.T) {
 	load(t, k, fakePlugin{name: "P", tools: []pipeline.Tool{tool("t", okBody(1))}}.plugin(), asker.plugin(),
 		fakePlugin{name: "A", approver: approver}.plugin())
 	for range 200 {
-		ctx, cancel := context.WithCancel(testCtx(t))
+		ctx, cancel := context.WithCancel(testkit.Context(t))
 		mu.Lock()
 		cancelCall = cancel
 		mu.Unlock()

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/pipeline"
 )
 
@@ -37,7 +38,7 @@ func TestAskNamesRoute(t *testing.T) {
 	load(t, k, fakePlugin{name: "P", tools: []pipeline.Tool{tool("routed", okBody(1)), tool("plain", okBody(1))}}.plugin(), asker.plugin(),
 		fakePlugin{name: "A", approver: approver}.plugin())
 	for _, name := range []string{"routed", "plain"} {
-		if r := tools.Execute(testCtx(t), name, nil, "client"); !r.OK {
+		if r := tools.Execute(testkit.Context(t), name, nil, "client"); !r.OK {
 			t.Fatalf("%s: %+v", name, r)
 		}
 	}
@@ -49,10 +50,10 @@ func TestAskNamesRoute(t *testing.T) {
 			t.Fatalf("approver saw %q, timeouts asked for %q; want %q", seen, timed, want)
 		}
 	}
-	if x := tools.Explain(testCtx(t), "routed", nil, "client"); x.Outcome != pipeline.WouldAsk || x.Route != "oncall" {
+	if x := tools.Explain(testkit.Context(t), "routed", nil, "client"); x.Outcome != pipeline.WouldAsk || x.Route != "oncall" {
 		t.Errorf("explain: outcome %s route %q", x.Outcome, x.Route)
 	}
-	if x := tools.Explain(testCtx(t), "plain", nil, "client"); x.Outcome != pipeline.WouldAsk || x.Route != "" {
+	if x := tools.Explain(testkit.Context(t), "plain", nil, "client"); x.Outcome != pipeline.WouldAsk || x.Route != "" {
 		t.Errorf("explain plain: outcome %s route %q", x.Outcome, x.Route)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/pipeline"
 )
 
@@ -14,7 +15,7 @@ import (
 // tools gone and the new ones there in one step, and a call running
 // meanwhile sees one version of the list or the other, never a mix.
 func TestRegisterToolsBatch(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	k, tools := newTools(t, pipeline.Options{})
 	var reg *pipeline.Registrar
 	load(t, k,
@@ -97,7 +98,7 @@ func TestRegisterToolsBatch(t *testing.T) {
 // else with its owner named, accepted from the owner, and free again once
 // released; calls meanwhile fail with the reason.
 func TestReservedToolName(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	k, tools := newTools(t, pipeline.Options{})
 	release := tools.Reserve("read_file", "files", "plugin files is restarting")
 	var evil *pipeline.Registrar

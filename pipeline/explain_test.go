@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/pipeline"
 )
 
@@ -87,7 +88,7 @@ func TestExplain(t *testing.T) {
 			approver: func(context.Context, *pipeline.Execution, string) (bool, error) { ran.Add(1); return true, nil },
 		}.plugin(),
 	)
-	ctx := pipeline.WithPrincipal(testCtx(t), pipeline.Principal{ID: "alice", Kind: "local"})
+	ctx := pipeline.WithPrincipal(testkit.Context(t), pipeline.Principal{ID: "alice", Kind: "local"})
 	for _, tc := range []struct {
 		name, tool, args string
 		outcome, by      string
@@ -138,7 +139,7 @@ func TestExplainNotAskedFailsOutsideDryRun(t *testing.T) {
 		fakePlugin{name: "files", tools: []pipeline.Tool{tool("read", okBody(1))}}.plugin(),
 		fakePlugin{name: "old", guard: func(context.Context, *pipeline.Execution) (string, error) { return "", pipeline.ErrNotAsked }}.plugin(),
 	)
-	wantCode(t, tools.Execute(testCtx(t), "read", nil, "cli"), pipeline.CodeDenied)
+	wantCode(t, tools.Execute(testkit.Context(t), "read", nil, "cli"), pipeline.CodeDenied)
 }
 
 // TestExplainHeld: while a critical plugin is down, explain says the call
@@ -148,7 +149,7 @@ func TestExplainHeld(t *testing.T) {
 	load(t, k, fakePlugin{name: "files", tools: []pipeline.Tool{tool("read", okBody(1))}}.plugin())
 	release := tools.Hold("safety", "critical plugin safety is not running")
 	defer release()
-	x := tools.Explain(testCtx(t), "read", nil, "cli")
+	x := tools.Explain(testkit.Context(t), "read", nil, "cli")
 	if x.Outcome != pipeline.WouldDeny || x.DecidedBy != "safety" {
 		t.Errorf("got %+v", x)
 	}
@@ -184,7 +185,7 @@ func TestExplainAgreesWithExecute(t *testing.T) {
 			return "", nil
 		}}.plugin(),
 	)
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	for _, tc := range []struct{ tool, args, want string }{
 		{"read", `{}`, pipeline.WouldRun},
 		{"read", `{"size":"big"}`, pipeline.WouldDeny},

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/pipeline"
 )
 
@@ -22,7 +23,7 @@ func concurrentGuard(name string, fn pipeline.GuardFunc) fakePlugin {
 // Concurrent guards run at the same time: each of three waits until all
 // three have started, which would never happen one by one.
 func TestConcurrentGuardsRunTogether(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	k, tools := newTools(t, pipeline.Options{})
 	var started sync.WaitGroup
 	started.Add(3)
@@ -54,7 +55,7 @@ func TestConcurrentGuardsRunTogether(t *testing.T) {
 // guard answers first; the guards after it are cancelled and have
 // returned by the time the call does.
 func TestConcurrentGuardsFirstDenialInOrder(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	k, tools := newTools(t, pipeline.Options{})
 	secondDenied := make(chan struct{})
 	var thirdReturned atomic.Bool
@@ -107,7 +108,7 @@ func TestConcurrentGuardsMixedWithInOrder(t *testing.T) {
 		{"none", []fakePlugin{concurrentGuard("A", pass), {name: "B", guard: pass}, concurrentGuard("C", pass)}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := testCtx(t)
+			ctx := testkit.Context(t)
 			k, tools := newTools(t, pipeline.Options{})
 			load(t, k, fakePlugin{name: "P", tools: []pipeline.Tool{addTool()}}.plugin())
 			for _, p := range tc.plugins {
@@ -129,7 +130,7 @@ func TestConcurrentGuardsMixedWithInOrder(t *testing.T) {
 // A concurrent guard that fails or panics denies, named, as any guard does
 // (fail closed), and the panic stays contained on its goroutine.
 func TestConcurrentGuardFailureDenies(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	k, tools := newTools(t, pipeline.Options{})
 	load(t, k,
 		fakePlugin{name: "P", tools: []pipeline.Tool{addTool()}}.plugin(),
@@ -157,7 +158,7 @@ func startedGuard(name string, start pipeline.GuardStart) fakePlugin {
 // first denial in registration order wins, and a started guard after it
 // is still waited for, its context cancelled.
 func TestStartedGuards(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	k, tools := newTools(t, pipeline.Options{})
 	var (
 		started  atomic.Int32
@@ -214,7 +215,7 @@ func TestStartedGuardPanics(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := testCtx(t)
+			ctx := testkit.Context(t)
 			k, tools := newTools(t, pipeline.Options{})
 			pass := func(context.Context, *pipeline.Execution) func() (string, error) {
 				return func() (string, error) { return "", nil }

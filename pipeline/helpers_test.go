@@ -6,7 +6,6 @@ import (
 	"errors"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -94,13 +93,6 @@ func load(t testing.TB, k *kernel.Kernel, plugins ...kernel.Plugin) {
 			t.Fatalf("load %s: %v", p.Name, err)
 		}
 	}
-}
-
-// testCtx is a test's context, bounded so that a broken test cannot hang.
-func testCtx(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
 }
 
 const addSchema = `{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}},"required":["a","b"]}`

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/pipeline"
 	"github.com/plugkit-go/plugkit/pipeline/policy"
 )
@@ -149,7 +150,7 @@ func TestEveryOutcome(t *testing.T) {
 			tool: "add", args: add, want: pipeline.CodeAborted, says: "approval"},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
-			ctx, cancel := context.WithCancel(testCtx(t))
+			ctx, cancel := context.WithCancel(testkit.Context(t))
 			defer cancel()
 			k, svc := newTools(t, sc.opts)
 			rec := &recorder{}
@@ -214,7 +215,7 @@ func TestEveryOutcome(t *testing.T) {
 
 // Ids are unique across calls.
 func TestResultIDsUnique(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	k, tools := newTools(t, pipeline.Options{})
 	load(t, k, fakePlugin{name: "P", tools: []pipeline.Tool{addTool()}}.plugin())
 	seen := map[string]bool{}
@@ -253,7 +254,7 @@ func TestStage1DecidedBy(t *testing.T) {
 		}, "outer", "outer rewrites: inner says no"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := testCtx(t)
+			ctx := testkit.Context(t)
 			k, tools := newTools(t, pipeline.Options{})
 			load(t, k, fakePlugin{name: "P", tools: []pipeline.Tool{addTool()}}.plugin(),
 				fakePlugin{name: "outer", pre: tc.outer}.plugin(), innerDeny.plugin())
@@ -269,7 +270,7 @@ func TestStage1DecidedBy(t *testing.T) {
 // next is re-entrant in stage 1: calling it twice runs the inner listeners
 // twice.
 func TestStage1NextReentrant(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	k, tools := newTools(t, pipeline.Options{})
 	var inner counter
 	load(t, k,
@@ -333,7 +334,7 @@ func TestHostileErrors(t *testing.T) {
 		}}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := testCtx(t)
+			ctx := testkit.Context(t)
 			// A real logger, so that a logged error is formatted.
 			k, tools := newTools(t, pipeline.Options{Logger: hclog.New(&hclog.LoggerOptions{Output: io.Discard})})
 			// The timeout policy runs the rest of the chain on its own

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/pipeline"
 )
@@ -25,7 +26,7 @@ func TestRegisterRefuses(t *testing.T) {
 		{"duplicate_in_one_plugin", []pipeline.Tool{addTool(), addTool()}, []string{`"add"`, "P"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := testCtx(t)
+			ctx := testkit.Context(t)
 			k, tools := newTools(t, pipeline.Options{})
 			_, err := k.Load(fakePlugin{name: "P", tools: tc.tools}.plugin())
 			if err == nil {
@@ -49,7 +50,7 @@ func TestRegisterRefuses(t *testing.T) {
 func TestToolNamesFollowTheMCPCharacterSet(t *testing.T) {
 	for _, name := range []string{"a.b", "x-y", "..x", "files.read_file", "A9"} {
 		t.Run(name, func(t *testing.T) {
-			ctx := testCtx(t)
+			ctx := testkit.Context(t)
 			k, tools := newTools(t, pipeline.Options{})
 			load(t, k, fakePlugin{name: "P", tools: []pipeline.Tool{{
 				Name: name, Description: "d", Parameters: json.RawMessage(addSchema), Execute: addBody,
@@ -159,7 +160,7 @@ func TestListAndLookup(t *testing.T) {
 
 // A Registrar kept past its plugin's scope registers nothing.
 func TestRegistrarAfterScopeEnds(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	k, tools := newTools(t, pipeline.Options{})
 	var kept *pipeline.Registrar
 	load(t, k, fakePlugin{name: "P", apply: func(reg *pipeline.Registrar) error { kept = reg; return nil }}.plugin())
@@ -182,7 +183,7 @@ func TestRegistrarAfterScopeEnds(t *testing.T) {
 // A plugin calling a tool through its Registrar is the caller, and its call
 // passes every stage.
 func TestRegistrarExecute(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	k, tools := newTools(t, pipeline.Options{})
 	rec := &recorder{}
 	var caller *pipeline.Registrar
@@ -231,7 +232,7 @@ func TestRegistrarExecute(t *testing.T) {
 // A call in flight keeps the pipeline it started with; the next call sees
 // the change.
 func TestSnapshotInFlight(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	k, tools := newTools(t, pipeline.Options{})
 	entered := make(chan struct{})
 	release := make(chan struct{})
@@ -260,7 +261,7 @@ func TestSnapshotInFlight(t *testing.T) {
 }
 
 func TestMarkAbsent(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	_, tools := newTools(t, pipeline.Options{})
 	release := tools.MarkAbsent("add", "plugin p is restarting")
 	r := tools.Execute(ctx, "add", json.RawMessage(`{}`), "c")
@@ -277,7 +278,7 @@ func TestMarkAbsent(t *testing.T) {
 // is listed with the reason and its description cut to the bound, and a
 // call to it is refused; one at the bound is served.
 func TestLongDescriptionIsHeld(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	k, tools := newTools(t, pipeline.Options{MaxDescriptionBytes: 10})
 	load(t, k, fakePlugin{name: "P", tools: []pipeline.Tool{
 		{Name: "long", Description: "ééééééé", Execute: okBody(1)}, // 14 bytes

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/pipeline"
 )
@@ -155,14 +156,13 @@ func BenchmarkBridgeListChanged(b *testing.B) {
 	}
 }
 
-// TestMemoryPerTool reports the heap the registry holds per registered tool
-// beyond its schema's own bytes (go test -run MemoryPerTool -v).
-func TestMemoryPerTool(t *testing.T) {
-	if testing.Short() {
-		t.Skip("measures 10,000 registrations")
-	}
+// BenchmarkMemoryPerTool reports the heap the registry holds per
+// registered tool beyond its name, description and schema text, as the
+// metric bytes/tool (go test -run '^$' -bench MemoryPerTool ./pipeline/):
+// a measure, so a benchmark, not a test that cannot fail. Each iteration
+// registers 10,000 tools in a new host.
+func BenchmarkMemoryPerTool(b *testing.B) {
 	const n = 10000
-	k, tools := newTools(t, pipeline.Options{})
 	list := manyTools(n, "")
 	schemaBytes := 0
 	for _, tl := range list {
@@ -175,13 +175,28 @@ func TestMemoryPerTool(t *testing.T) {
 		runtime.ReadMemStats(&m)
 		return m.HeapAlloc
 	}
-	before := heap()
-	load(t, k, fakePlugin{name: "P", tools: list}.plugin())
-	if _, ok := tools.Lookup("t0"); !ok {
-		t.Fatal("t0 not registered")
+	var total float64
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		// Not newTools: its cleanup would keep every iteration's host
+		// alive until the benchmark ends.
+		k := kernel.New(hclog.NewNullLogger())
+		tools := pipeline.New(k, pipeline.Options{})
+		if _, err := k.Load(tools.Plugin()); err != nil {
+			b.Fatalf("load tools: %v", err)
+		}
+		before := heap()
+		b.StartTimer()
+		load(b, k, fakePlugin{name: "P", tools: list}.plugin())
+		b.StopTimer()
+		if _, ok := tools.Lookup("t0"); !ok {
+			b.Fatal("t0 not registered")
+		}
+		total += (float64(heap()) - float64(before) - float64(schemaBytes)) / n
+		k.Close()
+		tools.Close()
+		b.StartTimer()
 	}
-	after := heap()
-	per := (float64(after) - float64(before) - float64(schemaBytes)) / n
-	t.Logf("heap per registered tool beyond its name, description and schema text: %.0f bytes (%d tools)", per, n)
+	b.ReportMetric(total/float64(b.N), "bytes/tool")
 	runtime.KeepAlive(list)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/pipeline"
 )
@@ -44,7 +45,7 @@ func TestShadowDeclaredByPlugin(t *testing.T) {
 			return err
 		}}.plugin())
 	declaredFixture(t, k, true)
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	bob := pipeline.WithPrincipal(ctx, pipeline.Principal{ID: "bob", Kind: "user"})
 	ann := pipeline.WithPrincipal(ctx, pipeline.Principal{ID: "ann", Kind: "user", Attributes: []string{"group:canary"}})
 

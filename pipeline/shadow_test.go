@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/pipeline"
 )
@@ -110,7 +111,7 @@ func TestShadow(t *testing.T) {
 			if err := tools.SetShadow(tc.rules); err != nil {
 				t.Fatal(err)
 			}
-			ctx := pipeline.WithPrincipal(testCtx(t), tc.who)
+			ctx := pipeline.WithPrincipal(testkit.Context(t), tc.who)
 			before := *ran
 			r := tools.Execute(ctx, "write", []byte(tc.args), "test")
 			if got := string(r.Code()); got != tc.outcome || r.DecidedBy != tc.by {
@@ -166,7 +167,7 @@ func TestShadowWrapperPassesOn(t *testing.T) {
 	if err := tools.SetShadow([]pipeline.ShadowRule{{Plugin: "outer"}}); err != nil {
 		t.Fatal(err)
 	}
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	if r := tools.Execute(ctx, "write", []byte(`{}`), "test"); !r.OK || shadowsOf(r.Shadow) != "1:outer/:DENIED" {
 		t.Fatalf("outer in shadow: %+v %s", r.Error, shadowsOf(r.Shadow))
 	}
@@ -207,7 +208,7 @@ func TestShadowConcurrentGuards(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 20 {
-		r := tools.Execute(testCtx(t), "write", []byte(`{}`), "test")
+		r := tools.Execute(testkit.Context(t), "write", []byte(`{}`), "test")
 		if r.Code() != pipeline.CodeDenied || r.Error.Message != "a2" {
 			t.Fatalf("want a2's denial, got %+v", r.Error)
 		}
@@ -215,7 +216,7 @@ func TestShadowConcurrentGuards(t *testing.T) {
 	if err := tools.SetShadow([]pipeline.ShadowRule{{Plugin: "a"}}); err != nil {
 		t.Fatal(err)
 	}
-	r := tools.Execute(testCtx(t), "write", []byte(`{}`), "test")
+	r := tools.Execute(testkit.Context(t), "write", []byte(`{}`), "test")
 	if !r.OK || len(r.Shadow) != 3 {
 		t.Fatalf("all in shadow: %+v, shadow %s", r.Error, shadowsOf(r.Shadow))
 	}

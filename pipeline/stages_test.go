@@ -10,11 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/pipeline"
 )
 
 func TestApprovalTimeout(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	k, tools := newTools(t, pipeline.Options{ApprovalTimeout: 50 * time.Millisecond})
 	approverDone := make(chan error, 1)
 	var ran counter
@@ -61,7 +62,7 @@ func TestApprovalTimeout(t *testing.T) {
 // A stage-1 listener, a guard, a wrapper, a post-execute listener and an
 // observer registered for tool a are not called for tool b.
 func TestInterestFilters(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	k, tools := newTools(t, pipeline.Options{})
 	var mu sync.Mutex
 	var calls []string
@@ -119,7 +120,7 @@ func TestInterestFilters(t *testing.T) {
 
 // Hold denies every call, naming the holder, until released.
 func TestHold(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	k, tools := newTools(t, pipeline.Options{})
 	rec := &recorder{}
 	var ran counter
@@ -174,7 +175,7 @@ func TestHold(t *testing.T) {
 // Stage 4 runs after every stage-3 outcome, and each listener sees the
 // result it reviews.
 func TestPostExecuteSeesResult(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	k, tools := newTools(t, pipeline.Options{})
 	var seen []string
 	load(t, k,
@@ -203,7 +204,7 @@ func TestObserversSeeArgumentsOfRejectedCalls(t *testing.T) {
 		seen[string(r.Error.Code)] = e.ArgumentsJSON()
 		return nil
 	}}.plugin())
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	tools.Execute(ctx, "nope", json.RawMessage(`{"x":1}`), "t")
 	tools.Execute(ctx, "add", json.RawMessage(`{"a":"one"}`), "t")
 	tools.Execute(ctx, "nope", json.RawMessage(`{not json`), "t")
@@ -235,7 +236,7 @@ func TestAbortedSurvivesStage4(t *testing.T) {
 			return next(ctx), nil
 		},
 	}.plugin())
-	ctx, cancel := context.WithCancel(testCtx(t))
+	ctx, cancel := context.WithCancel(testkit.Context(t))
 	go func() { <-started; cancel() }()
 	r := tools.Execute(ctx, "hang", json.RawMessage(`{}`), "t")
 	if r.OK || r.Error.Code != pipeline.CodeAborted {
@@ -299,13 +300,13 @@ func TestCancelledCallIsAbortedNotDenied(t *testing.T) {
 				c.plugin(started).plugin(),
 				rec.plugin(),
 			)
-			ctx, cancel := context.WithCancel(testCtx(t))
+			ctx, cancel := context.WithCancel(testkit.Context(t))
 			defer cancel()
 			done := make(chan pipeline.Result, 1)
 			go func() { done <- tools.Execute(ctx, "t", nil, "client") }()
-			recv(t, testCtx(t), started)
+			recv(t, testkit.Context(t), started)
 			cancel()
-			r := recv(t, testCtx(t), done)
+			r := recv(t, testkit.Context(t), done)
 			wantCode(t, r, pipeline.CodeAborted)
 			if r.DecidedBy != "" {
 				t.Errorf("decided_by = %q, want no plugin blamed", r.DecidedBy)
@@ -328,7 +329,7 @@ func TestCancelledCallIsAbortedNotDenied(t *testing.T) {
 				return pipeline.Decision{}, errors.New("broken")
 			}}.plugin(),
 		)
-		r := tools.Execute(testCtx(t), "t", nil, "client")
+		r := tools.Execute(testkit.Context(t), "t", nil, "client")
 		wantCode(t, r, pipeline.CodeDenied)
 		if r.DecidedBy != "L" {
 			t.Errorf("decided_by = %q, want L", r.DecidedBy)
@@ -374,7 +375,7 @@ func TestOnApproval(t *testing.T) {
 			if c.approver != nil {
 				load(t, k, fakePlugin{name: "A", approver: c.approver}.plugin())
 			}
-			ctx, cancel := context.WithCancel(testCtx(t))
+			ctx, cancel := context.WithCancel(testkit.Context(t))
 			defer cancel()
 			if c.cancel {
 				time.AfterFunc(10*time.Millisecond, cancel)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/pipeline"
 	"github.com/plugkit-go/plugkit/shared/identity"
@@ -41,7 +42,7 @@ func TestVisibleOnlyAbsentIsUnknown(t *testing.T) {
 	support := identity.Principal{ID: "s", Kind: "agent", Attributes: []string{"group:support"}}
 	eng := identity.Principal{ID: "e", Kind: "agent", Attributes: []string{"group:eng"}}
 	as := func(p identity.Principal) context.Context {
-		return pipeline.WithVisibleOnly(pipeline.WithPrincipal(testCtx(t), p))
+		return pipeline.WithVisibleOnly(pipeline.WithPrincipal(testkit.Context(t), p))
 	}
 	hidden := tools.Execute(as(support), "wipe", json.RawMessage(`{"a":1}`), "c")
 	unknown := tools.Execute(as(support), "nope", json.RawMessage(`{"a":1}`), "c")
@@ -64,7 +65,7 @@ func TestVisibleOnlyAbsentIsUnknown(t *testing.T) {
 		ctx  context.Context
 	}{
 		{"eng, to whom it is shown", as(eng)},
-		{"support without WithVisibleOnly", pipeline.WithPrincipal(testCtx(t), support)},
+		{"support without WithVisibleOnly", pipeline.WithPrincipal(testkit.Context(t), support)},
 	} {
 		r := tools.Execute(c.ctx, "wipe", json.RawMessage(`{}`), "c")
 		if r.Code() != pipeline.CodeToolError || r.Error.Message != why {
@@ -72,7 +73,7 @@ func TestVisibleOnlyAbsentIsUnknown(t *testing.T) {
 		}
 	}
 	// Its visibility, asked outright, is that of the tool as registered.
-	if v := tools.Visible(pipeline.WithPrincipal(testCtx(t), support), "wipe"); v.Shown || v.DecidedBy != "rules" {
+	if v := tools.Visible(pipeline.WithPrincipal(testkit.Context(t), support), "wipe"); v.Shown || v.DecidedBy != "rules" {
 		t.Errorf("Visible(wipe) for support while absent: %+v, want hidden by rules", v)
 	}
 	release()
@@ -91,7 +92,7 @@ func TestVisibleSetEqualToolsAndPrompts(t *testing.T) {
 		tool("a", okBody(1)),
 		{Name: "p_prompts.hi", Kind: pipeline.KindPrompt, Description: "A prompt.", Execute: okBody(1)},
 	}}.plugin())
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	support := identity.Principal{ID: "s", Kind: "agent", Attributes: []string{"group:support"}}
 	hide := func(name string, tools ...string) kernel.Plugin {
 		return kernel.Plugin{Name: name, Inject: []string{pipeline.ServiceName}, Apply: func(ctx context.Context, s *kernel.Scope) error {

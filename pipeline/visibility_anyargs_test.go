@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/pipeline"
 )
@@ -60,7 +61,7 @@ func TestVisibilityAnyArguments(t *testing.T) {
 			return err
 		}},
 	)
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	got := map[string]string{}
 	for _, n := range []string{"free", "asked", "denied", "argdep", "guarddep", "allowed", "nope"} {
 		v := tools.Visible(ctx, n)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/pipeline"
 	"github.com/plugkit-go/plugkit/shared/identity"
@@ -206,7 +207,7 @@ func TestVisibilityLeak(t *testing.T) {
 			exactRuns++
 		}
 		for _, p := range leakPrincipals {
-			ctx := pipeline.WithPrincipal(testCtx(t), p)
+			ctx := pipeline.WithPrincipal(testkit.Context(t), p)
 			set := tools.VisibleSet(ctx, p)
 			for _, name := range leakTools {
 				callable := false
@@ -290,7 +291,7 @@ func TestVisibilityUnansweredMayAllow(t *testing.T) {
 			return err
 		}},
 	)
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	got := map[string]string{}
 	for _, n := range []string{"a", "b", "c", "d", "nope"} {
 		v := tools.Visible(ctx, n)
@@ -337,7 +338,7 @@ func TestVisibleSetCache(t *testing.T) {
 			return err
 		}},
 	)
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	p1 := identity.Principal{ID: "k", Kind: "agent", Attributes: []string{"group:support", "team:x"}}
 	p2 := identity.Principal{ID: "k", Kind: "agent", Attributes: []string{"team:x", "group:support"}}
 	s1 := tools.VisibleSet(ctx, p1)
@@ -377,7 +378,7 @@ func TestVisibleOnlyCallIsUnknown(t *testing.T) {
 		}},
 	)
 	support := identity.Principal{ID: "s", Kind: "agent", Attributes: []string{"group:support"}}
-	ctx := pipeline.WithVisibleOnly(pipeline.WithPrincipal(testCtx(t), support))
+	ctx := pipeline.WithVisibleOnly(pipeline.WithPrincipal(testkit.Context(t), support))
 	hidden := tools.Execute(ctx, "write", json.RawMessage(`{"a":1}`), "c")
 	unknown := tools.Execute(ctx, "nope", json.RawMessage(`{"a":1}`), "c")
 	norm := func(r pipeline.Result) string {
@@ -391,9 +392,9 @@ func TestVisibleOnlyCallIsUnknown(t *testing.T) {
 		t.Fatalf("observers saw %+v", seen)
 	}
 	// Not asked for: the call is made and denied by the guard.
-	plain := tools.Execute(pipeline.WithPrincipal(testCtx(t), support), "write", json.RawMessage(`{}`), "c")
+	plain := tools.Execute(pipeline.WithPrincipal(testkit.Context(t), support), "write", json.RawMessage(`{}`), "c")
 	wantCode(t, plain, pipeline.CodeDenied)
 	// Another principal sees the tool and calls it.
 	eng := identity.Principal{ID: "e", Kind: "agent", Attributes: []string{"group:eng"}}
-	wantCode(t, tools.Execute(pipeline.WithVisibleOnly(pipeline.WithPrincipal(testCtx(t), eng)), "write", json.RawMessage(`{}`), "c"), "")
+	wantCode(t, tools.Execute(pipeline.WithVisibleOnly(pipeline.WithPrincipal(testkit.Context(t), eng)), "write", json.RawMessage(`{}`), "c"), "")
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/plugkit-go/plugkit/confine"
 	"github.com/plugkit-go/plugkit/internal/testkit/conformance"
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/metrics"
 	"github.com/plugkit-go/plugkit/pipeline"
 	"github.com/plugkit-go/plugkit/remote"
@@ -429,7 +430,7 @@ func BenchmarkPythonHookPerCheck(b *testing.B) {
 // (internal/testkit/testhook) started per check: what RemoteGuard replaces.
 func BenchmarkGoHookPerCheck(b *testing.B) {
 	hook := filepath.Join(b.TempDir(), "testhook")
-	if err := goBuild(hook, "github.com/plugkit-go/plugkit/internal/testkit/testhook"); err != nil {
+	if err := testkit.GoBuild(hook, "github.com/plugkit-go/plugkit/internal/testkit/testhook"); err != nil {
 		b.Fatal(err)
 	}
 	benchHook(b, hook)

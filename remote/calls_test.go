@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/plugkit-go/plugkit/internal/testkit/conformance"
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/remote"
 )
 
@@ -18,7 +19,7 @@ func TestCallTransports(t *testing.T) {
 	// (its SDK serves version 1 only): still served, with RPCs, whatever
 	// its Describe says.
 	v1 := filepath.Join(t.TempDir(), "testplugin-v1")
-	if err := goBuild(v1, "github.com/plugkit-go/plugkit/internal/testkit/testplugin", "-ldflags=-X github.com/plugkit-go/plugkit/shared/sdk.servedProtocols=1"); err != nil {
+	if err := testkit.GoBuild(v1, "github.com/plugkit-go/plugkit/internal/testkit/testplugin", "-ldflags=-X github.com/plugkit-go/plugkit/shared/sdk.servedProtocols=1"); err != nil {
 		t.Fatal(err)
 	}
 	cases := []struct {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/plugkit-go/plugkit/internal/testkit/conformance"
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/pipeline"
 	"github.com/plugkit-go/plugkit/remote"
 )
@@ -17,7 +18,7 @@ import (
 // listener's Deny: the caller, stage 5 and the audit log all see ABORTED,
 // blaming no plugin, wherever the cancel lands.
 func TestCancelledCallThroughRemoteListenersIsAborted(t *testing.T) {
-	ctx := testCtx(t, time.Minute)
+	ctx := testkit.ContextFor(t, time.Minute)
 	h := newHost(t, conformance.Config{}, remote.Options{})
 	mustLoad(t, h, conformance.PluginSpec{Name: "P", Tools: []conformance.ToolSpec{echoTool("t")}}, pluginConfig{})
 	mustLoad(t, h, conformance.PluginSpec{

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/plugkit-go/plugkit/internal/testkit/conformance"
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/remote"
 	"github.com/plugkit-go/plugkit/shared/wire"
@@ -24,7 +25,7 @@ var fewRestarts = remote.RestartPolicy{Attempts: 2, Window: time.Minute, Backoff
 // after each apply: its restart budget runs out, and its status says
 // FAILED, how the last process ended and what it wrote.
 func TestCrashLoopStatus(t *testing.T) {
-	ctx := testCtx(t, time.Minute)
+	ctx := testkit.ContextFor(t, time.Minute)
 	h := newHost(t, conformance.Config{}, remote.Options{})
 	const msg = "crashy: fatal: the database is gone"
 	cfg, _ := json.Marshal(pluginConfig{Spec: conformance.PluginSpec{Name: "crashy"}, CrashAfterApply: msg})
@@ -55,7 +56,7 @@ func TestCrashLoopStatus(t *testing.T) {
 // TestCrashInApplyStatus makes a plugin write a line to stderr and exit 3
 // in its apply step: it fails, and its status says how and what it wrote.
 func TestCrashInApplyStatus(t *testing.T) {
-	ctx := testCtx(t, time.Minute)
+	ctx := testkit.ContextFor(t, time.Minute)
 	h := newHost(t, conformance.Config{}, remote.Options{})
 	const msg = "crashy: fatal: bad configuration"
 	cfg, _ := json.Marshal(pluginConfig{Spec: conformance.PluginSpec{Name: "crashy"}, CrashOnApply: msg})
@@ -104,7 +105,7 @@ func waitFailed(t *testing.T, m *remote.Manager, name string) remote.Status {
 // TestKilledStatus SIGKILLs a plugin: once it is back, its status says the
 // last process was killed by a signal, with what it had written to stderr.
 func TestKilledStatus(t *testing.T) {
-	ctx := testCtx(t, time.Minute)
+	ctx := testkit.ContextFor(t, time.Minute)
 	h := newHost(t, conformance.Config{}, remote.Options{})
 	mustLoad(t, h, conformance.PluginSpec{Name: "victim"}, pluginConfig{Control: "ctl"})
 	if st, _ := status(h.m, "victim"); st.LastExit != "" || st.Stderr != nil {
@@ -137,7 +138,7 @@ func TestKilledStatus(t *testing.T) {
 // restarts that keep failing so leave the plugin FAILED, once its restart
 // budget is spent, with both in its status.
 func TestLaunchFailureStatus(t *testing.T) {
-	ctx := testCtx(t, time.Minute)
+	ctx := testkit.ContextFor(t, time.Minute)
 	h := newHost(t, conformance.Config{}, remote.Options{})
 
 	// The SDK refuses a bad message limit: it says so on stderr and exits 1.
@@ -186,7 +187,7 @@ func TestLaunchFailureStatus(t *testing.T) {
 // is tried again with backoff, so the plugin comes back by itself once the
 // binary can run again instead of staying FAILED.
 func TestRestartRetriesFailedStart(t *testing.T) {
-	ctx := testCtx(t, time.Minute)
+	ctx := testkit.ContextFor(t, time.Minute)
 	h := newHost(t, conformance.Config{}, remote.Options{})
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "plugin")

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/plugkit-go/plugkit/internal/testkit/conformance"
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/pipeline"
 	"github.com/plugkit-go/plugkit/remote"
 )
@@ -135,7 +136,7 @@ func TestKillWithCallsInFlight(t *testing.T) {
 }
 
 func testKill(t *testing.T, role killRole, critical bool) {
-	ctx := testCtx(t, time.Minute)
+	ctx := testkit.ContextFor(t, time.Minute)
 	h := newHost(t, conformance.Config{}, remote.Options{})
 	mustLoad(t, h, conformance.PluginSpec{Name: "bystander", Tools: []conformance.ToolSpec{addTool(""), echoTool("echo")}}, pluginConfig{})
 	victim := role.victim

@@ -18,6 +18,7 @@ import (
 
 	"github.com/plugkit-go/plugkit/confine"
 	"github.com/plugkit-go/plugkit/internal/testkit/conformance"
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/pipeline"
 	"github.com/plugkit-go/plugkit/remote"
@@ -282,14 +283,12 @@ func (h *processHost) Log(name string) []string {
 		}
 	}
 	h.mu.Unlock()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		lines := readLog(filepath.Join(h.dir, name+".log"))
-		if len(lines) >= want || time.Now().After(deadline) {
-			return lines
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	var lines []string
+	testkit.Eventually(5*time.Second, func() bool {
+		lines = readLog(filepath.Join(h.dir, name+".log"))
+		return len(lines) >= want
+	})
+	return lines
 }
 
 // readLog returns a log file's lines; nil when there is none.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/plugkit-go/plugkit/internal/testkit/conformance"
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/pipeline"
 	"github.com/plugkit-go/plugkit/remote"
 )
@@ -23,13 +24,6 @@ func addTool(log string) conformance.ToolSpec {
 // echoTool returns its arguments.
 func echoTool(name string) conformance.ToolSpec {
 	return conformance.ToolSpec{Name: name, Description: "Echoes.", Body: conformance.BodyEcho}
-}
-
-// testCtx is a test's context, bounded so that nothing can hang the run.
-func testCtx(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
 }
 
 // mustLoad loads a test plugin, failing t when it does not load.
@@ -117,11 +111,7 @@ func wantCode(t testing.TB, r pipeline.Result, code pipeline.Code, parts ...stri
 // eventually polls cond until it holds or limit passes.
 func eventually(t testing.TB, what string, limit time.Duration, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
+	if !testkit.Eventually(limit, cond) {
+		t.Fatalf("timed out waiting for %s", what)
 	}
 }

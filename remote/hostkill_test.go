@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/plugkit-go/plugkit/internal/testkit/conformance"
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/pipeline"
 	"github.com/plugkit-go/plugkit/remote"
@@ -152,7 +153,7 @@ func testHostKilled(t *testing.T, plugin, sandboxed string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.Close(testCtx(t, 10*time.Second))
+	m.Close(testkit.ContextFor(t, 10*time.Second))
 	if _, err := os.Stat(dir); err == nil {
 		t.Errorf("the dead host's socket folder %s is still there after a new manager started", dir)
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/plugkit-go/plugkit/confine"
 	"github.com/plugkit-go/plugkit/internal/testkit/conformance"
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/pipeline"
 	"github.com/plugkit-go/plugkit/pipeline/policy"
@@ -30,7 +31,7 @@ import (
 // rebuilt (its apply runs again, in a new process) when the provider's
 // process is killed and restarted.
 func TestCrossPluginService(t *testing.T) {
-	ctx := testCtx(t, time.Minute)
+	ctx := testkit.ContextFor(t, time.Minute)
 	h := newHost(t, conformance.Config{}, remote.Options{})
 
 	var mu sync.Mutex
@@ -107,7 +108,7 @@ func containsRun[T comparable](s, run []T) bool {
 // process boundary both ways: host → plugin, and plugin → host → another
 // plugin when a plugin calls a tool through the host.
 func TestDeadlinesAndCancellation(t *testing.T) {
-	ctx := testCtx(t, time.Minute)
+	ctx := testkit.ContextFor(t, time.Minute)
 	h := newHost(t, conformance.Config{}, remote.Options{})
 	if _, err := h.k.Load(policy.Timeout()); err != nil {
 		t.Fatal(err)
@@ -211,7 +212,7 @@ func TestDeadlinesAndCancellation(t *testing.T) {
 // TestOversizedMessages: with a small message limit, a tool result or
 // arguments over it give a clear TOOL_ERROR, and the plugin keeps serving.
 func TestOversizedMessages(t *testing.T) {
-	ctx := testCtx(t, time.Minute)
+	ctx := testkit.ContextFor(t, time.Minute)
 	const limit = 64 << 10
 	h := newHost(t, conformance.Config{}, remote.Options{MaxMessageBytes: limit})
 	mustLoad(t, h, conformance.PluginSpec{Name: "P", Tools: []conformance.ToolSpec{echoTool("echo")}}, pluginConfig{Control: "ctl"})
@@ -235,7 +236,7 @@ func TestOversizedMessages(t *testing.T) {
 // TestInterestFilters: a remote guard or listener registered for tool x gets
 // no RPC for tool y (its handler would log it).
 func TestInterestFilters(t *testing.T) {
-	ctx := testCtx(t, time.Minute)
+	ctx := testkit.ContextFor(t, time.Minute)
 	h := newHost(t, conformance.Config{}, remote.Options{})
 	only := []string{"x"}
 	mustLoad(t, h, conformance.PluginSpec{Name: "P", Tools: []conformance.ToolSpec{echoTool("x"), echoTool("y")}}, pluginConfig{})
@@ -264,7 +265,7 @@ func TestInterestFilters(t *testing.T) {
 // result in call order without holding up the callers, and everything
 // queued for it is delivered before a graceful unload completes.
 func TestObserversOrderAndDrain(t *testing.T) {
-	ctx := testCtx(t, time.Minute)
+	ctx := testkit.ContextFor(t, time.Minute)
 	h := newHost(t, conformance.Config{}, remote.Options{})
 	const n = 20
 	const obsSleep = 25 * time.Millisecond
@@ -300,7 +301,7 @@ func TestObserversOrderAndDrain(t *testing.T) {
 // (with the contract's code) and the plugin keeps serving, in the same
 // process.
 func TestPanickingHandlers(t *testing.T) {
-	ctx := testCtx(t, time.Minute)
+	ctx := testkit.ContextFor(t, time.Minute)
 	h := newHost(t, conformance.Config{}, remote.Options{})
 	mustLoad(t, h, conformance.PluginSpec{
 		Name: "fragile",
@@ -333,7 +334,7 @@ func TestPanickingHandlers(t *testing.T) {
 // TestDisposeOneRegistration: a plugin disposes one of its registrations
 // while it runs; only that one goes.
 func TestDisposeOneRegistration(t *testing.T) {
-	ctx := testCtx(t, time.Minute)
+	ctx := testkit.ContextFor(t, time.Minute)
 	h := newHost(t, conformance.Config{}, remote.Options{})
 	mustLoad(t, h, conformance.PluginSpec{
 		Name:   "D",
@@ -358,7 +359,7 @@ func TestDisposeOneRegistration(t *testing.T) {
 // a goroutine, and from inside a call) are effects of the plugin's scope
 // like the others: they work, and they go with the plugin.
 func TestRegistrationsAfterApply(t *testing.T) {
-	ctx := testCtx(t, time.Minute)
+	ctx := testkit.ContextFor(t, time.Minute)
 	h := newHost(t, conformance.Config{}, remote.Options{})
 	mustLoad(t, h, conformance.PluginSpec{Name: "L"}, pluginConfig{Control: "ctl", LateTools: []conformance.ToolSpec{echoTool("late_bg")}})
 	eventually(t, "late_bg to be registered", 10*time.Second, func() bool {
@@ -380,7 +381,7 @@ func TestRegistrationsAfterApply(t *testing.T) {
 
 // TestProbe: Probe starts a plugin only to describe it, and stops it.
 func TestProbe(t *testing.T) {
-	ctx := testCtx(t, time.Minute)
+	ctx := testkit.ContextFor(t, time.Minute)
 	h := newHost(t, conformance.Config{}, remote.Options{})
 	before := pluginPids(testPlugin)
 	desc, err := h.m.Probe(ctx, remote.Spec{Name: "probe", Path: testPlugin, Env: []string{
@@ -410,14 +411,12 @@ func TestProbe(t *testing.T) {
 // waitNoNewPlugins waits until no test plugin runs that did not in before,
 // and returns the ones that still do.
 func waitNoNewPlugins(before []int, d time.Duration) []int {
-	deadline := time.Now().Add(d)
-	for {
-		left := slices.DeleteFunc(pluginPids(testPlugin), func(pid int) bool { return slices.Contains(before, pid) })
-		if len(left) == 0 || time.Now().After(deadline) {
-			return left
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	var left []int
+	testkit.Eventually(d, func() bool {
+		left = slices.DeleteFunc(pluginPids(testPlugin), func(pid int) bool { return slices.Contains(before, pid) })
+		return len(left) == 0
+	})
+	return left
 }
 
 // TestChecksum: a pinned checksum that matches starts the plugin; one that
@@ -429,7 +428,7 @@ func TestChecksum(t *testing.T) { testChecksum(t, nil) }
 func TestChecksumSandboxed(t *testing.T) { testChecksum(t, testSandbox(t.TempDir())) }
 
 func testChecksum(t *testing.T, sb *confine.Policy) {
-	ctx := testCtx(t, time.Minute)
+	ctx := testkit.ContextFor(t, time.Minute)
 	f, err := os.Open(testPlugin)
 	if err != nil {
 		t.Fatal(err)
@@ -479,7 +478,7 @@ func testChecksum(t *testing.T, sb *confine.Policy) {
 // the stdout it started with, os.Stdout and fd 1) starts, serves, and stops
 // like any other.
 func TestStdoutNoise(t *testing.T) {
-	ctx := testCtx(t, time.Minute)
+	ctx := testkit.ContextFor(t, time.Minute)
 	h := newHost(t, conformance.Config{}, remote.Options{})
 	for i := range 3 {
 		name := fmt.Sprintf("noisy%d", i)
@@ -502,7 +501,7 @@ func TestStdoutNoise(t *testing.T) {
 // the handshake and serves: the SDK protects stdout from its own init when
 // a host launched the process.
 func TestStdoutBeforeServe(t *testing.T) {
-	ctx := testCtx(t, time.Minute)
+	ctx := testkit.ContextFor(t, time.Minute)
 	h := newHost(t, conformance.Config{}, remote.Options{})
 	for i := range 3 {
 		tool := conformance.ToolSpec{Name: "add" + strconv.Itoa(i), Description: "Adds.", Parameters: addSchema, Body: conformance.BodyAdd}
@@ -521,5 +520,5 @@ func TestLongSocketFolder(t *testing.T) {
 	}
 	h := newHost(t, conformance.Config{}, remote.Options{SocketDir: long})
 	mustLoad(t, h, conformance.PluginSpec{Name: "P", Tools: []conformance.ToolSpec{addTool("")}}, pluginConfig{})
-	wantOK(t, call(testCtx(t, 10*time.Second), h, "add", `{"a":2,"b":3}`), "5")
+	wantOK(t, call(testkit.ContextFor(t, 10*time.Second), h, "add", `{"a":2,"b":3}`), "5")
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/plugkit-go/plugkit/internal/testkit/conformance"
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/remote"
 )
@@ -43,7 +44,7 @@ func TestLoadAllAppliesInOrder(t *testing.T) {
 		specs = append(specs, name)
 		list = append(list, spec)
 	}
-	errs := h.m.LoadAll(testCtx(t, 60*time.Second), list)
+	errs := h.m.LoadAll(testkit.ContextFor(t, 60*time.Second), list)
 	for i, err := range errs {
 		if (err != nil) != (i == 3) {
 			t.Errorf("LoadAll %s: %v", specs[i], err)
@@ -56,7 +57,7 @@ func TestLoadAllAppliesInOrder(t *testing.T) {
 		t.Errorf("applied in the order %v, want %v", got, want)
 	}
 	for _, name := range want {
-		wantOK(t, call(testCtx(t, 10*time.Second), h, "echo_"+name, `{"x":1}`), `{"x":1}`)
+		wantOK(t, call(testkit.ContextFor(t, 10*time.Second), h, "echo_"+name, `{"x":1}`), `{"x":1}`)
 	}
 	if _, ok := status(h.m, "p3"); ok {
 		t.Error("the plugin that could not start is still listed")

@@ -1,10 +1,8 @@
 package remote_test
 
 import (
-	"bytes"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -13,6 +11,7 @@ import (
 
 	"github.com/plugkit-go/plugkit/internal/testkit/procs"
 	"github.com/plugkit-go/plugkit/internal/testkit/testenv"
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 
 	"github.com/plugkit-go/plugkit/confine"
 )
@@ -79,25 +78,7 @@ func run(m *testing.M) int {
 
 // buildTestPlugin builds internal/testkit/testplugin into out.
 func buildTestPlugin(out string) error {
-	return goBuild(out, "github.com/plugkit-go/plugkit/internal/testkit/testplugin")
-}
-
-// goBuild builds the main package pkg into out, with go build's flags
-// before it.
-func goBuild(out, pkg string, flags ...string) error {
-	gobin := "go"
-	if p, err := exec.LookPath("go"); err == nil {
-		gobin = p
-	} else if root := os.Getenv("GOROOT"); root != "" {
-		gobin = filepath.Join(root, "bin", "go")
-	}
-	cmd := exec.Command(gobin, append(append([]string{"build", "-o", out}, flags...), pkg)...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("go build %s: %v\n%s", pkg, err, stderr.String())
-	}
-	return nil
+	return testkit.GoBuild(out, "github.com/plugkit-go/plugkit/internal/testkit/testplugin")
 }
 
 // pluginPids returns the live processes running bin (procs.Running).
@@ -106,14 +87,12 @@ func pluginPids(bin string) []int { return procs.Running(bin) }
 // waitNoPlugins waits up to d for every process running bin to end and
 // returns those still running.
 func waitNoPlugins(bin string, d time.Duration) []int {
-	deadline := time.Now().Add(d)
-	for {
-		left := pluginPids(bin)
-		if len(left) == 0 || time.Now().After(deadline) {
-			return left
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	var left []int
+	testkit.Eventually(d, func() bool {
+		left = pluginPids(bin)
+		return len(left) == 0
+	})
+	return left
 }
 
 // pythonPlugin returns the path of internal/testkit/pytestplugin's plugin, once

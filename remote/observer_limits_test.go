@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/plugkit-go/plugkit/internal/testkit/conformance"
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/remote"
 )
@@ -20,7 +21,7 @@ import (
 func TestObserversDrainOutlastsDrainTimeout(t *testing.T) {
 	for _, critical := range []bool{false, true} {
 		t.Run(fmt.Sprintf("critical=%v", critical), func(t *testing.T) {
-			ctx := testCtx(t, time.Minute)
+			ctx := testkit.ContextFor(t, time.Minute)
 			// A batch (drainBatch, 64) takes ≈0.2 s of the drain timeout's
 			// 0.8 s: a loaded machine that slows one batch fourfold does
 			// not stall the drain.
@@ -59,7 +60,7 @@ func TestObserversDrainOutlastsDrainTimeout(t *testing.T) {
 // are recorded, the host logs and the status say which call was not, and
 // calls keep working.
 func TestDurableResultThatCrashesTheObserver(t *testing.T) {
-	ctx := testCtx(t, time.Minute)
+	ctx := testkit.ContextFor(t, time.Minute)
 	h := newHost(t, conformance.Config{}, remote.Options{})
 	mustLoad(t, h, conformance.PluginSpec{Name: "P", Tools: []conformance.ToolSpec{echoTool("t"), echoTool("poison")}}, pluginConfig{})
 	mustLoad(t, h, conformance.PluginSpec{Name: "auditor", Critical: true, Observers: []conformance.ObserverSpec{{
@@ -69,13 +70,7 @@ func TestDurableResultThatCrashesTheObserver(t *testing.T) {
 	// Recorded before the poison is sent: in one batch with it, the result
 	// would be delivered again to the process after the crash (delivery is
 	// at least once), which is not what this test is about.
-	deadline := time.Now().Add(10 * time.Second)
-	for len(readLog(h.dir+"/obs.log")) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the auditor did not record the first result")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.WaitFor(t, 10*time.Second, "the auditor to record the first result", func() bool { return len(readLog(h.dir+"/obs.log")) > 0 })
 	wantOK(t, call(ctx, h, "poison", `{}`), `{}`)
 
 	// The auditor crashes; while it is down every call is DENIED (it is
@@ -85,7 +80,7 @@ func TestDurableResultThatCrashesTheObserver(t *testing.T) {
 	// before the host has seen it exit.
 	var st remote.Status
 	settledPID := 0
-	deadline = time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		st, _ = status(h.m, "auditor")
 		if st.State == kernel.Active && st.Problem != "" && st.Queued == 0 && st.PID != 0 {
@@ -113,11 +108,8 @@ func TestDurableResultThatCrashesTheObserver(t *testing.T) {
 	}
 	deadline = time.Now().Add(10 * time.Second)
 	want := []string{"t ok", "t ok", "t ok", "t ok"}
-	for !slices.Equal(readLog(h.dir+"/obs.log"), want) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the auditor recorded %q, want %q (every result but the poison, once)", readLog(h.dir+"/obs.log"), want)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !testkit.Eventually(time.Until(deadline), func() bool { return slices.Equal(readLog(h.dir+"/obs.log"), want) }) {
+		t.Fatalf("the auditor recorded %q, want %q (every result but the poison, once)", readLog(h.dir+"/obs.log"), want)
 	}
 	t.Logf("after %d restarts: %s", st.Restarts, st.Problem)
 }

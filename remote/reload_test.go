@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/plugkit-go/plugkit/internal/testkit/conformance"
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/pipeline"
 	"github.com/plugkit-go/plugkit/remote"
@@ -102,7 +103,7 @@ func TestReloadUnderLoad(t *testing.T) { testReloadUnderLoad(t, false) }
 func TestReloadUnderLoadPython(t *testing.T) { testReloadUnderLoad(t, true) }
 
 func testReloadUnderLoad(t *testing.T, python bool) {
-	ctx := testCtx(t, 2*time.Minute)
+	ctx := testkit.ContextFor(t, 2*time.Minute)
 	h := newHost(t, conformance.Config{}, remote.Options{})
 	if python {
 		h.binary = pythonPlugin(t)
@@ -136,7 +137,7 @@ func testReloadUnderLoad(t *testing.T, python bool) {
 }
 
 func TestReloadToABinaryThatCrashes(t *testing.T) {
-	ctx := testCtx(t, 2*time.Minute)
+	ctx := testkit.ContextFor(t, 2*time.Minute)
 	h := newHost(t, conformance.Config{}, remote.Options{})
 	p := conformance.PluginSpec{Name: "worker", Tools: []conformance.ToolSpec{addTool("")}}
 	mustLoad(t, h, p, pluginConfig{})
@@ -162,7 +163,7 @@ func TestReloadToABinaryThatCrashes(t *testing.T) {
 }
 
 func TestReloadRebuildsDependents(t *testing.T) {
-	ctx := testCtx(t, 2*time.Minute)
+	ctx := testkit.ContextFor(t, 2*time.Minute)
 	h := newHost(t, conformance.Config{}, remote.Options{})
 	mustLoad(t, h, conformance.PluginSpec{Name: "provider"}, pluginConfig{Provides: []string{"index"}}, `TESTPLUGIN_PROVIDES=["index"]`)
 	mustLoad(t, h, conformance.PluginSpec{Name: "consumer"}, pluginConfig{Control: "ctl"}, `TESTPLUGIN_INJECT=["tools","index"]`)
@@ -181,7 +182,7 @@ func TestReloadRebuildsDependents(t *testing.T) {
 }
 
 func TestCallsToARestartingPluginSaySo(t *testing.T) {
-	ctx := testCtx(t, time.Minute)
+	ctx := testkit.ContextFor(t, time.Minute)
 	h := newHost(t, conformance.Config{}, remote.Options{})
 	mustLoad(t, h, conformance.PluginSpec{Name: "victim", Tools: []conformance.ToolSpec{addTool("")}}, pluginConfig{})
 	h.Kill(t, "victim") // the gate keeps its next process from applying
@@ -319,7 +320,7 @@ func seenOnce(t *testing.T, path string, ids []string) {
 }
 
 func TestCriticalObserverSeesEveryCall(t *testing.T) {
-	ctx := testCtx(t, 2*time.Minute)
+	ctx := testkit.ContextFor(t, 2*time.Minute)
 	h := newHost(t, conformance.Config{}, remote.Options{})
 	mustLoad(t, h, conformance.PluginSpec{Name: "worker", Tools: []conformance.ToolSpec{addTool("")}}, pluginConfig{})
 	recorder := conformance.PluginSpec{
@@ -387,7 +388,7 @@ func TestCriticalObserverSeesEveryCall(t *testing.T) {
 }
 
 func TestReloadChecksIntegrity(t *testing.T) {
-	ctx := testCtx(t, time.Minute)
+	ctx := testkit.ContextFor(t, time.Minute)
 	h := newHost(t, conformance.Config{}, remote.Options{})
 	p := conformance.PluginSpec{Name: "worker", Tools: []conformance.ToolSpec{addTool("")}}
 	mustLoad(t, h, p, pluginConfig{})
@@ -407,7 +408,7 @@ func TestReloadChecksIntegrity(t *testing.T) {
 // An operator who fixes a crash-looping plugin reloads it while it waits out
 // its backoff: the wait is cut short and the fixed version starts.
 func TestReloadDuringCrashLoopBackoff(t *testing.T) {
-	ctx := testCtx(t, time.Minute)
+	ctx := testkit.ContextFor(t, time.Minute)
 	h := newHost(t, conformance.Config{}, remote.Options{})
 	p := conformance.PluginSpec{Name: "worker", Tools: []conformance.ToolSpec{addTool("")}}
 	spec := h.spec(t, p, pluginConfig{CrashAfterApply: "worker: fatal: lost its database"}, nil)
@@ -432,7 +433,7 @@ func TestReloadDuringCrashLoopBackoff(t *testing.T) {
 // drain timeout), but the kernel's lifecycle does not wait with it: another
 // plugin that crashes meanwhile comes back at once.
 func TestUnloadDrainDoesNotHoldOtherPlugins(t *testing.T) {
-	ctx := testCtx(t, time.Minute)
+	ctx := testkit.ContextFor(t, time.Minute)
 	h := newHost(t, conformance.Config{}, remote.Options{DrainTimeout: 2 * time.Second})
 	mustLoad(t, h, conformance.PluginSpec{Name: "leaving", Tools: []conformance.ToolSpec{
 		{Name: "hang", Description: "Sleeps a minute.", Body: conformance.BodySleep, Sleep: time.Minute},

@@ -18,6 +18,7 @@ import (
 
 	"github.com/plugkit-go/plugkit/confine"
 	"github.com/plugkit-go/plugkit/internal/testkit/conformance"
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/remote"
 )
 
@@ -35,7 +36,7 @@ func hostilePlugin(t *testing.T) string {
 	t.Helper()
 	hostileOnce.Do(func() {
 		hostileBin = filepath.Join(filepath.Dir(testPlugin), "hostileplugin")
-		hostileErr = goBuild(hostileBin, "github.com/plugkit-go/plugkit/internal/testkit/hostileplugin")
+		hostileErr = testkit.GoBuild(hostileBin, "github.com/plugkit-go/plugkit/internal/testkit/hostileplugin")
 	})
 	if hostileErr != nil {
 		t.Fatal(hostileErr)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/plugkit-go/plugkit/internal/testkit/conformance"
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/pipeline"
 	"github.com/plugkit-go/plugkit/remote"
 )
@@ -28,7 +29,7 @@ func TestCrashSharedByACallIsRetried(t *testing.T) {
 }
 
 func testCrashShared(t *testing.T, opts remote.Options) {
-	ctx := testCtx(t, time.Minute)
+	ctx := testkit.ContextFor(t, time.Minute)
 	h := newHost(t, conformance.Config{}, opts)
 	mustLoad(t, h, conformance.PluginSpec{Name: "bystander", Tools: []conformance.ToolSpec{addTool("")}}, pluginConfig{})
 	mustLoad(t, h, conformance.PluginSpec{Name: "victim", Critical: true, Pre: []conformance.PreSpec{{
@@ -71,7 +72,7 @@ func TestGuardCrashSharedByACallIsRetried(t *testing.T) {
 }
 
 func testGuardCrashShared(t *testing.T, opts remote.Options) {
-	ctx := testCtx(t, time.Minute)
+	ctx := testkit.ContextFor(t, time.Minute)
 	h := newHost(t, conformance.Config{}, opts)
 	mustLoad(t, h, conformance.PluginSpec{Name: "bystander", Tools: []conformance.ToolSpec{addTool("")}}, pluginConfig{})
 	mustLoad(t, h, conformance.PluginSpec{Name: "victim", Critical: true, Guards: []conformance.GuardSpec{{
@@ -115,7 +116,7 @@ func TestWrapperCrashSharedByACallIsRetried(t *testing.T) {
 }
 
 func testWrapperCrashShared(t *testing.T, opts remote.Options) {
-	ctx := testCtx(t, time.Minute)
+	ctx := testkit.ContextFor(t, time.Minute)
 	h := newHost(t, conformance.Config{}, opts)
 	mustLoad(t, h, conformance.PluginSpec{Name: "bystander", Tools: []conformance.ToolSpec{addTool("")}}, pluginConfig{})
 	mustLoad(t, h, conformance.PluginSpec{Name: "victim", Critical: true, Pre: []conformance.PreSpec{{

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/plugkit-go/plugkit/internal/testkit/conformance"
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/remote"
 )
 
@@ -24,7 +25,7 @@ func TestToolDescriptorByRef(t *testing.T) {
 	}
 	check := func(t *testing.T, desc string) {
 		t.Helper()
-		r := call(testCtx(t, 10*time.Second), h, "describe_me", `{"q":"x"}`)
+		r := call(testkit.ContextFor(t, 10*time.Second), h, "describe_me", `{"q":"x"}`)
 		var got struct {
 			Name, Description string
 			Parameters        json.RawMessage

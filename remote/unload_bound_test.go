@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/plugkit-go/plugkit/internal/testkit/conformance"
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/remote"
 )
 
@@ -14,7 +15,7 @@ import (
 // Unloading it still ends, within the drain timeouts: the wait for that
 // batch is bounded, then the process is stopped, its results unacknowledged.
 func TestUnloadEndsWithStuckCriticalObserver(t *testing.T) {
-	ctx := testCtx(t, 2*time.Minute)
+	ctx := testkit.ContextFor(t, 2*time.Minute)
 	h := newHost(t, conformance.Config{}, remote.Options{DrainTimeout: time.Second})
 	mustLoad(t, h, conformance.PluginSpec{Name: "worker", Tools: []conformance.ToolSpec{addTool("")}}, pluginConfig{})
 	mustLoad(t, h, conformance.PluginSpec{

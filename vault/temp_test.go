@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/internal/testkit/testredis"
 )
 
@@ -78,19 +79,14 @@ func TestTempRecordsShared(t *testing.T) {
 	if err := a.PutTemp(ctx, "short", []byte("x"), 50*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	if !testkit.Eventually(10*time.Second, func() bool {
 		_, ok, err := b.GetTemp(ctx, "short")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("a temporary record outlived its time")
-		}
-		time.Sleep(20 * time.Millisecond)
+		return !ok
+	}) {
+		t.Fatal("a temporary record outlived its time")
 	}
 
 	dir := t.TempDir()

@@ -20,6 +20,7 @@ import (
 	"github.com/plugkit-go/plugkit/authn"
 	"github.com/plugkit-go/plugkit/internal/testkit/testcert"
 	"github.com/plugkit-go/plugkit/internal/testkit/testenv"
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 )
 
 // runAsPod runs the image as packaging/kubernetes's Deployment would, without
@@ -124,7 +125,7 @@ mount --bind /dev %[1]q/dev
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	host := in(ctx, append([]string{"/plugkit/bin/host"}, c.Args...)...)
-	var log lockedBuffer
+	var log testkit.Buffer
 	host.Stdout, host.Stderr = &log, &log
 	if err := host.Start(); err != nil {
 		t.Fatal(err)

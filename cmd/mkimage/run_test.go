@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -16,6 +14,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/plugkit-go/plugkit/internal/testkit/testenv"
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 )
 
 // runImage runs the image's entrypoint as a container would without a
@@ -61,7 +60,7 @@ func runImage(t *testing.T, layer v1.Layer) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	host := in(ctx, "/plugkit/bin/host", "run", "-c", "/plugkit/config.hcl")
-	var log lockedBuffer
+	var log testkit.Buffer
 	host.Stdout, host.Stderr = &log, &log
 	if err := host.Start(); err != nil {
 		t.Fatal(err)
@@ -118,22 +117,4 @@ func runImage(t *testing.T, layer v1.Layer) {
 	case <-time.After(60 * time.Second):
 		t.Fatalf("the image's host did not stop on SIGTERM:\n%s", log.String())
 	}
-}
-
-// lockedBuffer is a bytes.Buffer a process writes while the test reads.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

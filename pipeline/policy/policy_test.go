@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"go.uber.org/goleak"
 
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/pipeline"
 	"github.com/plugkit-go/plugkit/pipeline/policy"
@@ -61,12 +62,6 @@ func (p toolPlugin) plugin() kernel.Plugin {
 		}
 		return err
 	}}
-}
-
-func testCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
 }
 
 // recv receives from ch, failing t when ctx ends first.
@@ -121,7 +116,7 @@ func (o *overlap) most(key string) int {
 // callAll makes n concurrent calls to each tool and checks they succeed.
 func callAll(t *testing.T, tools *pipeline.Tools, n int, names ...string) {
 	t.Helper()
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	var wg sync.WaitGroup
 	results := make(chan pipeline.Result, n*len(names))
 	for range n {
@@ -172,7 +167,7 @@ func TestConcurrency(t *testing.T) {
 	t.Run("per_tool_limit_lets_other_tools_run", func(t *testing.T) {
 		// x waits for y to start: under a per-tool limit they run together;
 		// were they serialised, x would wait until its context ended.
-		ctx := testCtx(t)
+		ctx := testkit.Context(t)
 		yStarted := make(chan struct{})
 		tools := host(t, policy.Concurrency(policy.ConcurrencyConfig{PerTool: 1}),
 			toolPlugin{name: "P", tools: []pipeline.Tool{
@@ -199,7 +194,7 @@ func TestConcurrency(t *testing.T) {
 		}
 	})
 	t.Run("caller_gives_up_while_waiting", func(t *testing.T) {
-		ctx := testCtx(t)
+		ctx := testkit.Context(t)
 		release := make(chan struct{})
 		entered := make(chan struct{})
 		tools := host(t,
@@ -288,7 +283,7 @@ func TestRetry(t *testing.T) {
 		{"five_attempts", policy.RetryConfig{Attempts: 5, Backoff: time.Millisecond}, true, 100, pipeline.CodeToolError, 5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := testCtx(t)
+			ctx := testkit.Context(t)
 			f := &flaky{fails: tc.fails}
 			tools := host(t, policy.Retry(tc.cfg), toolPlugin{name: "P", tools: []pipeline.Tool{
 				{Name: "t", Description: "d", Idempotent: tc.idempotent, Execute: f.body},
@@ -304,7 +299,7 @@ func TestRetry(t *testing.T) {
 	}
 
 	t.Run("other_codes_are_not_retried", func(t *testing.T) {
-		ctx := testCtx(t)
+		ctx := testkit.Context(t)
 		var runs int
 		tools := host(t, policy.Retry(fast), toolPlugin{name: "P", tools: []pipeline.Tool{
 			{Name: "t", Description: "d", Idempotent: true, Execute: func(context.Context, *pipeline.Execution) (any, error) {
@@ -318,7 +313,7 @@ func TestRetry(t *testing.T) {
 	})
 
 	t.Run("caller_cancel_stops_the_backoff", func(t *testing.T) {
-		ctx, cancel := context.WithCancel(testCtx(t))
+		ctx, cancel := context.WithCancel(testkit.Context(t))
 		defer cancel()
 		f := &flaky{fails: 100}
 		ranOnce := make(chan struct{})

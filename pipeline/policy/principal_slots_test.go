@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/internal/testkit/testredis"
 	"github.com/plugkit-go/plugkit/pipeline"
 	"github.com/plugkit-go/plugkit/pipeline/policy"
@@ -105,7 +106,7 @@ func wantLimited(t *testing.T, r pipeline.Result, what, says string) {
 // slots are back and no lease is left in Redis.
 func TestSharedConcurrency(t *testing.T) {
 	testredis.VerifyNoGoroutines(t)
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	srv := testredis.Start(t)
 	cfg := policy.PerPrincipalConfig{Concurrency: 2}
 	a, b := sharedHost(t, srv.URL(), cfg), sharedHost(t, srv.URL(), cfg)
@@ -144,7 +145,7 @@ func TestSharedConcurrency(t *testing.T) {
 // and one whose caller gives up while it runs each give the slot back.
 func TestSharedSlotReleasedOnEveryPath(t *testing.T) {
 	testredis.VerifyNoGoroutines(t)
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	srv := testredis.Start(t)
 	h := sharedHost(t, srv.URL(), policy.PerPrincipalConfig{Concurrency: 1, Rate: 0.001, Burst: 3})
 	ann := pipeline.WithPrincipal(ctx, pipeline.Principal{ID: "ann", Kind: "user"})
@@ -182,9 +183,7 @@ func TestSharedSlotReleasedOnEveryPath(t *testing.T) {
 	if r := recv(t, ctx, done); r.OK {
 		t.Errorf("a cancelled call: %+v", r)
 	}
-	for deadline := time.Now().Add(5 * time.Second); leases(t, srv, "user:ann") != 0 && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.Eventually(5*time.Second, func() bool { return leases(t, srv, "user:ann") == 0 })
 	wantEmpty("the caller gave up")
 	if r := call(ann, h2.tools, "quick"); !r.OK {
 		t.Errorf("a call once the cancelled one ended: %v", r.Error)
@@ -197,7 +196,7 @@ func TestSharedSlotReleasedOnEveryPath(t *testing.T) {
 // released) lapses after its TTL and the slot is taken again.
 func TestSharedSlotRenewed(t *testing.T) {
 	testredis.VerifyNoGoroutines(t)
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	srv := testredis.Start(t)
 	const ttl = 600 * time.Millisecond
 	var ops storeOps
@@ -240,7 +239,7 @@ func TestSharedSlotRenewed(t *testing.T) {
 // concurrency meanwhile. Each failed question is told to OnStore.
 func TestSharedSlotsStoreDown(t *testing.T) {
 	testredis.VerifyNoGoroutines(t)
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	srv := testredis.Start(t)
 	var denyOps, localOps storeOps
 	deny := sharedHost(t, srv.URL(), policy.PerPrincipalConfig{Concurrency: 1, OnStore: denyOps.record})

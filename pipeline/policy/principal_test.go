@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/pipeline"
 	"github.com/plugkit-go/plugkit/pipeline/policy"
 )
@@ -12,7 +13,7 @@ import (
 // TestPerPrincipalConcurrency: a principal at its limit is DENIED at once,
 // saying it was rate-limited; another principal is not held up by it.
 func TestPerPrincipalConcurrency(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	started, release := make(chan struct{}), make(chan struct{})
 	tools := host(t, policy.PerPrincipal(policy.PerPrincipalConfig{Concurrency: 1}), toolPlugin{name: "P", tools: []pipeline.Tool{
 		{Name: "hold", Description: "d", Execute: func(ctx context.Context, e *pipeline.Execution) (any, error) {
@@ -47,7 +48,7 @@ func TestPerPrincipalConcurrency(t *testing.T) {
 // TestPerPrincipalRate: past its burst, a principal's calls are DENIED
 // until its budget refills; calls made for nobody share one budget.
 func TestPerPrincipalRate(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	tools := host(t, policy.PerPrincipal(policy.PerPrincipalConfig{Rate: 0.001, Burst: 2}), toolPlugin{name: "P", tools: []pipeline.Tool{
 		{Name: "quick", Description: "d", Execute: func(context.Context, *pipeline.Execution) (any, error) { return "ok", nil }},
 	}}.plugin())

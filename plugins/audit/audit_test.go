@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"go.uber.org/goleak"
 
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/plugins/audit/auditlog"
 	"github.com/plugkit-go/plugkit/shared/sdk"
 	"github.com/plugkit-go/plugkit/shared/secrets/fake"
@@ -324,13 +325,7 @@ func TestFsyncInterval(t *testing.T) {
 	h.mustStart(t, s)
 	defer h.mustStop(t)
 	observeN(h, 0, 100)
-	deadline := time.Now().Add(5 * time.Second)
-	for h.syncs.Load() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("no fsync within 5s with fsync_interval = 20ms")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testkit.WaitFor(t, 5*time.Second, "an fsync with fsync_interval = 20ms", func() bool { return h.syncs.Load() > 0 })
 	if got := h.syncs.Load(); got >= 100 {
 		t.Errorf("%d fsyncs for 100 lines: one per line", got)
 	}
@@ -590,7 +585,7 @@ func TestRemovesAPartialLastLine(t *testing.T) {
 			if err := os.WriteFile(s.path, tc.log, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			logs := &syncBuffer{}
+			logs := &testkit.Buffer{}
 			h := newHarness()
 			if err := h.start(s, bufferLogger(logs)); err != nil {
 				t.Fatal(err)
@@ -662,13 +657,8 @@ func TestWriteFailureHoldsTheResultAndDenies(t *testing.T) {
 
 			fs.fail.Store(true)
 			done := observeAsync(context.Background(), h, 2, 4)
-			deadline := time.Now().Add(10 * time.Second)
-			for fs.calls.Load() < 5 { // the first attempt and a few retries
-				if time.Now().After(deadline) {
-					t.Fatal("no retries")
-				}
-				time.Sleep(time.Millisecond)
-			}
+			// The first attempt and a few retries.
+			testkit.WaitFor(t, 10*time.Second, "retries", func() bool { return fs.calls.Load() >= 5 })
 			stillWaiting(t, done, "observe while the log cannot be written")
 			if got := logIDs(t, s.path); got != "call-0 call-1" {
 				t.Errorf("log ids while failing %q: a failed line stayed", got)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/plugins/audit/auditlog"
 )
 
@@ -88,13 +89,8 @@ func TestGroupCommitFailure(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- h.flush(context.Background()) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for fs.calls.Load() < 4 { // the first fsync and a few retries
-		if time.Now().After(deadline) {
-			t.Fatal("no retries")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	// The first fsync and a few retries.
+	testkit.WaitFor(t, 10*time.Second, "retries", func() bool { return fs.calls.Load() >= 4 })
 	select {
 	case err := <-done:
 		t.Fatalf("the batch was acknowledged (%v) while its lines could not reach the disk", err)
@@ -160,13 +156,8 @@ func TestGroupCommitClosedWhileFailing(t *testing.T) {
 	fs.fail.Store(true)
 	done := make(chan error, 1)
 	go func() { done <- observeBatch(context.Background(), h, 1, 3) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for fs.calls.Load() < 3 { // the first batch's fsync, this one's, a retry
-		if time.Now().After(deadline) {
-			t.Fatal("no retries")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	// The first batch's fsync, this one's, a retry.
+	testkit.WaitFor(t, 10*time.Second, "retries", func() bool { return fs.calls.Load() >= 3 })
 	fs.fail.Store(false)
 	h.mustStop(t)
 	if err := <-done; err == nil {

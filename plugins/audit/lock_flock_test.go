@@ -8,47 +8,29 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 )
-
-// syncBuffer is a log output that tests read while the auditor writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // startWhileHeld starts an old process on s that writes calls 0..n-1 and
 // keeps the log, then applies next on s, logging into the returned buffer:
 // the apply must succeed while the old one holds the lock.
-func startWhileHeld(t *testing.T, s settings, n int, next *harness) (old *harness, logs *syncBuffer) {
+func startWhileHeld(t *testing.T, s settings, n int, next *harness) (old *harness, logs *testkit.Buffer) {
 	t.Helper()
 	old = newHarness()
 	old.mustStart(t, s)
 	observeN(old, 0, n)
-	logs = &syncBuffer{}
+	logs = &testkit.Buffer{}
 	if err := next.start(s, bufferLogger(logs)); err != nil {
 		t.Fatalf("apply while the old process holds the log: %v", err)
 	}
 	return old, logs
 }
 
-func bufferLogger(b *syncBuffer) hclog.Logger {
+func bufferLogger(b *testkit.Buffer) hclog.Logger {
 	return hclog.New(&hclog.LoggerOptions{Output: b, Level: hclog.Debug})
 }
 
@@ -224,12 +206,8 @@ func TestLockWaitBound(t *testing.T) {
 	next.lockWait = 20 * time.Millisecond
 	holder, logs := startWhileHeld(t, s, 0, next)
 	done := observeAsync(context.Background(), next, 0, 1)
-	deadline := time.Now().Add(10 * time.Second)
-	for strings.Count(logs.String(), "still locked by another process") < 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("no repeated error past the bound:\n%s", logs.String())
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !testkit.Eventually(10*time.Second, func() bool { return strings.Count(logs.String(), "still locked by another process") >= 2 }) {
+		t.Fatalf("no repeated error past the bound:\n%s", logs.String())
 	}
 	if out := logs.String(); !strings.Contains(out, "[ERROR]") || !strings.Contains(out, s.path) ||
 		!strings.Contains(out, "second audit plugin") {

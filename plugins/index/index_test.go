@@ -9,9 +9,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"go.uber.org/goleak"
 )
 
@@ -27,13 +27,6 @@ const (
 	corpusDir = "../../corpus"
 	knownDoc  = "pipeline/monotonic-guards.md"
 )
-
-func testContext(t *testing.T) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
 
 // writeTree creates files (relative path → content) under a new temp folder.
 func writeTree(t *testing.T, files map[string]string) string {
@@ -61,7 +54,7 @@ func buildIndex(t *testing.T, cfg Config, log hclog.Logger) *index {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	x, err := build(testContext(t), s, log)
+	x, err := build(testkit.Context(t), s, log)
 	if err != nil {
 		t.Fatalf("build: %v", err)
 	}
@@ -81,7 +74,7 @@ func call(t *testing.T, x *index, method, args string, out any) error {
 	if !ok {
 		t.Fatalf("no method %q", method)
 	}
-	v, err := m(testContext(t), json.RawMessage(args))
+	v, err := m(testkit.Context(t), json.RawMessage(args))
 	if err != nil {
 		return err
 	}
@@ -378,7 +371,7 @@ func TestDefinition(t *testing.T) {
 	if def.Name != "index" || !slices.Equal(def.Provides, []string{"index"}) || def.Apply == nil || def.Stop == nil {
 		t.Errorf("definition = %+v", def)
 	}
-	if err := newPlugin().stop(testContext(t)); err != nil {
+	if err := newPlugin().stop(testkit.Context(t)); err != nil {
 		t.Errorf("stop before apply: %v", err)
 	}
 }

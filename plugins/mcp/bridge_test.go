@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/plugkit-go/plugkit/internal/testkit/mcptestserver"
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/shared/sdk"
 )
 
@@ -118,27 +118,9 @@ func (h *fakeHost) waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// syncBuffer is a log the server writes while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 type inMemory struct {
 	srv     *mcptestserver.Server
-	log     *syncBuffer
+	log     *testkit.Buffer
 	session *mcp.ServerSession
 	// drop drops the connection under the server, as a server that dies
 	// does (the session's Close is a graceful one: it waits for the calls
@@ -166,7 +148,7 @@ func startInMemoryWith(t *testing.T, cfg Config, before func(*bridge)) *inMemory
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := &inMemory{log: &syncBuffer{}, host: newFakeHost(), gone: make(chan error, 1)}
+	m := &inMemory{log: &testkit.Buffer{}, host: newFakeHost(), gone: make(chan error, 1)}
 	m.srv = mcptestserver.New(m.log)
 	sc, cc := net.Pipe()
 	m.drop = func() { _ = sc.Close() }

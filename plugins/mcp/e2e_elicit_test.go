@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 )
 
 // A bridged server's elicitation/create during a call reaches the MCP client
@@ -61,10 +62,10 @@ func (u *elicitUser) questions() []*mcp.ElicitParams {
 
 // elicitHostMCP starts `host mcp` with config and connects client to it over
 // stdio, speaking protocol version; it ends with the test.
-func elicitHostMCP(t *testing.T, ctx context.Context, config string, client *mcp.Client, version string) (*mcp.ClientSession, *logBuffer) {
+func elicitHostMCP(t *testing.T, ctx context.Context, config string, client *mcp.Client, version string) (*mcp.ClientSession, *testkit.Buffer) {
 	t.Helper()
 	cmd := exec.Command(bin("host"), "mcp", "-c", config)
-	hostLog := &logBuffer{}
+	hostLog := &testkit.Buffer{}
 	cmd.Stderr = hostLog
 	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
@@ -171,7 +172,7 @@ func TestElicitationPassedThrough(t *testing.T) {
 		}
 	})
 
-	declined := func(t *testing.T, cs *mcp.ClientSession, hostLog *logBuffer) {
+	declined := func(t *testing.T, cs *mcp.ClientSession, hostLog *testkit.Buffer) {
 		t.Helper()
 		got := call(t, cs, "ev_trigger-elicitation-request", map[string]any{})
 		if !strings.Contains(got, "User declined") {

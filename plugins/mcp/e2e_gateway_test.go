@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 )
 
 // The bridge with the test MCP server, whose effects the tests can see:
@@ -136,7 +137,7 @@ plugin "everything" {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.Command(bin("host"), "mcp", "-c", config)
-	hostLog := &logBuffer{}
+	hostLog := &testkit.Buffer{}
 	cmd.Stderr = hostLog
 	client := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil)
 	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
@@ -299,7 +300,7 @@ func TestStreamableHTTPWithHeaders(t *testing.T) {
 	needBinaries(t)
 	noLeaks(t)
 	srv := exec.Command(bin("mcp-test-server"), "-http", "127.0.0.1:0", "-header", "Authorization=Bearer t0ken")
-	srvLog := &logBuffer{}
+	srvLog := &testkit.Buffer{}
 	srv.Stderr = srvLog
 	stdout, err := srv.StdoutPipe()
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 )
 
 // A bridged server's notifications/resources/list_changed and
@@ -29,7 +30,7 @@ func TestResourceAndPromptListChanged(t *testing.T) {
 		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { promptsChanged <- struct{}{} },
 	})
 	cmd := exec.Command(bin("host"), "mcp", "-c", config)
-	hostLog := &logBuffer{}
+	hostLog := &testkit.Buffer{}
 	cmd.Stderr = hostLog
 	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {

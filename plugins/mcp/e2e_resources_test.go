@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/plugkit-go/plugkit/internal/testkit/testenv"
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 )
 
 // Resources and prompts of bridged servers, governed like tools: the real
@@ -105,7 +106,7 @@ plugin "hostile" {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.Command(bin("host"), "mcp", "-c", config)
-	hostLog := &logBuffer{}
+	hostLog := &testkit.Buffer{}
 	cmd.Stderr = hostLog
 	updated := make(chan string, 16)
 	client := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, &mcp.ClientOptions{
@@ -377,7 +378,7 @@ func TestPinnedPromptRugPull(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := exec.Command(bin("host"), "mcp", "-c", config)
-	hostLog := &logBuffer{}
+	hostLog := &testkit.Buffer{}
 	cmd.Stderr = hostLog
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
@@ -430,7 +431,7 @@ plugin "everything" {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	const uri = "plugkit://everything/demo://resource/dynamic/text/3"
-	var stderr logBuffer
+	var stderr testkit.Buffer
 	cmd := exec.CommandContext(ctx, node, script, bin("host"), config, uri, "ev_prompts.args-prompt", `{"city":"Lyon"}`)
 	cmd.Dir = dir
 	cmd.Stderr = &stderr

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 )
 
 // Attacks by a hostile MCP server (internal/testkit/hostilemcp), through the real
@@ -182,10 +183,10 @@ func TestAttackBridgeHeldOverMCP(t *testing.T) {
 	}
 }
 
-func hostMCP(t *testing.T, ctx context.Context, config string) (*mcp.ClientSession, *logBuffer) {
+func hostMCP(t *testing.T, ctx context.Context, config string) (*mcp.ClientSession, *testkit.Buffer) {
 	t.Helper()
 	cmd := execHost("mcp", "-c", config)
-	hostLog := &logBuffer{}
+	hostLog := &testkit.Buffer{}
 	cmd.Stderr = hostLog
 	client := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil)
 	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -12,7 +11,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -20,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/plugkit-go/plugkit/internal/testkit/testenv"
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 )
 
 // The end-to-end tests build the real binaries (the host, this plugin, the
@@ -29,17 +28,21 @@ import (
 // The npm servers come from testdata/servers, installed there by `npm ci`
 // (.ci/run does it; the tests skip without them, except in CI).
 
-var bins struct {
-	once sync.Once
-	dir  string
-	err  error
-}
+// bins are the host, this plugin, the sample safety, audit and files
+// plugins and the test MCP servers, built on first use.
+var bins = &testkit.Binaries{Prefix: "plugkit-mcp-e2e-", Targets: map[string]string{
+	"host":            "../../cmd/host",
+	"plugins/mcp":     ".",
+	"plugins/safety":  "../safety",
+	"plugins/audit":   "../audit",
+	"plugins/files":   "../files",
+	"mcp-test-server": "../../internal/testkit/mcptestserver/serve",
+	"hostile-mcp":     "../../internal/testkit/hostilemcp",
+}}
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if bins.dir != "" {
-		os.RemoveAll(bins.dir)
-	}
+	bins.Remove()
 	os.Exit(code)
 }
 
@@ -49,33 +52,10 @@ func needBinaries(t testing.TB) {
 	if runtime.GOOS != "linux" {
 		t.Skip("the bridge is tested end to end on Linux")
 	}
-	bins.once.Do(func() {
-		bins.dir, bins.err = os.MkdirTemp("", "plugkit-mcp-e2e-")
-		if bins.err != nil {
-			return
-		}
-		for out, pkg := range map[string]string{
-			"host":            "../../cmd/host",
-			"plugins/mcp":     ".",
-			"plugins/safety":  "../safety",
-			"plugins/audit":   "../audit",
-			"plugins/files":   "../files",
-			"mcp-test-server": "../../internal/testkit/mcptestserver/serve",
-			"hostile-mcp":     "../../internal/testkit/hostilemcp",
-		} {
-			cmd := exec.Command("go", "build", "-o", filepath.Join(bins.dir, out), pkg)
-			if b, err := cmd.CombinedOutput(); err != nil {
-				bins.err = fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
-				return
-			}
-		}
-	})
-	if bins.err != nil {
-		t.Fatalf("building the binaries: %v", bins.err)
-	}
+	bins.Need(t)
 }
 
-func bin(name string) string { return filepath.Join(bins.dir, name) }
+func bin(name string) string { return bins.Path(name) }
 
 // npmServer is the path of an installed npm server's binary, e.g.
 // "mcp-server-everything".
@@ -139,46 +119,16 @@ plugin "safety" {
 `, bin("plugins/safety"), rules)
 }
 
-// logBuffer lets a test read what a process logged while it runs.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // cli runs the host binary and returns its stdout, stderr and exit code.
 func cli(t testing.TB, args ...string) (string, string, int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin("host"), args...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("host %s: %v", strings.Join(args, " "), err)
-	}
-	return out.String(), errb.String(), code
+	return testkit.Command(t, 90*time.Second, "", bin("host"), args...)
 }
 
 // hostRun is a `host run` in the background.
 type hostRun struct {
 	cmd    *exec.Cmd
-	log    *logBuffer
+	log    *testkit.Buffer
 	config string
 	done   chan struct{}
 }
@@ -211,7 +161,7 @@ func execHost(args ...string) *exec.Cmd { return exec.Command(bin("host"), args.
 // socket answers, whatever state its plugins are in.
 func startHostAnyState(t *testing.T, config string) *hostRun {
 	t.Helper()
-	h := &hostRun{cmd: exec.Command(bin("host"), "run", "-c", config), log: &logBuffer{}, config: config, done: make(chan struct{})}
+	h := &hostRun{cmd: exec.Command(bin("host"), "run", "-c", config), log: &testkit.Buffer{}, config: config, done: make(chan struct{})}
 	h.cmd.Stdout, h.cmd.Stderr = h.log, h.log
 	// The host's private socket folder goes in the test's temporary folder,
 	// so that it is removed even after the host was SIGKILLed.
@@ -300,16 +250,12 @@ func (h *hostRun) waitActiveWithin(t testing.TB, n int, d time.Duration) {
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t testing.TB, d time.Duration, what string, cond func() bool, context ...func() string) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			extra := ""
-			for _, c := range context {
-				extra += "\n" + c()
-			}
-			t.Fatalf("timed out waiting for %s%s", what, extra)
+	if !testkit.Eventually(d, cond) {
+		extra := ""
+		for _, c := range context {
+			extra += "\n" + c()
 		}
-		time.Sleep(50 * time.Millisecond)
+		t.Fatalf("timed out waiting for %s%s", what, extra)
 	}
 }
 

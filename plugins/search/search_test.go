@@ -7,11 +7,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"go.uber.org/goleak"
 
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/shared/sdk"
 )
 
@@ -27,13 +27,6 @@ type fakeIndex struct {
 
 func (f fakeIndex) CallService(ctx context.Context, service, method string, args any) (json.RawMessage, error) {
 	return f.callService(ctx, service, method, args)
-}
-
-func testContext(t *testing.T) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	t.Cleanup(cancel)
-	return ctx
 }
 
 func newCall(args string) *sdk.Call {
@@ -111,7 +104,7 @@ func TestExecute(t *testing.T) {
 				}
 				return json.RawMessage(tt.answer), tt.indexErr
 			}}
-			res, err := searchTool{index: fake}.execute(testContext(t), newCall(tt.args))
+			res, err := searchTool{index: fake}.execute(testkit.Context(t), newCall(tt.args))
 			if wantCalls := btoi(tt.wantArgs != ""); calls != wantCalls {
 				t.Errorf("index called %d times, want %d", calls, wantCalls)
 			}

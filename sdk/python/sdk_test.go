@@ -1,7 +1,7 @@
 // Package python holds the Python plugin SDK (plugkit/); this Go test runs
 // its unit tests with `go test`, so that `make test` and CI run them. The
 // SDK's behaviour over the wire is tested from Go: remote's
-// TestConformancePython and cmd/host's TestPythonPluginsEndToEnd.
+// TestConformancePython and e2e's TestPythonPluginsEndToEnd.
 package python
 
 import (

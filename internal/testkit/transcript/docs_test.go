@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/plugkit-go/plugkit/internal/testkit/testenv"
+	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/internal/testkit/transcript"
 )
 
@@ -110,10 +111,8 @@ func buildAll(t *testing.T, bin string) {
 		targets[filepath.Join(bin, "plugins", d.Name())] = "./plugins/" + d.Name()
 	}
 	for out, pkg := range targets {
-		cmd := exec.Command("go", "build", "-o", out, pkg)
-		cmd.Dir = root
-		if b, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", pkg, err, b)
+		if err := testkit.GoBuild(out, filepath.Join(root, pkg)); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

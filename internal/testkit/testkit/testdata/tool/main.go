@@ -1,0 +1,4 @@
+// Command tool is a program for the tests of Binaries to build.
+package main
+
+func main() {}
