@@ -55,9 +55,10 @@ func (s *Server) statelessOptions() *mcp.StreamableHTTPOptions {
 }
 
 // stateless says whether req came over HTTP without a session: the
-// 2026-07-28 protocol, whose session lasts one request.
+// 2026-07-28 protocol, whose session lasts one request (none at all when
+// the HTTP hot path serves it, hothttp.go).
 func stateless(req *mcp.CallToolRequest) bool {
-	return req.Session.ID() == "" && req.Extra != nil && req.Extra.Header != nil
+	return (req.Session == nil || req.Session.ID() == "") && req.Extra != nil && req.Extra.Header != nil
 }
 
 // callStateless serves a tools/call without a session. A retry
