@@ -194,6 +194,11 @@ func (s *Server) listens(r *http.Request) bool {
 	if err != nil || int64(len(read)) > limit {
 		return false
 	}
+	if !bytes.Contains(read, []byte("listen")) && !bytes.Contains(read, []byte(`\u`)) {
+		// Not a listen however it is spelled (a member name or method can
+		// only escape a letter with \u): no need to decode it all.
+		return false
+	}
 	var msg struct {
 		Method string `json:"method"`
 	}
