@@ -530,15 +530,11 @@ func mcpShaped(v json.RawMessage) (*mcp.CallToolResult, bool) {
 	if len(v) == 0 || v[0] != '{' {
 		return nil, false
 	}
-	var fields map[string]json.RawMessage
-	if json.Unmarshal(v, &fields) != nil {
-		return nil, false
+	shaped, known := shapedMembers(v)
+	if !known {
+		shaped = shapedByMap(v)
 	}
-	content, ok := fields["content"]
-	if !ok || len(fields) > 2 || (len(fields) == 2 && fields["structuredContent"] == nil) {
-		return nil, false
-	}
-	if c := bytes.TrimSpace(content); len(c) == 0 || c[0] != '[' {
+	if !shaped {
 		return nil, false
 	}
 	var res mcp.CallToolResult
