@@ -98,14 +98,7 @@ func (s *Server) session(ss *mcp.ServerSession) (*session, error) {
 	if sess, ok := s.sessions[ss]; ok {
 		return sess, nil
 	}
-	sess := &session{parked: map[string]*parked{}}
-	sess.ctx, sess.cancel = context.WithCancel(s.base)
-	sess.caller, sess.release = s.h.Approvals.Caller(CallerPrefix, func(ctx context.Context, q host.Question) (bool, error) {
-		return s.ask(ctx, sess, q)
-	})
-	// A plugin's questions during the session's calls go to its client.
-	releaseCaller, releaseElicitor := sess.release, s.h.Approvals.SetElicitor(sess.caller, elicitor(ss))
-	sess.release = func() { releaseElicitor(); releaseCaller() }
+	sess := s.newSession(ss)
 	s.sessions[ss] = sess
 	s.wg.Add(1)
 	go func() {
@@ -117,6 +110,21 @@ func (s *Server) session(ss *mcp.ServerSession) (*session, error) {
 	return sess, nil
 }
 
+// newSession makes the caller of session ss (nil for a request the HTTP hot
+// path serves, whose session is the request), registered with the host's
+// approvals.
+func (s *Server) newSession(ss *mcp.ServerSession) *session {
+	sess := &session{parked: map[string]*parked{}}
+	sess.ctx, sess.cancel = context.WithCancel(s.base)
+	sess.caller, sess.release = s.h.Approvals.Caller(CallerPrefix, func(ctx context.Context, q host.Question) (bool, error) {
+		return s.ask(ctx, sess, q)
+	})
+	// A plugin's questions during the session's calls go to its client.
+	releaseCaller, releaseElicitor := sess.release, s.h.Approvals.SetElicitor(sess.caller, elicitor(ss))
+	sess.release = func() { releaseElicitor(); releaseCaller() }
+	return sess
+}
+
 // endSession cancels the session's calls, drops its parked questions and
 // releases its caller name.
 func (s *Server) endSession(ss *mcp.ServerSession) {
@@ -124,9 +132,25 @@ func (s *Server) endSession(ss *mcp.ServerSession) {
 	sess, ok := s.sessions[ss]
 	delete(s.sessions, ss)
 	s.smu.Unlock()
-	if !ok {
-		return
+	if ok {
+		sess.end()
 	}
+}
+
+// requestSession is the caller of one request the HTTP hot path serves,
+// ended (end) with the request.
+func (s *Server) requestSession() (*session, error) {
+	s.smu.Lock()
+	defer s.smu.Unlock()
+	if s.closed {
+		return nil, errClosed
+	}
+	return s.newSession(nil), nil
+}
+
+// end cancels the session's calls, drops its parked questions and releases
+// its caller name.
+func (sess *session) end() {
 	sess.cancel()
 	sess.mu.Lock()
 	for state, p := range sess.parked {
@@ -159,6 +183,16 @@ func (s *Server) ask(ctx context.Context, sess *session, q host.Question) (bool,
 
 // callTool is the handler of every tool.
 func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	if req.Session == nil {
+		// Served by the HTTP hot path: the request is the whole session,
+		// as the SDK's own session of a stateless request is.
+		sess, err := s.requestSession()
+		if err != nil {
+			return nil, err
+		}
+		defer sess.end()
+		return s.callStateless(ctx, sess, req)
+	}
 	sess, err := s.session(req.Session)
 	if err != nil {
 		return nil, err
@@ -376,6 +410,9 @@ func (sess *session) unpark(state string) *call {
 // where a server sends elicitation/create itself; the SDK decides the same
 // way whether a result may be input-required.
 func legacy(ss *mcp.ServerSession) bool {
+	if ss == nil {
+		return false // a 2026-07-28 request served by the HTTP hot path
+	}
 	p := ss.InitializeParams()
 	return p != nil && p.ProtocolVersion < "2026-07-28"
 }
@@ -493,15 +530,11 @@ func mcpShaped(v json.RawMessage) (*mcp.CallToolResult, bool) {
 	if len(v) == 0 || v[0] != '{' {
 		return nil, false
 	}
-	var fields map[string]json.RawMessage
-	if json.Unmarshal(v, &fields) != nil {
-		return nil, false
+	shaped, known := shapedMembers(v)
+	if !known {
+		shaped = shapedByMap(v)
 	}
-	content, ok := fields["content"]
-	if !ok || len(fields) > 2 || (len(fields) == 2 && fields["structuredContent"] == nil) {
-		return nil, false
-	}
-	if c := bytes.TrimSpace(content); len(c) == 0 || c[0] != '[' {
+	if !shaped {
 		return nil, false
 	}
 	var res mcp.CallToolResult

@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"io"
+	"net/http"
 )
 
 // ServeStdioSDK is ServeStdio with every message served by the SDK (no
@@ -22,3 +23,7 @@ func FlushEachEvent(on bool) { flushEachEvent = on }
 
 // HotCalls is how many tools/call requests the stdio hot path served.
 func (s *Server) HotCalls() int64 { return s.hotTaken.Load() }
+
+// HandlerSDK is Handler with every request served by the SDK (no HTTP hot
+// path), the baseline of its differential test and benchmark.
+func (s *Server) HandlerSDK() http.Handler { return s.handler(false) }

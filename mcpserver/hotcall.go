@@ -247,7 +247,8 @@ func (h *hotCalls) serve(ctx context.Context, ss *mcp.ServerSession, p *hotParam
 
 // handleCall is what the SDK does with a tools/call that reaches it: the
 // tool's handler if the tool is served, an unknown-tool error if not, and
-// an empty content list rather than none.
+// an empty content list rather than none (but for an input-required
+// result of the sessionless protocol).
 func (s *Server) handleCall(ctx context.Context, _ string, r mcp.Request) (mcp.Result, error) {
 	req := r.(*mcp.CallToolRequest)
 	handler := s.callTool
@@ -264,7 +265,9 @@ func (s *Server) handleCall(ctx context.Context, _ string, r mcp.Request) (mcp.R
 	if res == nil {
 		return nil, fmt.Errorf("tools/call %s: no result", req.Params.Name)
 	}
-	if res.Content == nil {
+	if res.Content == nil && (res.InputRequests == nil || legacy(req.Session)) {
+		// An input-required result of a 2026-07-28 request keeps its null
+		// content, as the SDK keeps it.
 		res2 := *res
 		res2.Content = []mcp.Content{}
 		res = &res2
@@ -274,6 +277,17 @@ func (s *Server) handleCall(ctx context.Context, _ string, r mcp.Request) (mcp.R
 
 // answer writes the response to a call, encoded as the SDK encodes it.
 func (h *hotCalls) answer(id jsonrpc.ID, res mcp.Result, err error) error {
+	data, eerr := hotResponse(id, res, err)
+	if eerr != nil {
+		return eerr
+	}
+	_, werr := h.out.Write(append(data, '\n'))
+	return werr
+}
+
+// hotResponse is the JSON-RPC response to a call, encoded as the SDK
+// encodes it.
+func hotResponse(id jsonrpc.ID, res mcp.Result, err error) ([]byte, error) {
 	resp := &jsonrpc.Response{ID: id, Error: err}
 	if err == nil {
 		raw, merr := marshalLikeSDK(res)
@@ -285,15 +299,15 @@ func (h *hotCalls) answer(id jsonrpc.ID, res mcp.Result, err error) error {
 	}
 	data, eerr := jsonrpc.EncodeMessage(resp)
 	if eerr != nil {
-		return fmt.Errorf("encode the response: %w", eerr)
+		return nil, fmt.Errorf("encode the response: %w", eerr)
 	}
-	_, werr := h.out.Write(append(data, '\n'))
-	return werr
+	return data, nil
 }
 
 // served is the set of tools the SDK serves (those of listed), which sync
-// keeps.
-type servedSet = map[string]struct{}
+// keeps: each says whether its schema may name arguments a request must
+// repeat in its headers (x-mcp-header), which the SDK checks over HTTP.
+type servedSet = map[string]bool
 
 // serves reports whether the SDK serves the tool name.
 func (s *Server) serves(name string) bool {
@@ -309,8 +323,8 @@ func (s *Server) serves(name string) bool {
 // each change.
 func (s *Server) noteServed() {
 	m := make(servedSet, len(s.listed))
-	for name := range s.listed {
-		m[name] = struct{}{}
+	for name, t := range s.listed {
+		m[name] = bytes.Contains(t.Parameters, []byte("x-mcp-header"))
 	}
 	s.served.Store(&m)
 }

@@ -101,6 +101,7 @@ type Server struct {
 	h    *host.Host
 	log  hclog.Logger
 	mcp  *mcp.Server
+	impl *mcp.Implementation // what clients are told of the server
 	opts Options
 	// parkFor is how long a question answered through an input-required
 	// result waits for the client's retry: the approval timeout (after which
@@ -201,7 +202,8 @@ func New(h *host.Host, opts Options) *Server {
 		sessions: map[*mcp.ServerSession]*session{},
 	}
 	s.sealer, _ = newSealer(nil) // a key of its own cannot fail
-	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "plugkit", Title: "plugkit host", Version: version}, &mcp.ServerOptions{
+	s.impl = &mcp.Implementation{Name: "plugkit", Title: "plugkit host", Version: version}
+	s.mcp = mcp.NewServer(s.impl, &mcp.ServerOptions{
 		Instructions: "The tools of a plugkit deployment. Every call passes the host's permission pipeline: " +
 			"a policy may deny it (the result says why and who decided) or ask your user to approve it.",
 		Logger: newSlog(log.Named("sdk")),
@@ -314,7 +316,12 @@ func ignoreClosed(err error) error {
 // change, at most MaxSessions of them (see sessionCap); a 2026-07-28
 // client is served without one (stateless.go). The SDK rejects requests whose Host header is not a
 // loopback name (DNS rebinding).
-func (s *Server) Handler() http.Handler {
+func (s *Server) Handler() http.Handler { return s.handler(true) }
+
+// handler is Handler, with a plain tools/call of the sessionless protocol
+// served by the HTTP hot path (hothttp.go) when hot is true, by the SDK
+// otherwise.
+func (s *Server) handler(hot bool) http.Handler {
 	mux := http.NewServeMux()
 	server := func(*http.Request) *mcp.Server { return s.mcp }
 	sdk := mcp.NewStreamableHTTPHandler(server, &mcp.StreamableHTTPOptions{
@@ -324,6 +331,9 @@ func (s *Server) Handler() http.Handler {
 	})
 	sessions := newSessionCap(s.opts.MaxSessions, s.opts.MaxSessionsPerPrincipal, s.mcp).wrap(exactIDs(s.opts.Limits.MaxBodyBytes, endTogether(sdk)))
 	sessionless := exactIDs(s.opts.Limits.MaxBodyBytes, endTogether(mcp.NewStreamableHTTPHandler(server, s.statelessOptions())))
+	if hot {
+		sessionless = s.hotStateless(sessionless)
+	}
 	mux.Handle(Path, s.refuseWhileDraining(byEra(sessionless, sessions)))
 	var h http.Handler = mux
 	if s.opts.Authenticate != nil {

@@ -55,9 +55,10 @@ func (s *Server) statelessOptions() *mcp.StreamableHTTPOptions {
 }
 
 // stateless says whether req came over HTTP without a session: the
-// 2026-07-28 protocol, whose session lasts one request.
+// 2026-07-28 protocol, whose session lasts one request (none at all when
+// the HTTP hot path serves it, hothttp.go).
 func stateless(req *mcp.CallToolRequest) bool {
-	return req.Session.ID() == "" && req.Extra != nil && req.Extra.Header != nil
+	return (req.Session == nil || req.Session.ID() == "") && req.Extra != nil && req.Extra.Header != nil
 }
 
 // callStateless serves a tools/call without a session. A retry
@@ -191,6 +192,11 @@ func (s *Server) listens(r *http.Request) bool {
 		io.Closer
 	}{io.MultiReader(bytes.NewReader(read), r.Body), r.Body}
 	if err != nil || int64(len(read)) > limit {
+		return false
+	}
+	if !bytes.Contains(read, []byte("listen")) && !bytes.Contains(read, []byte(`\u`)) {
+		// Not a listen however it is spelled (a member name or method can
+		// only escape a letter with \u): no need to decode it all.
 		return false
 	}
 	var msg struct {

@@ -11,8 +11,8 @@ import (
 
 // BenchmarkMCPHTTPCall is the same trivial call over streamable HTTP, by a
 // client that keeps a session (2025-11-25) and by one that has none
-// (2026-07-28, served by the stateless handler, which makes a session for
-// each request and ends it after). Compare the two in one run:
+// (2026-07-28, whose calls the HTTP hot path serves without a session;
+// the SDK's stateless handler made one for each request). Compare the two in one run:
 //
 //	go test -run '^$' -bench MCPHTTPCall -benchmem ./mcpserver/
 func BenchmarkMCPHTTPCall(b *testing.B) {
@@ -33,12 +33,18 @@ func BenchmarkMCPHTTPCall(b *testing.B) {
 				b.Fatalf("negotiated %s, want %s", got, version)
 			}
 			params := &mcp.CallToolParams{Name: "echo", Arguments: benchArgs}
+			before := f.srv.HotCalls()
 			b.ReportAllocs()
 			for b.Loop() {
 				r, err := cs.CallTool(ctx, params)
 				if err != nil || r.IsError {
 					b.Fatal(err, r)
 				}
+			}
+			// The Go SDK's client's calls of 2026-07-28 are what the HTTP
+			// hot path takes; a session's are the SDK's.
+			if hot := f.srv.HotCalls() - before; (hot > 0) != (version == "2026-07-28") {
+				b.Fatalf("the HTTP hot path served %d calls", hot)
 			}
 		})
 	}

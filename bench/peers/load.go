@@ -18,6 +18,8 @@ type phase struct {
 	errors   int
 	elapsed  time.Duration
 	cpuTicks uint64
+	// upstreamTicks is the part of cpuTicks the upstream server spent.
+	upstreamTicks uint64
 }
 
 func (p *phase) add(q phase) {
@@ -25,6 +27,7 @@ func (p *phase) add(q phase) {
 	p.errors += q.errors
 	p.elapsed += q.elapsed
 	p.cpuTicks += q.cpuTicks
+	p.upstreamTicks += q.upstreamTicks
 }
 
 func (p phase) quantile(q float64) time.Duration {
@@ -49,6 +52,15 @@ func (p phase) cpuPerCall() float64 {
 		return 0
 	}
 	return float64(p.cpuTicks) * 1000 / clockTicks / float64(len(p.lat))
+}
+
+// gatewayCPUPerCall is cpuPerCall without the upstream server's share: what
+// the gateway's own processes spent per call.
+func (p phase) gatewayCPUPerCall() float64 {
+	if len(p.lat) == 0 {
+		return 0
+	}
+	return float64(p.cpuTicks-min(p.upstreamTicks, p.cpuTicks)) * 1000 / clockTicks / float64(len(p.lat))
 }
 
 // client opens MCP sessions to one endpoint over streamable HTTP. Its
@@ -107,7 +119,7 @@ func load(ctx context.Context, url string, root, sessions int, d time.Duration) 
 		out phase
 		wg  sync.WaitGroup
 	)
-	cpu0 := treeCPU(root)
+	cpu0, up0 := treeCPU(root)
 	start := time.Now()
 	stop := start.Add(d)
 	for _, s := range ss {
@@ -130,8 +142,9 @@ func load(ctx context.Context, url string, root, sessions int, d time.Duration) 
 	}
 	wg.Wait()
 	out.elapsed = time.Since(start)
-	if cpu := treeCPU(root); cpu > cpu0 {
+	if cpu, up := treeCPU(root); cpu > cpu0 {
 		out.cpuTicks = cpu - cpu0
+		out.upstreamTicks = up - min(up, up0)
 	}
 	return out, nil
 }

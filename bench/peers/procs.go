@@ -71,14 +71,17 @@ func tree(procs map[int]procInfo, root int) []procInfo {
 }
 
 // treeCPU is the CPU time, in ticks, of root and its descendants (those
-// that ended counted once reaped, in their parent's). A child that ended
-// but is not reaped yet is missed: the figure is a lower bound.
-func treeCPU(root int) uint64 {
-	var n uint64
+// that ended counted once reaped, in their parent's), and the part of it
+// spent by the upstream server's processes (upstreamServer). A child that ended but is not reaped yet is missed:
+// the figures are lower bounds.
+func treeCPU(root int) (all, upstream uint64) {
 	for _, p := range tree(readProcs(), root) {
-		n += p.cpuTicks
+		all += p.cpuTicks
+		if upstreamServer(p.pid) {
+			upstream += p.cpuTicks
+		}
 	}
-	return n
+	return all, upstream
 }
 
 // memory returns a process's resident set and the anonymous part of it
@@ -120,4 +123,16 @@ func rssList(root int) string {
 		parts = append(parts, fmt.Sprintf("%s %.0f (%.1f)", p.name, rss, anon))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// upstreamServer says whether pid runs the upstream server: node with
+// server-everything's script as its first argument (a gateway's own
+// command line may name the script too, among its arguments).
+func upstreamServer(pid int) bool {
+	cmd, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return false
+	}
+	args := strings.Split(string(cmd), "\x00")
+	return len(args) > 1 && strings.HasSuffix(args[1], "server-everything/dist/index.js")
 }

@@ -15,7 +15,11 @@ import (
 // BenchmarkBridgeOverhead calls the same echo tool of the same server two
 // ways, with the Go SDK's client over stdio: directly, and through the
 // gateway (`host mcp` → pipeline → this plugin → the server). The ratio of
-// the two is the price of governing the server.
+// the two is the price of governing the server. gateway-full adds the
+// sample's safety rules and a critical audit fsynced on every batch, as
+// bench-peers' plugkit runs. Each is measured with a client of the newest
+// protocol (the client's default) and of 2025-11-25, whose tools/call the
+// stdio front end and the bridge serve on their hot paths.
 func BenchmarkBridgeOverhead(b *testing.B) {
 	needBinaries(b)
 	servers := []struct{ name, argv0 string }{
@@ -28,10 +32,7 @@ func BenchmarkBridgeOverhead(b *testing.B) {
 			if argv0 == "" {
 				argv0 = npmServer(b, "mcp-server-everything")
 			}
-			b.Run("direct", func(b *testing.B) {
-				benchEcho(b, "echo", exec.Command(argv0))
-			})
-			b.Run("gateway", func(b *testing.B) {
+			gateway := func(b *testing.B, tools, extra string) *exec.Cmd {
 				dir := b.TempDir()
 				config := filepath.Join(dir, "gateway.hcl")
 				hcl := fmt.Sprintf(`
@@ -40,24 +41,78 @@ plugin "bridge" {
   config {
     command = [%q]
     prefix  = "b"
+    %s
   }
 }
-`, bin("plugins/mcp"), argv0)
+`, bin("plugins/mcp"), argv0, tools) + extra
 				if err := os.WriteFile(config, []byte(hcl), 0o644); err != nil {
 					b.Fatal(err)
 				}
-				benchEcho(b, "b_echo", exec.Command(bin("host"), "mcp", "-c", config))
-			})
+				return exec.Command(bin("host"), "mcp", "-c", config)
+			}
+			for _, version := range []string{"", "2025-11-25"} {
+				name := "latest"
+				if version != "" {
+					name = version
+				}
+				b.Run("direct/"+name, func(b *testing.B) {
+					benchEcho(b, "echo", version, exec.Command(argv0))
+				})
+				b.Run("gateway/"+name, func(b *testing.B) {
+					benchEcho(b, "b_echo", version, gateway(b, "", ""))
+				})
+				b.Run("gateway-full/"+name, func(b *testing.B) {
+					full := fmt.Sprintf(fullRules, bin("plugins/safety"), bin("plugins/audit"), filepath.Join(b.TempDir(), "audit.log"))
+					// echo read-only, as bench-peers says: the sample's rules
+					// ask about any other tool, and nobody answers here.
+					benchEcho(b, "b_echo", version, gateway(b, `tools { read_only = ["echo"] }`, full))
+				})
+			}
 		})
 	}
 }
 
-// benchEcho connects to the server cmd starts and calls tool b.N times.
-func benchEcho(b *testing.B, tool string, cmd *exec.Cmd) {
+// fullRules are the sample's safety rules (config.hcl) and a critical audit
+// fsynced on every batch, as bench-peers' plugkit runs them.
+const fullRules = `
+plugin "safety" {
+  path     = %q
+  critical = true
+  config {
+    deny "outside-the-sandbox" {
+      tools       = ["read_file", "list_dir", "write_file", "delete_file"]
+      path_prefix = ["/", ".."]
+      reason      = "paths must stay inside the sandbox"
+    }
+    deny "no-secrets" {
+      pattern = ["(?i)secret", "(?i)password"]
+      reason  = "secrets are off limits"
+    }
+    ask_destructive = true
+    secrets {
+      arguments = "deny"
+      results   = "redact"
+    }
+  }
+}
+
+plugin "audit" {
+  path     = %q
+  critical = true
+  config {
+    path  = %q
+    fsync = "always"
+  }
+}
+`
+
+// benchEcho connects to the server cmd starts, with a client of protocol
+// version (the client's default when empty), and calls tool b.N times.
+func benchEcho(b *testing.B, tool, version string, cmd *exec.Cmd) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		b.Fatal(err)
 	}
