@@ -144,7 +144,7 @@ func randRules(rng *rand.Rand, conds bool) []randRule {
 			}
 		}
 		r.cond = conds && rng.IntN(2) == 0
-		r.verdict = pipeline.Verdict(1 + rng.IntN(3))
+		r.verdict = []pipeline.Verdict{pipeline.VerdictAllow, pipeline.VerdictDeny, pipeline.VerdictAsk}[rng.IntN(3)]
 	}
 	return rules
 }
@@ -162,7 +162,7 @@ func leakPipeline(t *testing.T, rng *rand.Rand) (tools *pipeline.Tools, exact bo
 	}
 	load(t, k, fakePlugin{name: "toolbox", tools: ts}.plugin())
 	pre, guards := randRules(rng, conds), randRules(rng, conds)
-	def := pipeline.Verdict(rng.IntN(4)) // 0: next
+	def := []pipeline.Verdict{0, pipeline.VerdictAllow, pipeline.VerdictDeny, pipeline.VerdictAsk}[rng.IntN(4)] // 0: next
 	blind := rng.IntN(4) == 0
 	desc = fmt.Sprintf("pre=%+v default=%d guards=%+v blind=%v", pre, def, guards, blind)
 	load(t, k, kernel.Plugin{Name: "policy", Inject: []string{pipeline.ServiceName}, Apply: func(ctx context.Context, s *kernel.Scope) error {
