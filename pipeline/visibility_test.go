@@ -12,6 +12,7 @@ import (
 	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/pipeline"
 	"github.com/plugkit-go/plugkit/shared/identity"
+	"github.com/plugkit-go/plugkit/shared/wire"
 )
 
 // A random policy for the leak test: rules a first-match stage-1 listener
@@ -158,7 +159,7 @@ func leakPipeline(t *testing.T, rng *rand.Rand) (tools *pipeline.Tools, exact bo
 	conds := rng.IntN(2) == 0
 	var ts []pipeline.Tool
 	for _, n := range leakTools {
-		ts = append(ts, pipeline.Tool{Name: n, Description: "Tool " + n + ".", Parameters: json.RawMessage(xSchema), Execute: okBody("ran")})
+		ts = append(ts, pipeline.Tool{ToolDescriptor: wire.ToolDescriptor{Name: n, Description: "Tool " + n + ".", Parameters: json.RawMessage(xSchema)}, Execute: okBody("ran")})
 	}
 	load(t, k, fakePlugin{name: "toolbox", tools: ts}.plugin())
 	pre, guards := randRules(rng, conds), randRules(rng, conds)

@@ -16,27 +16,19 @@ import (
 
 // toDescriptor and fromDescriptor convert through the wire's converters,
 // the one place that knows the message: a timeout is rounded up to whole
-// milliseconds there, so that 500µs does not become 0 ("none").
+// milliseconds there, so that 500µs does not become 0 ("none"). The
+// pipeline's descriptor is the wire's, so nothing is copied field by field.
 func toDescriptor(t *pipeline.ToolInfo) *pb.ToolDescriptor {
 	if t == nil {
 		return nil
 	}
-	return wire.ToolDescriptorToProto(wire.ToolDescriptor{
-		Name: t.Name, Description: t.Description, Parameters: t.Parameters,
-		Destructive: t.Destructive, ReadOnly: t.ReadOnly, Idempotent: t.Idempotent,
-		Timeout: t.Timeout, Owner: t.Owner,
-		Notes: t.Notes, Held: t.Held, Definition: t.Definition, Kind: t.Kind,
-	})
+	return wire.ToolDescriptorToProto(t.ToolDescriptor)
 }
 
+// fromDescriptor is a plugin's registration; its Owner and OwnerPrefix are
+// the host's to set (pipeline.Tool.Info ignores them).
 func fromDescriptor(d *pb.ToolDescriptor) pipeline.Tool {
-	w := wire.ToolDescriptorFromProto(d)
-	return pipeline.Tool{
-		Name: w.Name, Description: w.Description, Parameters: w.Parameters,
-		Destructive: w.Destructive, ReadOnly: w.ReadOnly, Idempotent: w.Idempotent,
-		Timeout: w.Timeout,
-		Notes:   w.Notes, Held: w.Held, Definition: w.Definition, Kind: w.Kind,
-	}
+	return pipeline.Tool{ToolDescriptor: wire.ToolDescriptorFromProto(d)}
 }
 
 // toExecution converts e with its tool's whole descriptor.
