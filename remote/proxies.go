@@ -268,7 +268,7 @@ func (in *instance) approverProxy(handler string) pipeline.ApproverFunc {
 			_ = settle(ctx, nil)
 			return false, errors.New(resp.GetError())
 		}
-		return resp.GetApproved(), nil
+		return wire.ApprovalFromProto(resp).Approved, nil
 	}
 }
 
@@ -352,27 +352,27 @@ func (in *instance) preProxy(h *hostService, handler string, wrap bool, slot int
 			// Its answer holds for any arguments (a visibility question).
 			pipeline.NoteAnyArguments(ctx)
 		}
-		d := resp.GetDecision()
+		d := wire.DecisionFromProto(resp.GetDecision())
 		var out pipeline.Decision
-		switch d.GetVerdict() {
-		case pb.Verdict_VERDICT_PASS:
+		switch d.Verdict {
+		case wire.VerdictPass:
 			if wrap {
 				return pipeline.Decision{}, errors.New("a wrapping listener answered PASS; it must call next")
 			}
 			// The rest of the chain is not this filter's time.
 			return next(ctx), nil
-		case pb.Verdict_VERDICT_ALLOW:
+		case pipeline.VerdictAllow:
 			out = pipeline.Allow()
-		case pb.Verdict_VERDICT_DENY:
-			out = pipeline.Deny(d.GetReason())
-		case pb.Verdict_VERDICT_ASK:
-			out = pipeline.Ask(d.GetReason())
+		case pipeline.VerdictDeny:
+			out = pipeline.Deny(d.Reason)
+		case pipeline.VerdictAsk:
+			out = pipeline.Ask(d.Reason)
 		default:
-			return pipeline.Decision{}, fmt.Errorf("unknown decision %v", d.GetVerdict())
+			return pipeline.Decision{}, fmt.Errorf("unknown decision %v", pb.Verdict(d.Verdict))
 		}
-		out.Rule = d.GetRule()
+		out.Rule = d.Rule
 		if out.Verdict == pipeline.VerdictAsk {
-			out.Route = d.GetRoute()
+			out.Route = d.Route
 		}
 		// Handing back what next returned keeps the inner decider's name.
 		if prev := inner.get(); prev.Verdict == out.Verdict && prev.Reason == out.Reason {
@@ -477,23 +477,23 @@ func (in *instance) postProxy(h *hostService, handler string, wrap bool) pipelin
 			_ = settle(rctx, nil)
 			return pipeline.Review{}, in.answered(ctx, rctx, b.ranOut(expired, in, "post-execute listener"), "post-execute listener", resp.GetError())
 		}
-		rv := resp.GetReview()
+		rv := wire.ReviewFromProto(resp.GetReview())
 		var out pipeline.Review
-		switch rv.GetVerdict() {
-		case pb.ReviewVerdict_REVIEW_VERDICT_PASS:
+		switch rv.Verdict {
+		case wire.ReviewPass:
 			if wrap {
 				return pipeline.Review{}, errors.New("a wrapping listener answered PASS; it must call next")
 			}
 			// The rest of the chain is not this filter's time.
 			return next(ctx), nil
-		case pb.ReviewVerdict_REVIEW_VERDICT_ACCEPT:
+		case pipeline.ReviewAccept:
 			out = pipeline.Accept()
-		case pb.ReviewVerdict_REVIEW_VERDICT_REPLACE:
-			out = pipeline.AcceptReplacing(fromValueJSON(rv.GetValueJson()))
-		case pb.ReviewVerdict_REVIEW_VERDICT_BLOCK:
-			out = pipeline.Block(rv.GetFeedback())
+		case pipeline.ReviewReplace:
+			out = pipeline.AcceptReplacing(fromValueJSON(rv.Value))
+		case pipeline.ReviewBlock:
+			out = pipeline.Block(rv.Feedback)
 		default:
-			return pipeline.Review{}, fmt.Errorf("unknown review %v", rv.GetVerdict())
+			return pipeline.Review{}, fmt.Errorf("unknown review %v", pb.ReviewVerdict(rv.Verdict))
 		}
 		if prev := inner.get(); prev.Action == out.Action && prev.Feedback == out.Feedback && out.Action != pipeline.ReviewReplace {
 			out.DecidedBy = prev.DecidedBy
