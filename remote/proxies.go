@@ -32,12 +32,7 @@ func (in *instance) toolProxy(handler, name string) pipeline.ToolFunc {
 			}
 			req.UpstreamToken = tok
 		}
-		start := time.Now()
-		resp, err := in.calls.ExecuteTool(ctx, req)
-		in.timed("tool", start)
-		if err == nil {
-			seen()
-		}
+		resp, err := roundTrip(ctx, in, "tool", in.calls.ExecuteTool, req, seen)
 		if err != nil {
 			if cerr := settle(ctx, err); cerr != nil {
 				return nil, cerr
@@ -134,13 +129,8 @@ func (in *instance) guardProxy(handler, name string, slot int) pipeline.GuardSta
 
 func (in *instance) approverProxy(handler string) pipeline.ApproverFunc {
 	return func(ctx context.Context, e *pipeline.Execution, question string) (bool, error) {
-		start := time.Now()
 		x, seen := in.execution(e)
-		resp, err := in.calls.Approve(ctx, &pb.ApproveRequest{HandlerId: handler, Execution: x, Question: question})
-		in.timed("approver", start)
-		if err == nil {
-			seen()
-		}
+		resp, err := roundTrip(ctx, in, "approver", in.calls.Approve, &pb.ApproveRequest{HandlerId: handler, Execution: x, Question: question}, seen)
 		if err != nil {
 			_ = settle(ctx, err)
 			return false, in.callErr("approver", err)
@@ -177,26 +167,13 @@ func (in *instance) preProxy(h *hostService, handler string, wrap bool, slot int
 		req := &pb.PreExecuteRequest{HandlerId: handler, Execution: x}
 		var inner latest[pipeline.Decision]
 		var nexts running
-		var rctx context.Context
-		var b *budget
-		if wrap {
-			rctx, b = in.startBudget(ctx)
-			req.CallToken = h.tokens.add(nextToken(b, next, &inner, &nexts))
-			defer h.tokens.remove(req.CallToken)
-		} else {
-			var cancel context.CancelFunc
-			rctx, cancel = in.filterCtx(ctx)
-			defer cancel()
-		}
-		start := time.Now()
+		rctx, b, token, release := in.listenerBound(ctx, h, wrap, func(b *budget) nextFunc { return nextToken(b, next, &inner, &nexts) })
+		defer release()
+		req.CallToken = token
 		sentAlive := !in.exited() // as for a guard: only a call in flight is retried
-		resp, err := in.calls.PreExecute(rctx, req)
-		in.timed("pre_execute", start)
+		resp, err := roundTrip(rctx, in, "pre_execute", in.calls.PreExecute, req, seen)
 		if solo {
 			in.solo.leave(e.ID())
-		}
-		if err == nil {
-			seen()
 		}
 		expired := b.stop()
 		crashCtx := rctx
@@ -281,12 +258,7 @@ func (in *instance) execProxy(h *hostService, handler string, wrap bool) pipelin
 			})
 			defer h.tokens.remove(req.CallToken)
 		}
-		start := time.Now()
-		resp, err := in.calls.WrapExecute(rctx, req)
-		in.timed("execute", start)
-		if err == nil {
-			seen()
-		}
+		resp, err := roundTrip(rctx, in, "execute", in.calls.WrapExecute, req, seen)
 		expired := b.stop()
 		switch {
 		case err != nil:
@@ -321,11 +293,8 @@ func (in *instance) postProxy(h *hostService, handler string, wrap bool) pipelin
 		x, seen := in.execution(e)
 		req := &pb.PostExecuteRequest{HandlerId: handler, Execution: x, Outcome: toOutcome(r)}
 		var inner latest[pipeline.Review]
-		var rctx context.Context
-		var b *budget
-		if wrap {
-			rctx, b = in.startBudget(ctx)
-			req.CallToken = h.tokens.add(func(ctx context.Context) *pb.NextResponse {
+		rctx, b, token, release := in.listenerBound(ctx, h, wrap, func(b *budget) nextFunc {
+			return func(ctx context.Context) *pb.NextResponse {
 				if !b.enter() {
 					return nil
 				}
@@ -333,19 +302,11 @@ func (in *instance) postProxy(h *hostService, handler string, wrap bool) pipelin
 				rv := next(ctx)
 				inner.set(rv)
 				return &pb.NextResponse{Answer: &pb.NextResponse_PostExecute{PostExecute: toReview(rv)}}
-			})
-			defer h.tokens.remove(req.CallToken)
-		} else {
-			var cancel context.CancelFunc
-			rctx, cancel = in.filterCtx(ctx)
-			defer cancel()
-		}
-		start := time.Now()
-		resp, err := in.calls.PostExecute(rctx, req)
-		in.timed("post_execute", start)
-		if err == nil {
-			seen()
-		}
+			}
+		})
+		defer release()
+		req.CallToken = token
+		resp, err := roundTrip(rctx, in, "post_execute", in.calls.PostExecute, req, seen)
 		expired := b.stop()
 		if err != nil {
 			if expired && ctx.Err() == nil {
