@@ -22,6 +22,7 @@ import (
 	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/mcpserver"
 	"github.com/plugkit-go/plugkit/pipeline"
+	"github.com/plugkit-go/plugkit/shared/wire"
 )
 
 // The tests serve a host whose plugins are in-host kernel plugins (a
@@ -104,51 +105,78 @@ const textSchema = `{"type":"object","properties":{"text":{"type":"string"}},"re
 
 func (d *demo) tools() []pipeline.Tool {
 	ts := []pipeline.Tool{
-		{Name: "echo", Description: "Echo the text back.", Parameters: json.RawMessage(textSchema), ReadOnly: true, Idempotent: true,
+		{
+			ToolDescriptor: wire.ToolDescriptor{
+				Name: "echo", Description: "Echo the text back.", Parameters: json.RawMessage(textSchema), ReadOnly: true, Idempotent: true,
+			},
 			Execute: func(ctx context.Context, e *pipeline.Execution) (any, error) {
 				var in struct{ Text string }
 				if err := e.Decode(&in); err != nil {
 					return nil, err
 				}
 				return in.Text, nil
-			}},
-		{Name: "add", Description: "Add two numbers.",
-			Parameters: json.RawMessage(`{"properties":{"a":{"type":"number"},"b":{"type":"number"}},"required":["a","b"]}`),
+			},
+		},
+		{
+			ToolDescriptor: wire.ToolDescriptor{
+				Name: "add", Description: "Add two numbers.",
+				Parameters: json.RawMessage(`{"properties":{"a":{"type":"number"},"b":{"type":"number"}},"required":["a","b"]}`),
+			},
 			Execute: func(ctx context.Context, e *pipeline.Execution) (any, error) {
 				var in struct{ A, B float64 }
 				if err := e.Decode(&in); err != nil {
 					return nil, err
 				}
 				return map[string]float64{"sum": in.A + in.B}, nil
-			}},
-		{Name: "delete", Description: "Delete a thing.", Destructive: true, Parameters: json.RawMessage(textSchema),
+			},
+		},
+		{
+			ToolDescriptor: wire.ToolDescriptor{
+				Name: "delete", Description: "Delete a thing.", Destructive: true, Parameters: json.RawMessage(textSchema),
+			},
 			Execute: func(ctx context.Context, e *pipeline.Execution) (any, error) {
 				var in struct{ Text string }
 				if err := e.Decode(&in); err != nil {
 					return nil, err
 				}
 				return "deleted " + in.Text, nil
-			}},
-		{Name: "secret", Description: "Read the secret.", Execute: func(ctx context.Context, e *pipeline.Execution) (any, error) {
-			return "the secret", nil
-		}},
-		{Name: "wait", Description: "Wait until cancelled.", Execute: func(ctx context.Context, e *pipeline.Execution) (any, error) {
-			d.started <- struct{}{}
-			select {
-			case <-ctx.Done():
-				d.cancelled <- struct{}{}
-				return nil, ctx.Err()
-			case <-time.After(20 * time.Second):
-				return "not cancelled", nil
-			}
-		}},
+			},
+		},
+		{
+			ToolDescriptor: wire.ToolDescriptor{
+				Name: "secret", Description: "Read the secret.",
+			},
+			Execute: func(ctx context.Context, e *pipeline.Execution) (any, error) {
+				return "the secret", nil
+			},
+		},
+		{
+			ToolDescriptor: wire.ToolDescriptor{
+				Name: "wait", Description: "Wait until cancelled.",
+			},
+			Execute: func(ctx context.Context, e *pipeline.Execution) (any, error) {
+				d.started <- struct{}{}
+				select {
+				case <-ctx.Done():
+					d.cancelled <- struct{}{}
+					return nil, ctx.Err()
+				case <-time.After(20 * time.Second):
+					return "not cancelled", nil
+				}
+			},
+		},
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.extra {
-		ts = append(ts, pipeline.Tool{Name: "extra", Description: "Appears on reload.", Execute: func(ctx context.Context, e *pipeline.Execution) (any, error) {
-			return "extra", nil
-		}})
+		ts = append(ts, pipeline.Tool{
+			ToolDescriptor: wire.ToolDescriptor{
+				Name: "extra", Description: "Appears on reload.",
+			},
+			Execute: func(ctx context.Context, e *pipeline.Execution) (any, error) {
+				return "extra", nil
+			},
+		})
 	}
 	return ts
 }

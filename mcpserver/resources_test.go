@@ -14,6 +14,7 @@ import (
 	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/pipeline"
+	"github.com/plugkit-go/plugkit/shared/wire"
 )
 
 // offerings is an in-host plugin that offers resources and a prompt as
@@ -35,21 +36,40 @@ func offerings() kernel.Plugin {
 				return err
 			}
 			for _, t := range []pipeline.Tool{
-				{Name: "lib_resources.list", Kind: "resources", Description: "Lists.", Execute: func(context.Context, *pipeline.Execution) (any, error) {
-					return json.RawMessage(`{"resources":[{"uri":"x://a","name":"a"}],"resourceTemplates":[{"uriTemplate":"x://t/{id}","name":"t"}]}`), nil
-				}},
-				{Name: "lib_resources.read", Kind: "resource", Description: "Reads.", Parameters: uriSchema, Execute: func(_ context.Context, e *pipeline.Execution) (any, error) {
-					return map[string]any{"contents": []map[string]string{{"uri": uriOf(e), "text": "text of " + uriOf(e)}}}, nil
-				}},
-				{Name: "lib_resources.subscribe", Kind: "resource_subscribe", Description: "Subscribes.", Parameters: uriSchema, Execute: func(context.Context, *pipeline.Execution) (any, error) {
-					return map[string]any{}, nil
-				}},
-				{Name: "lib_prompts.hi", Kind: "prompt", Description: "Says hi.", Parameters: json.RawMessage(`{"type":"object","properties":{"who":{"type":"string","description":"whom"}},"required":["who"]}`),
+				{
+					ToolDescriptor: wire.ToolDescriptor{
+						Name: "lib_resources.list", Kind: "resources", Description: "Lists.",
+					},
+					Execute: func(context.Context, *pipeline.Execution) (any, error) {
+						return json.RawMessage(`{"resources":[{"uri":"x://a","name":"a"}],"resourceTemplates":[{"uriTemplate":"x://t/{id}","name":"t"}]}`), nil
+					},
+				},
+				{
+					ToolDescriptor: wire.ToolDescriptor{
+						Name: "lib_resources.read", Kind: "resource", Description: "Reads.", Parameters: uriSchema,
+					},
+					Execute: func(_ context.Context, e *pipeline.Execution) (any, error) {
+						return map[string]any{"contents": []map[string]string{{"uri": uriOf(e), "text": "text of " + uriOf(e)}}}, nil
+					},
+				},
+				{
+					ToolDescriptor: wire.ToolDescriptor{
+						Name: "lib_resources.subscribe", Kind: "resource_subscribe", Description: "Subscribes.", Parameters: uriSchema,
+					},
+					Execute: func(context.Context, *pipeline.Execution) (any, error) {
+						return map[string]any{}, nil
+					},
+				},
+				{
+					ToolDescriptor: wire.ToolDescriptor{
+						Name: "lib_prompts.hi", Kind: "prompt", Description: "Says hi.", Parameters: json.RawMessage(`{"type":"object","properties":{"who":{"type":"string","description":"whom"}},"required":["who"]}`),
+					},
 					Execute: func(_ context.Context, e *pipeline.Execution) (any, error) {
 						var in struct{ Who string }
 						_ = json.Unmarshal(e.Arguments(), &in)
 						return map[string]any{"messages": []any{map[string]any{"role": "user", "content": map[string]string{"type": "text", "text": "hi " + in.Who}}}}, nil
-					}},
+					},
+				},
 			} {
 				if _, err := reg.Register(t); err != nil {
 					return err

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/plugkit-go/plugkit/pipeline"
+	"github.com/plugkit-go/plugkit/shared/wire"
 )
 
 // The index alone, without MCP around it: building it for 10,000 tools
@@ -23,9 +24,13 @@ func indexCatalogue() []pipeline.ToolInfo {
 	for s := range 10 {
 		for _, v := range verbs {
 			for o := range 40 {
-				ts = append(ts, pipeline.ToolInfo{Name: fmt.Sprintf("server%d_%s_object%d", s, v, o), Owner: fmt.Sprintf("server%d", s),
-					Description: fmt.Sprintf("%s an object%d in server%d; returns it as JSON.", v, o, s),
-					Parameters:  json.RawMessage(fmt.Sprintf(`{"type":"object","properties":{"object%d_id":{"type":"string"}}}`, o))})
+				ts = append(ts, pipeline.ToolInfo{
+					ToolDescriptor: wire.ToolDescriptor{
+						Name: fmt.Sprintf("server%d_%s_object%d", s, v, o), Owner: fmt.Sprintf("server%d", s),
+						Description: fmt.Sprintf("%s an object%d in server%d; returns it as JSON.", v, o, s),
+						Parameters:  json.RawMessage(fmt.Sprintf(`{"type":"object","properties":{"object%d_id":{"type":"string"}}}`, o)),
+					},
+				})
 			}
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/pipeline"
+	"github.com/plugkit-go/plugkit/shared/wire"
 )
 
 // Each test runs over every transport: the same client code against stdio
@@ -360,13 +361,21 @@ func TestListChanged(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				_, err = reg.Register(pipeline.Tool{Name: "scalar", Description: "Takes a string.", Parameters: json.RawMessage(`{"type":"string"}`),
-					Execute: func(context.Context, *pipeline.Execution) (any, error) { return "", nil }})
+				_, err = reg.Register(pipeline.Tool{
+					ToolDescriptor: wire.ToolDescriptor{
+						Name: "scalar", Description: "Takes a string.", Parameters: json.RawMessage(`{"type":"string"}`),
+					},
+					Execute: func(context.Context, *pipeline.Execution) (any, error) { return "", nil },
+				})
 				if err != nil {
 					return err
 				}
-				_, err = reg.Register(pipeline.Tool{Name: "plain", Description: "Takes anything.",
-					Execute: func(context.Context, *pipeline.Execution) (any, error) { return "plain", nil }})
+				_, err = reg.Register(pipeline.Tool{
+					ToolDescriptor: wire.ToolDescriptor{
+						Name: "plain", Description: "Takes anything.",
+					},
+					Execute: func(context.Context, *pipeline.Execution) (any, error) { return "plain", nil },
+				})
 				return err
 			}}
 			if _, err := f.h.Kernel().Load(odd); err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/mcpserver"
 	"github.com/plugkit-go/plugkit/pipeline"
+	"github.com/plugkit-go/plugkit/shared/wire"
 )
 
 // search_tools at 10,000 tools, over a pair of OS pipes: a search's cost
@@ -39,11 +40,13 @@ func searchCatalogue() []pipeline.Tool {
 			for _, o := range objects {
 				words := strings.ReplaceAll(o, "_", " ")
 				ts = append(ts, pipeline.Tool{
-					Name: fmt.Sprintf("%s_%s_%s", s, v, o),
-					Description: fmt.Sprintf("%s a %s in %s. Needs the %s id; returns the %s as JSON, with its owner and when it last changed.",
-						strings.ToUpper(v[:1])+v[1:], words, s, words, words),
-					Parameters: json.RawMessage(fmt.Sprintf(`{"type":"object","properties":{"%s_id":{"type":"string","description":"the %s"},"workspace":{"type":"string"}},"required":["%s_id"]}`, o, words, o)),
-					Execute:    func(context.Context, *pipeline.Execution) (any, error) { return "ok", nil },
+					ToolDescriptor: wire.ToolDescriptor{
+						Name: fmt.Sprintf("%s_%s_%s", s, v, o),
+						Description: fmt.Sprintf("%s a %s in %s. Needs the %s id; returns the %s as JSON, with its owner and when it last changed.",
+							strings.ToUpper(v[:1])+v[1:], words, s, words, words),
+						Parameters: json.RawMessage(fmt.Sprintf(`{"type":"object","properties":{"%s_id":{"type":"string","description":"the %s"},"workspace":{"type":"string"}},"required":["%s_id"]}`, o, words, o)),
+					},
+					Execute: func(context.Context, *pipeline.Execution) (any, error) { return "ok", nil },
 				})
 			}
 		}

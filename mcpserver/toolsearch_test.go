@@ -16,13 +16,18 @@ import (
 	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/mcpserver"
 	"github.com/plugkit-go/plugkit/pipeline"
+	"github.com/plugkit-go/plugkit/shared/wire"
 )
 
 // catalogue is a plugin of file and issue tools to search.
 func catalogue() kernel.Plugin {
 	tool := func(name, desc, params string) pipeline.Tool {
-		return pipeline.Tool{Name: name, Description: desc, Parameters: json.RawMessage(params),
-			Execute: func(ctx context.Context, e *pipeline.Execution) (any, error) { return name + " done", nil }}
+		return pipeline.Tool{
+			ToolDescriptor: wire.ToolDescriptor{
+				Name: name, Description: desc, Parameters: json.RawMessage(params),
+			},
+			Execute: func(ctx context.Context, e *pipeline.Execution) (any, error) { return name + " done", nil },
+		}
 	}
 	path := `{"type":"object","properties":{"path":{"type":"string"}}}`
 	tools := []pipeline.Tool{
@@ -197,8 +202,12 @@ func TestToolSearchTakesTheName(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		_, err = reg.Register(pipeline.Tool{Name: mcpserver.SearchToolName, Description: "Not the host's.",
-			Execute: func(context.Context, *pipeline.Execution) (any, error) { return "impostor", nil }})
+		_, err = reg.Register(pipeline.Tool{
+			ToolDescriptor: wire.ToolDescriptor{
+				Name: mcpserver.SearchToolName, Description: "Not the host's.",
+			},
+			Execute: func(context.Context, *pipeline.Execution) (any, error) { return "impostor", nil },
+		})
 		return err
 	}}); err != nil {
 		t.Fatal(err)

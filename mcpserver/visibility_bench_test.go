@@ -14,6 +14,7 @@ import (
 	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/mcpserver"
 	"github.com/plugkit-go/plugkit/pipeline"
+	"github.com/plugkit-go/plugkit/shared/wire"
 )
 
 // tools/list at 10,000 tools, every page of it over a pair of OS pipes,
@@ -30,9 +31,13 @@ const benchTools = 10_000
 func manyTools() []pipeline.Tool {
 	ts := make([]pipeline.Tool, benchTools)
 	for i := range ts {
-		ts[i] = pipeline.Tool{Name: fmt.Sprintf("tool_%05d", i), Description: fmt.Sprintf("Tool number %d of the benchmark catalogue.", i),
-			Parameters: json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"}}}`),
-			Execute:    func(context.Context, *pipeline.Execution) (any, error) { return "ok", nil }}
+		ts[i] = pipeline.Tool{
+			ToolDescriptor: wire.ToolDescriptor{
+				Name: fmt.Sprintf("tool_%05d", i), Description: fmt.Sprintf("Tool number %d of the benchmark catalogue.", i),
+				Parameters: json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"}}}`),
+			},
+			Execute: func(context.Context, *pipeline.Execution) (any, error) { return "ok", nil },
+		}
 	}
 	return ts
 }
@@ -76,7 +81,7 @@ func BenchmarkToolsList10k(b *testing.B) {
 		srv := mcp.NewServer(&mcp.Implementation{Name: "baseline", Version: "1"}, nil)
 		for _, t := range manyTools() {
 			// The tool as this server describes it (annotations, owner).
-			tool, err := mcpserver.MCPTool(pipeline.ToolInfo{Name: t.Name, Description: t.Description, Parameters: t.Parameters, Owner: "many"})
+			tool, err := mcpserver.MCPTool(pipeline.ToolInfo{ToolDescriptor: wire.ToolDescriptor{Name: t.Name, Description: t.Description, Parameters: t.Parameters, Owner: "many"}})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/plugkit-go/plugkit/metrics"
 	"github.com/plugkit-go/plugkit/pipeline"
 	"github.com/plugkit-go/plugkit/remote"
+	"github.com/plugkit-go/plugkit/shared/wire"
 )
 
 // host is a kernel with the tools service and an add tool, whose calls m
@@ -32,8 +33,12 @@ func host(t testing.TB, m *metrics.Metrics, sample uint64) *pipeline.Tools {
 		if err != nil {
 			return err
 		}
-		_, err = reg.Register(pipeline.Tool{Name: "add", Description: "Adds.",
-			Execute: func(context.Context, *pipeline.Execution) (any, error) { return 5.0, nil }})
+		_, err = reg.Register(pipeline.Tool{
+			ToolDescriptor: wire.ToolDescriptor{
+				Name: "add", Description: "Adds.",
+			},
+			Execute: func(context.Context, *pipeline.Execution) (any, error) { return 5.0, nil },
+		})
 		return err
 	}}
 	for _, p := range []kernel.Plugin{tools.Plugin(), add} {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/pipeline"
+	"github.com/plugkit-go/plugkit/shared/wire"
 )
 
 // TestShadowDecisions: each decision of a listener in shadow is counted
@@ -28,8 +29,12 @@ func TestShadowDecisions(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		_, err = reg.Register(pipeline.Tool{Name: "add", Description: "Adds.",
-			Execute: func(context.Context, *pipeline.Execution) (any, error) { return 5.0, nil }})
+		_, err = reg.Register(pipeline.Tool{
+			ToolDescriptor: wire.ToolDescriptor{
+				Name: "add", Description: "Adds.",
+			},
+			Execute: func(context.Context, *pipeline.Execution) (any, error) { return 5.0, nil },
+		})
 		return err
 	}}
 	rules := kernel.Plugin{Name: "rules", Inject: []string{pipeline.ServiceName}, Apply: func(ctx context.Context, s *kernel.Scope) error {

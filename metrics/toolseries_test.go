@@ -12,6 +12,7 @@ import (
 	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/metrics"
 	"github.com/plugkit-go/plugkit/pipeline"
+	"github.com/plugkit-go/plugkit/shared/wire"
 )
 
 // TestToolSeriesBounded: a plugin that registers more tools than
@@ -36,8 +37,12 @@ func TestToolSeriesBounded(t *testing.T) {
 			return err
 		}
 		for i := range n {
-			if _, err := reg.Register(pipeline.Tool{Name: fmt.Sprintf("t%d", i), Description: "x",
-				Execute: func(context.Context, *pipeline.Execution) (any, error) { return 1.0, nil }}); err != nil {
+			if _, err := reg.Register(pipeline.Tool{
+				ToolDescriptor: wire.ToolDescriptor{
+					Name: fmt.Sprintf("t%d", i), Description: "x",
+				},
+				Execute: func(context.Context, *pipeline.Execution) (any, error) { return 1.0, nil },
+			}); err != nil {
 				return err
 			}
 		}

@@ -1,6 +1,10 @@
 package pipeline
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/plugkit-go/plugkit/shared/wire"
+)
 
 // A tool whose plugin is restarting or failed is marked absent, so that a
 // call of it says why instead of that it does not exist; its name stays
@@ -13,7 +17,7 @@ import "sync"
 // registered tool of that name takes precedence. The visibility question
 // is asked of it by its name alone (see MarkAbsentTool).
 func (t *Tools) MarkAbsent(tool, reason string) (release func()) {
-	return t.MarkAbsentTool(ToolInfo{Name: tool}, reason)
+	return t.MarkAbsentTool(ToolInfo{ToolDescriptor: wire.ToolDescriptor{Name: tool}}, reason)
 }
 
 // MarkAbsentTool is MarkAbsent for a tool known as it was registered: the
@@ -40,7 +44,7 @@ type absence struct {
 // logged once per plugin refused, until release is called. owner's own
 // registration of it is accepted.
 func (t *Tools) Reserve(tool, owner, why string) (release func()) {
-	return t.ReserveTool(ToolInfo{Name: tool, Owner: owner}, why)
+	return t.ReserveTool(ToolInfo{ToolDescriptor: wire.ToolDescriptor{Name: tool, Owner: owner}}, why)
 }
 
 // ReserveTool is Reserve for a tool known as it was registered (info.Owner

@@ -9,6 +9,7 @@ import (
 
 	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/pipeline"
+	"github.com/plugkit-go/plugkit/shared/wire"
 )
 
 func TestCanonicalArguments(t *testing.T) {
@@ -105,7 +106,10 @@ func TestInvalidArgumentsNamePaths(t *testing.T) {
 	k, tools := newTools(t, pipeline.Options{})
 	schema := `{"type":"object","properties":{"a":{"type":"number"},"list":{"type":"array","items":{"type":"string"}},"a/b":{"type":"string"}},"required":["a"]}`
 	load(t, k, fakePlugin{name: "P", tools: []pipeline.Tool{{
-		Name: "t", Description: "d", Parameters: json.RawMessage(schema), Execute: okBody(1),
+		ToolDescriptor: wire.ToolDescriptor{
+			Name: "t", Description: "d", Parameters: json.RawMessage(schema),
+		},
+		Execute: okBody(1),
 	}}}.plugin())
 	for _, tc := range []struct{ args, path string }{
 		{`{"a":"x"}`, "/a"},
@@ -180,9 +184,11 @@ func TestArgumentsCannotBeChanged(t *testing.T) {
 func TestHugeExponentIsInvalidArguments(t *testing.T) {
 	k, tools := newTools(t, pipeline.Options{})
 	load(t, k, fakePlugin{name: "p", tools: []pipeline.Tool{{
-		Name: "limited", Description: "Takes a bounded number.",
-		Parameters: json.RawMessage(`{"type":"object","properties":{"n":{"type":"number","maximum":10}}}`),
-		Execute:    func(context.Context, *pipeline.Execution) (any, error) { return "ran", nil },
+		ToolDescriptor: wire.ToolDescriptor{
+			Name: "limited", Description: "Takes a bounded number.",
+			Parameters: json.RawMessage(`{"type":"object","properties":{"n":{"type":"number","maximum":10}}}`),
+		},
+		Execute: func(context.Context, *pipeline.Execution) (any, error) { return "ran", nil },
 	}}}.plugin())
 	r := tools.Execute(testkit.Context(t), "limited", json.RawMessage(`{"n":1e9999999}`), "t")
 	if r.OK || r.Error.Code != pipeline.CodeInvalidArguments {
@@ -198,11 +204,13 @@ func TestHugeExponentIsInvalidArguments(t *testing.T) {
 func TestInvalidArgumentsMessageIsStable(t *testing.T) {
 	k, tools := newTools(t, pipeline.Options{})
 	load(t, k, fakePlugin{name: "p", tools: []pipeline.Tool{{
-		Name: "many", Description: "Takes many numbers.",
-		// A pattern keeps the tool on jsonschema, whose causes come in
-		// map order.
-		Parameters: json.RawMessage(`{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"},"c":{"type":"number"},"d":{"type":"string","pattern":"^x"}}}`),
-		Execute:    func(context.Context, *pipeline.Execution) (any, error) { return "ran", nil },
+		ToolDescriptor: wire.ToolDescriptor{
+			Name: "many", Description: "Takes many numbers.",
+			// A pattern keeps the tool on jsonschema, whose causes come in
+			// map order.
+			Parameters: json.RawMessage(`{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"},"c":{"type":"number"},"d":{"type":"string","pattern":"^x"}}}`),
+		},
+		Execute: func(context.Context, *pipeline.Execution) (any, error) { return "ran", nil },
 	}}}.plugin())
 	first := ""
 	for i := range 50 {

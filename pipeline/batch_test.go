@@ -9,6 +9,7 @@ import (
 
 	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/pipeline"
+	"github.com/plugkit-go/plugkit/shared/wire"
 )
 
 // RegisterTools: each tool accepted or refused on its own, the replaced
@@ -26,7 +27,7 @@ func TestRegisterToolsBatch(t *testing.T) {
 		return []pipeline.Tool{tool("x", okBody(v)), tool("y", okBody(v))}
 	}
 	t.Run("refusals_are_per_tool", func(t *testing.T) {
-		bad := pipeline.Tool{Name: "bad", Description: "d", Parameters: json.RawMessage(`{"type":12}`), Execute: okBody(1)}
+		bad := pipeline.Tool{ToolDescriptor: wire.ToolDescriptor{Name: "bad", Description: "d", Parameters: json.RawMessage(`{"type":12}`)}, Execute: okBody(1)}
 		effects, errs, err := reg.RegisterTools(nil, []pipeline.Tool{tool("ok", okBody(1)), bad, tool("taken", okBody("B"))})
 		if err != nil {
 			t.Fatal(err)

@@ -1,14 +1,18 @@
 package pipeline
 
-// Verdict is a pre-execute listener's answer.
-type Verdict uint8
+import "github.com/plugkit-go/plugkit/shared/wire"
 
-// The zero Verdict is not valid: a listener that returns it is treated as
-// having failed, and the call is denied.
+// Verdict is a pre-execute listener's answer: the contract's own type, so
+// that a verdict crosses a process boundary as it is.
+type Verdict = wire.Verdict
+
+// The verdicts a listener answers with. The zero Verdict is not valid: a
+// listener that returns it (or wire.VerdictPass, which in the pipeline is
+// calling next) is treated as having failed, and the call is denied.
 const (
-	VerdictAllow Verdict = iota + 1
-	VerdictDeny
-	VerdictAsk
+	VerdictAllow = wire.VerdictAllow
+	VerdictDeny  = wire.VerdictDeny
+	VerdictAsk   = wire.VerdictAsk
 )
 
 // Decision is what a stage-1 listener returns.
@@ -40,14 +44,17 @@ func Deny(reason string) Decision { return Decision{Verdict: VerdictDeny, Reason
 // Ask puts reason to the current approver; only an explicit approval proceeds.
 func Ask(reason string) Decision { return Decision{Verdict: VerdictAsk, Reason: reason} }
 
-// ReviewAction is a post-execute listener's answer.
-type ReviewAction uint8
+// ReviewAction is a post-execute listener's answer: the contract's
+// stage-4 verdict.
+type ReviewAction = wire.ReviewVerdict
 
-// The zero ReviewAction is not valid: the call is blocked.
+// The answers a listener reviews with. The zero ReviewAction is not valid
+// (nor wire.ReviewPass, which in the pipeline is calling next): the call
+// is blocked.
 const (
-	ReviewAccept ReviewAction = iota + 1
-	ReviewReplace
-	ReviewBlock
+	ReviewAccept  = wire.ReviewAccept
+	ReviewReplace = wire.ReviewReplace
+	ReviewBlock   = wire.ReviewBlock
 )
 
 // Review is what a stage-4 listener returns.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/pipeline"
+	"github.com/plugkit-go/plugkit/shared/wire"
 )
 
 // An in-host plugin registers a tool; a second plugin, written without
@@ -31,10 +32,12 @@ func Example() {
 				return err
 			}
 			_, err = reg.Register(pipeline.Tool{
-				Name:        "delete",
-				Description: "Delete a file.",
-				Parameters:  json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`),
-				Destructive: true,
+				ToolDescriptor: wire.ToolDescriptor{
+					Name:        "delete",
+					Description: "Delete a file.",
+					Parameters:  json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`),
+					Destructive: true,
+				},
 				Execute: func(ctx context.Context, e *pipeline.Execution) (any, error) {
 					var args struct{ Path string }
 					if err := e.Decode(&args); err != nil {

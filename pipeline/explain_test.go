@@ -9,6 +9,7 @@ import (
 
 	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/pipeline"
+	"github.com/plugkit-go/plugkit/shared/wire"
 )
 
 // stepsOf renders an explanation's steps as "stage plugin verdict[*]" (*
@@ -39,8 +40,8 @@ func TestExplain(t *testing.T) {
 	load(t, k,
 		fakePlugin{name: "files", tools: []pipeline.Tool{
 			tool("read", counted),
-			{Name: "delete", Description: "Deletes.", Destructive: true, Execute: counted},
-			{Name: "typed", Description: "Typed.", Parameters: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`), Execute: counted},
+			{ToolDescriptor: wire.ToolDescriptor{Name: "delete", Description: "Deletes.", Destructive: true}, Execute: counted},
+			{ToolDescriptor: wire.ToolDescriptor{Name: "typed", Description: "Typed.", Parameters: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`)}, Execute: counted},
 		}}.plugin(),
 		// Outermost: passes, unless the tool is destructive.
 		fakePlugin{name: "asker", pre: func(ctx context.Context, e *pipeline.Execution, next pipeline.DecideNext) (pipeline.Decision, error) {
@@ -165,8 +166,8 @@ func TestExplainAgreesWithExecute(t *testing.T) {
 		fakePlugin{name: "files", tools: []pipeline.Tool{
 			tool("read", okBody(1)),
 			tool("secret", okBody(2)),
-			{Name: "held", Description: "Held.", Held: "its server does not list it", Execute: okBody(3)},
-			{Name: "typed", Description: "Typed.", Parameters: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`), Execute: okBody(4)},
+			{ToolDescriptor: wire.ToolDescriptor{Name: "held", Description: "Held.", Held: "its server does not list it"}, Execute: okBody(3)},
+			{ToolDescriptor: wire.ToolDescriptor{Name: "typed", Description: "Typed.", Parameters: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`)}, Execute: okBody(4)},
 			tool("panicky", okBody(5)),
 		}}.plugin(),
 		fakePlugin{name: "policy", pre: func(ctx context.Context, e *pipeline.Execution, next pipeline.DecideNext) (pipeline.Decision, error) {

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/plugkit-go/plugkit/shared/wire"
 )
 
 // The fast path must never accept what jsonschema refuses, and should refuse
@@ -84,8 +86,12 @@ var slowSchemas = []string{
 
 func compileForTest(t testing.TB, schema string) *registered {
 	t.Helper()
-	reg, err := compile(Tool{Name: "t", Description: "d", Parameters: json.RawMessage(schema),
-		Execute: func(context.Context, *Execution) (any, error) { return nil, nil }}, "P", DefaultMaxDescriptionBytes)
+	reg, err := compile(Tool{
+		ToolDescriptor: wire.ToolDescriptor{
+			Name: "t", Description: "d", Parameters: json.RawMessage(schema),
+		},
+		Execute: func(context.Context, *Execution) (any, error) { return nil, nil },
+	}, "P", DefaultMaxDescriptionBytes)
 	if err != nil {
 		t.Fatalf("compile %s: %v", schema, err)
 	}
@@ -506,8 +512,12 @@ func TestFastSchemaAgreesOnGenerated(t *testing.T) {
 	var total, valid, fastSchemas int
 	for range schemas {
 		text := generated(r)
-		reg, err := compile(Tool{Name: "t", Description: "d", Parameters: json.RawMessage(text),
-			Execute: func(context.Context, *Execution) (any, error) { return nil, nil }}, "P", DefaultMaxDescriptionBytes)
+		reg, err := compile(Tool{
+			ToolDescriptor: wire.ToolDescriptor{
+				Name: "t", Description: "d", Parameters: json.RawMessage(text),
+			},
+			Execute: func(context.Context, *Execution) (any, error) { return nil, nil },
+		}, "P", DefaultMaxDescriptionBytes)
 		if err != nil {
 			t.Fatalf("generated an invalid schema %s: %v", text, err)
 		}
@@ -562,8 +572,12 @@ func FuzzFastSchema(f *testing.F) {
 		if strings.TrimSpace(schema) == "" {
 			return
 		}
-		reg, err := compile(Tool{Name: "t", Description: "d", Parameters: json.RawMessage(schema),
-			Execute: func(context.Context, *Execution) (any, error) { return nil, nil }}, "P", DefaultMaxDescriptionBytes)
+		reg, err := compile(Tool{
+			ToolDescriptor: wire.ToolDescriptor{
+				Name: "t", Description: "d", Parameters: json.RawMessage(schema),
+			},
+			Execute: func(context.Context, *Execution) (any, error) { return nil, nil },
+		}, "P", DefaultMaxDescriptionBytes)
 		if err != nil || reg.fast == nil {
 			return
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/pipeline"
+	"github.com/plugkit-go/plugkit/shared/wire"
 )
 
 // fakePlugin is a test plugin made of function fields: each non-nil field is
@@ -112,12 +113,12 @@ func addBody(ctx context.Context, e *pipeline.Execution) (any, error) {
 }
 
 func addTool() pipeline.Tool {
-	return pipeline.Tool{Name: "add", Description: "Adds a and b.", Parameters: json.RawMessage(addSchema), Execute: addBody}
+	return pipeline.Tool{ToolDescriptor: wire.ToolDescriptor{Name: "add", Description: "Adds a and b.", Parameters: json.RawMessage(addSchema)}, Execute: addBody}
 }
 
 // tool is a tool named name with body fn and no schema.
 func tool(name string, fn pipeline.ToolFunc) pipeline.Tool {
-	return pipeline.Tool{Name: name, Description: "Test tool " + name + ".", Execute: fn}
+	return pipeline.Tool{ToolDescriptor: wire.ToolDescriptor{Name: name, Description: "Test tool " + name + "."}, Execute: fn}
 }
 
 func okBody(v any) pipeline.ToolFunc {

@@ -9,6 +9,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/plugkit-go/plugkit/shared/wire"
 )
 
 // decodeStd is what parseJSON must agree with.
@@ -133,7 +135,7 @@ func TestParseJSONDepthLimit(t *testing.T) {
 // TestDuplicateKeys: an object naming a key twice, at any depth and however
 // the key is escaped, is refused in stage 0 with the key named.
 func TestDuplicateKeys(t *testing.T) {
-	reg, err := compile(Tool{Name: "w", Description: "d", Execute: func(context.Context, *Execution) (any, error) { return nil, nil }}, "P", DefaultMaxDescriptionBytes)
+	reg, err := compile(Tool{ToolDescriptor: wire.ToolDescriptor{Name: "w", Description: "d"}, Execute: func(context.Context, *Execution) (any, error) { return nil, nil }}, "P", DefaultMaxDescriptionBytes)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/pipeline"
 	"github.com/plugkit-go/plugkit/pipeline/policy"
+	"github.com/plugkit-go/plugkit/shared/wire"
 )
 
 // Every way a call can end, each in a fresh host: the code, the decider of
@@ -60,10 +61,15 @@ func TestEveryOutcome(t *testing.T) {
 		tool("timing", func(context.Context, *pipeline.Execution) (any, error) {
 			return nil, &pipeline.Error{Code: pipeline.CodeToolTimeout, Message: "upstream timed out"}
 		}),
-		{Name: "slow", Description: "d", Timeout: 10 * time.Millisecond, Execute: func(ctx context.Context, _ *pipeline.Execution) (any, error) {
-			<-ctx.Done()
-			return nil, ctx.Err()
-		}},
+		{
+			ToolDescriptor: wire.ToolDescriptor{
+				Name: "slow", Description: "d", Timeout: 10 * time.Millisecond,
+			},
+			Execute: func(ctx context.Context, _ *pipeline.Execution) (any, error) {
+				<-ctx.Done()
+				return nil, ctx.Err()
+			},
+		},
 		tool("wait", func(ctx context.Context, _ *pipeline.Execution) (any, error) {
 			<-ctx.Done()
 			return nil, ctx.Err()

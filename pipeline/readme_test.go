@@ -11,6 +11,7 @@ import (
 
 	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/pipeline"
+	"github.com/plugkit-go/plugkit/shared/wire"
 )
 
 // readmeInHost is the in-host plugin snippet of docs/writing-a-plugin.md, line for line
@@ -30,10 +31,12 @@ func readmeInHost(ctx context.Context) (*pipeline.Tools, pipeline.Result) {
 				return err
 			}
 			_, err = reg.Register(pipeline.Tool{
-				Name:        "delete",
-				Description: "Delete a file.",
-				Parameters:  json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`),
-				Destructive: true,
+				ToolDescriptor: wire.ToolDescriptor{
+					Name:        "delete",
+					Description: "Delete a file.",
+					Parameters:  json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`),
+					Destructive: true,
+				},
 				Execute: func(ctx context.Context, e *pipeline.Execution) (any, error) {
 					return "deleted", nil // a real tool deletes the file here
 				},

@@ -12,6 +12,7 @@ import (
 	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/pipeline"
+	"github.com/plugkit-go/plugkit/shared/wire"
 )
 
 func TestRegisterRefuses(t *testing.T) {
@@ -21,8 +22,8 @@ func TestRegisterRefuses(t *testing.T) {
 		says  []string
 	}{
 		{"every_missing_field_named", []pipeline.Tool{{}}, []string{"name is required", "description is required", "execute is required"}},
-		{"parameters_not_json", []pipeline.Tool{{Name: "t", Description: "d", Parameters: json.RawMessage(`{`), Execute: okBody(1)}}, []string{`"t"`, "parameters are not valid JSON"}},
-		{"parameters_not_a_schema", []pipeline.Tool{{Name: "t", Description: "d", Parameters: json.RawMessage(`{"type":12}`), Execute: okBody(1)}}, []string{`"t"`, "not a valid JSON Schema"}},
+		{"parameters_not_json", []pipeline.Tool{{ToolDescriptor: wire.ToolDescriptor{Name: "t", Description: "d", Parameters: json.RawMessage(`{`)}, Execute: okBody(1)}}, []string{`"t"`, "parameters are not valid JSON"}},
+		{"parameters_not_a_schema", []pipeline.Tool{{ToolDescriptor: wire.ToolDescriptor{Name: "t", Description: "d", Parameters: json.RawMessage(`{"type":12}`)}, Execute: okBody(1)}}, []string{`"t"`, "not a valid JSON Schema"}},
 		{"duplicate_in_one_plugin", []pipeline.Tool{addTool(), addTool()}, []string{`"add"`, "P"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -53,7 +54,10 @@ func TestToolNamesFollowTheMCPCharacterSet(t *testing.T) {
 			ctx := testkit.Context(t)
 			k, tools := newTools(t, pipeline.Options{})
 			load(t, k, fakePlugin{name: "P", tools: []pipeline.Tool{{
-				Name: name, Description: "d", Parameters: json.RawMessage(addSchema), Execute: addBody,
+				ToolDescriptor: wire.ToolDescriptor{
+					Name: name, Description: "d", Parameters: json.RawMessage(addSchema),
+				},
+				Execute: addBody,
 			}}}.plugin())
 			r := tools.Execute(ctx, name, json.RawMessage(`{"a":1,"b":2}`), "c")
 			wantCode(t, r, "")
@@ -64,7 +68,10 @@ func TestToolNamesFollowTheMCPCharacterSet(t *testing.T) {
 		t.Run("refused "+name[:min(len(name), 20)], func(t *testing.T) {
 			k, tools := newTools(t, pipeline.Options{})
 			_, err := k.Load(fakePlugin{name: "P", tools: []pipeline.Tool{{
-				Name: name, Description: "d", Execute: addBody,
+				ToolDescriptor: wire.ToolDescriptor{
+					Name: name, Description: "d",
+				},
+				Execute: addBody,
 			}}}.plugin())
 			if err == nil || !strings.Contains(err.Error(), "MCP tool name rule") {
 				t.Fatalf("registering %q: %v, want the name refused", name, err)
@@ -81,21 +88,21 @@ func TestToolNamesFollowTheMCPCharacterSet(t *testing.T) {
 // in; a held tool is exempt (it is never served).
 func TestLookalikeToolNamesAreRefused(t *testing.T) {
 	k, tools := newTools(t, pipeline.Options{})
-	load(t, k, fakePlugin{name: "P", tools: []pipeline.Tool{{Name: "read_file", Description: "d", Execute: okBody(1)}}}.plugin())
+	load(t, k, fakePlugin{name: "P", tools: []pipeline.Tool{{ToolDescriptor: wire.ToolDescriptor{Name: "read_file", Description: "d"}, Execute: okBody(1)}}}.plugin())
 	for _, name := range []string{"READ_FILE", "Read_file", "read_fiIe", "read_fi1e", "Read_FiIe"} {
-		_, err := k.Load(fakePlugin{name: "Q" + name, tools: []pipeline.Tool{{Name: name, Description: "d", Execute: okBody(2)}}}.plugin())
+		_, err := k.Load(fakePlugin{name: "Q" + name, tools: []pipeline.Tool{{ToolDescriptor: wire.ToolDescriptor{Name: name, Description: "d"}, Execute: okBody(2)}}}.plugin())
 		if err == nil || !strings.Contains(err.Error(), `looks like the tool "read_file" (of plugin P)`) {
 			t.Errorf("registering %q beside read_file: %v, want it refused as a lookalike", name, err)
 		}
 	}
 	_, err := k.Load(fakePlugin{name: "R", tools: []pipeline.Tool{
-		{Name: "t0ol", Description: "d", Execute: okBody(3)},
-		{Name: "tool", Description: "d", Execute: okBody(3)},
+		{ToolDescriptor: wire.ToolDescriptor{Name: "t0ol", Description: "d"}, Execute: okBody(3)},
+		{ToolDescriptor: wire.ToolDescriptor{Name: "tool", Description: "d"}, Execute: okBody(3)},
 	}}.plugin())
 	if err == nil || !strings.Contains(err.Error(), `register tool "tool": it looks like the tool "t0ol" (of plugin R)`) {
 		t.Errorf("a batch with two lookalikes: %v, want the second refused", err)
 	}
-	load(t, k, fakePlugin{name: "H", tools: []pipeline.Tool{{Name: "READ_FILE", Description: "d", Held: "a lookalike", Execute: okBody(4)}}}.plugin())
+	load(t, k, fakePlugin{name: "H", tools: []pipeline.Tool{{ToolDescriptor: wire.ToolDescriptor{Name: "READ_FILE", Description: "d", Held: "a lookalike"}, Execute: okBody(4)}}}.plugin())
 	names := []string{}
 	for _, ti := range tools.List() {
 		names = append(names, ti.Name)
@@ -112,8 +119,8 @@ func TestListAndLookup(t *testing.T) {
 	}
 	load(t, k,
 		fakePlugin{name: "P", tools: []pipeline.Tool{
-			{Name: "zeta", Description: "Last.", Execute: okBody(1), ReadOnly: true},
-			{Name: "alpha", Description: "First.", Parameters: json.RawMessage(addSchema), Execute: addBody, Destructive: true, Idempotent: true, Timeout: time.Second},
+			{ToolDescriptor: wire.ToolDescriptor{Name: "zeta", Description: "Last.", ReadOnly: true}, Execute: okBody(1)},
+			{ToolDescriptor: wire.ToolDescriptor{Name: "alpha", Description: "First.", Parameters: json.RawMessage(addSchema), Destructive: true, Idempotent: true, Timeout: time.Second}, Execute: addBody},
 		}}.plugin(),
 		fakePlugin{name: "Q", tools: []pipeline.Tool{tool("mid", okBody(1))}}.plugin(),
 	)
@@ -281,8 +288,8 @@ func TestLongDescriptionIsHeld(t *testing.T) {
 	ctx := testkit.Context(t)
 	k, tools := newTools(t, pipeline.Options{MaxDescriptionBytes: 10})
 	load(t, k, fakePlugin{name: "P", tools: []pipeline.Tool{
-		{Name: "long", Description: "ééééééé", Execute: okBody(1)}, // 14 bytes
-		{Name: "fits", Description: "0123456789", Execute: okBody(2)},
+		{ToolDescriptor: wire.ToolDescriptor{Name: "long", Description: "ééééééé"}, Execute: okBody(1)}, // 14 bytes
+		{ToolDescriptor: wire.ToolDescriptor{Name: "fits", Description: "0123456789"}, Execute: okBody(2)},
 	}}.plugin())
 	long, ok := tools.Lookup("long")
 	if !ok || !strings.Contains(long.Held, "the description is 14 bytes, over the max_description_bytes limit of 10") || long.Description != "ééééé" {

@@ -3,30 +3,25 @@ package pipeline
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/plugkit-go/plugkit/shared/wire"
 )
 
-// Code is the outcome of a call that did not succeed.
-type Code string
+// Code is the outcome of a call that did not succeed: the contract's own
+// type, so that a code crosses a process boundary as it is.
+type Code = wire.Code
 
-// The seven codes, as exact strings.
+// The seven codes, as exact strings (defined by the contract, package
+// wire).
 const (
-	CodeUnknownTool      Code = "UNKNOWN_TOOL"
-	CodeInvalidArguments Code = "INVALID_ARGUMENTS"
-	CodeDenied           Code = "DENIED"
-	CodeBlocked          Code = "BLOCKED"
-	CodeToolError        Code = "TOOL_ERROR"
-	CodeToolTimeout      Code = "TOOL_TIMEOUT"
-	CodeAborted          Code = "ABORTED"
+	CodeUnknownTool      = wire.CodeUnknownTool
+	CodeInvalidArguments = wire.CodeInvalidArguments
+	CodeDenied           = wire.CodeDenied
+	CodeBlocked          = wire.CodeBlocked
+	CodeToolError        = wire.CodeToolError
+	CodeToolTimeout      = wire.CodeToolTimeout
+	CodeAborted          = wire.CodeAborted
 )
-
-// known says whether c is one of the seven codes.
-func (c Code) known() bool {
-	switch c {
-	case CodeUnknownTool, CodeInvalidArguments, CodeDenied, CodeBlocked, CodeToolError, CodeToolTimeout, CodeAborted:
-		return true
-	}
-	return false
-}
 
 // Result is what every call returns.
 type Result struct {
@@ -119,7 +114,7 @@ func (r Result) normalize(who string) Result {
 	if !r.OK && r.Error == nil {
 		r.Error = &Error{Code: CodeToolError, Message: who + " returned a failure without an error"}
 	}
-	if !r.OK && !r.Error.Code.known() {
+	if !r.OK && !r.Error.Code.Known() {
 		// Callers and audits rely on the seven codes; anything else is the
 		// plugin's own failure.
 		r.Error = &Error{Code: CodeToolError, Message: r.Error.Message}

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/pipeline"
+	"github.com/plugkit-go/plugkit/shared/wire"
 )
 
 // manyTools returns n tools named t0 … t<n-1>, each with a schema of its own
@@ -20,9 +21,12 @@ func manyTools(n int, suffix string) []pipeline.Tool {
 	for i := range out {
 		name := "t" + strconv.Itoa(i)
 		out[i] = pipeline.Tool{
-			Name: name, Description: "Tool " + name + suffix + ".", Execute: addBody,
-			Parameters: json.RawMessage(`{"type":"object","properties":{"a":{"type":"number","description":"` + name +
-				`"},"b":{"type":"number"}},"required":["a","b"]}`),
+			ToolDescriptor: wire.ToolDescriptor{
+				Name: name, Description: "Tool " + name + suffix + ".",
+				Parameters: json.RawMessage(`{"type":"object","properties":{"a":{"type":"number","description":"` + name +
+					`"},"b":{"type":"number"}},"required":["a","b"]}`),
+			},
+			Execute: addBody,
 		}
 	}
 	return out

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+
+	"github.com/plugkit-go/plugkit/shared/wire"
 )
 
 // Shadow mode: a listener (a whole plugin's stage-1 listeners and guards,
@@ -28,18 +30,12 @@ type ShadowRule struct {
 	EnforceFor []string
 }
 
-// ShadowDecision is what a shadow listener would have decided on a call.
-type ShadowDecision struct {
-	// Stage is 1 (pre-execute) or 2 (guards).
-	Stage int `json:"stage"`
-	// Plugin is the listener's plugin; Rule the rule it named, if any.
-	Plugin string `json:"plugin"`
-	Rule   string `json:"rule,omitempty"`
-	// Would is DENIED or ASK (a failure of the listener would have denied
-	// the call: DENIED, with the failure as Reason).
-	Would  string `json:"would"`
-	Reason string `json:"reason,omitempty"`
-}
+// ShadowDecision is what a shadow listener would have decided on a call:
+// the contract's value (wire.ShadowDecision), which stage-5 observers
+// receive as it is. Stage is 1 (pre-execute) or 2 (guards); Would is
+// DENIED or ASK (a failure of the listener would have denied the call:
+// DENIED, with the failure as Reason).
+type ShadowDecision = wire.ShadowDecision
 
 // shadowSet is the shadow rules by plugin; nil when there are none, which
 // costs a call nothing.

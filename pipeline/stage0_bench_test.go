@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+
+	"github.com/plugkit-go/plugkit/shared/wire"
 )
 
 // The parts of stage 0, measured one by one: they are most of what a call
@@ -11,8 +13,11 @@ import (
 
 func benchTool(b *testing.B) *registered {
 	reg, err := compile(Tool{
-		Name: "add", Description: "Adds.", Execute: func(context.Context, *Execution) (any, error) { return nil, nil },
-		Parameters: json.RawMessage(`{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}},"required":["a","b"]}`),
+		ToolDescriptor: wire.ToolDescriptor{
+			Name: "add", Description: "Adds.",
+			Parameters: json.RawMessage(`{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}},"required":["a","b"]}`),
+		},
+		Execute: func(context.Context, *Execution) (any, error) { return nil, nil },
 	}, "P", DefaultMaxDescriptionBytes)
 	if err != nil {
 		b.Fatal(err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/pipeline"
+	"github.com/plugkit-go/plugkit/shared/wire"
 )
 
 func TestApprovalTimeout(t *testing.T) {
@@ -226,11 +227,16 @@ func TestAbortedSurvivesStage4(t *testing.T) {
 	var postErr error
 	load(t, k, fakePlugin{
 		name: "p",
-		tools: []pipeline.Tool{{Name: "hang", Description: "Waits for its caller to give up.", Execute: func(ctx context.Context, _ *pipeline.Execution) (any, error) {
-			close(started)
-			<-ctx.Done()
-			return nil, ctx.Err()
-		}}},
+		tools: []pipeline.Tool{{
+			ToolDescriptor: wire.ToolDescriptor{
+				Name: "hang", Description: "Waits for its caller to give up.",
+			},
+			Execute: func(ctx context.Context, _ *pipeline.Execution) (any, error) {
+				close(started)
+				<-ctx.Done()
+				return nil, ctx.Err()
+			},
+		}},
 		post: func(ctx context.Context, _ *pipeline.Execution, _ pipeline.Result, next pipeline.ReviewNext) (pipeline.Review, error) {
 			postErr = ctx.Err()
 			return next(ctx), nil

@@ -9,67 +9,37 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"time"
 	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/plugkit-go/plugkit/shared/wire"
 )
 
-// Tool is what a plugin registers: a name, a description, a JSON Schema for
-// its arguments, hints, an optional timeout and its body.
+// Tool is what a plugin registers: the contract's descriptor (name,
+// description, JSON Schema of its arguments, hints, an optional timeout,
+// notes; Owner and OwnerPrefix are ignored: the registrar names the owner)
+// and what only the host knows, the argument bound and the body.
 type Tool struct {
-	Name        string
-	Description string
-	// Parameters is the JSON Schema the arguments must satisfy; empty means
-	// any JSON object.
-	Parameters json.RawMessage
-	// Destructive marks a tool that changes or removes things.
-	Destructive bool
-	// ReadOnly marks a tool that changes nothing.
-	ReadOnly bool
-	// Idempotent marks a tool that the retry policy may call again.
-	Idempotent bool
-	// Timeout, when set, is enforced by the timeout policy.
-	Timeout time.Duration
+	wire.ToolDescriptor
 	// MaxArgumentBytes bounds the arguments of a call to the tool (its
 	// plugin's max_argument_bytes); 0 is Options.MaxArgumentBytes.
 	MaxArgumentBytes int
-	// Notes, Held and Definition: see ToolInfo.
-	Notes      []string
-	Held       string
-	Definition string
-	// Kind: see ToolInfo.
-	Kind    string
-	Execute ToolFunc
+	Execute          ToolFunc
 }
 
-// ToolInfo describes a registered tool to listeners and clients.
+// ToolInfo describes a registered tool to listeners and clients: the
+// contract's descriptor as the registry holds it (Owner set to the plugin
+// that registered the tool, OwnerPrefix never set), and the registration's
+// revision. A Kind other than "" (KindResources, KindResource, KindPrompt)
+// is an entry that offers a bridged server's resources or a prompt: it is
+// called through the same five stages as a tool, and never served as a
+// tool. Held, when set, says why the tool is held absent: it is listed (so
+// that people see why) and its name stays its owner's, but it is not
+// served to clients and a call to it is refused as UNKNOWN_TOOL naming the
+// reason.
 type ToolInfo struct {
-	Name        string
-	Description string
-	Parameters  json.RawMessage
-	Destructive bool
-	ReadOnly    bool
-	Idempotent  bool
-	Timeout     time.Duration
-	// Owner is the plugin that registered the tool.
-	Owner string
-	// Notes are shown beside the tool: for a tool bridged from a source its
-	// plugin does not vouch for, what the source claimed and the checks its
-	// description failed.
-	Notes []string
-	// Held, when set, says why the tool is held absent: it is listed (so
-	// that people see why) and its name stays its owner's, but it is not
-	// served to clients and a call to it is refused as UNKNOWN_TOOL naming
-	// the reason.
-	Held string
-	// Definition is the pin of the tool's definition as its source gave it.
-	Definition string
-	// Kind is "" for a tool. An entry of another kind (KindResources,
-	// KindResource, KindPrompt) offers a bridged server's resources or a
-	// prompt: it is called through the same five stages as a tool, and
-	// never served as a tool.
-	Kind string
+	wire.ToolDescriptor
 
 	// rev is set once at registration (see Revision).
 	rev uint64
@@ -86,12 +56,9 @@ func (t *ToolInfo) Revision() uint64 { return t.rev }
 
 // Info returns the tool's descriptor as owned by owner.
 func (t Tool) Info(owner string) ToolInfo {
-	return ToolInfo{
-		Name: t.Name, Description: t.Description, Parameters: t.Parameters,
-		Destructive: t.Destructive, ReadOnly: t.ReadOnly, Idempotent: t.Idempotent,
-		Timeout: t.Timeout, Owner: owner,
-		Notes: slices.Clone(t.Notes), Held: t.Held, Definition: t.Definition, Kind: t.Kind,
-	}
+	d := t.ToolDescriptor
+	d.Owner, d.OwnerPrefix, d.Notes = owner, false, slices.Clone(d.Notes)
+	return ToolInfo{ToolDescriptor: d}
 }
 
 // clone returns a copy that shares no memory with i, for callers outside

@@ -11,6 +11,7 @@ import (
 	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/pipeline"
 	"github.com/plugkit-go/plugkit/shared/identity"
+	"github.com/plugkit-go/plugkit/shared/wire"
 )
 
 // TestVisibleOnlyAbsentIsUnknown: a tool hidden from a principal stays a
@@ -36,7 +37,7 @@ func TestVisibleOnlyAbsentIsUnknown(t *testing.T) {
 		}},
 	)
 	const why = "plugin toolbox is restarting: its process exited (exit status 2)"
-	release := tools.ReserveTool(pipeline.ToolInfo{Name: "wipe", Owner: "toolbox", Destructive: true}, why)
+	release := tools.ReserveTool(pipeline.ToolInfo{ToolDescriptor: wire.ToolDescriptor{Name: "wipe", Owner: "toolbox", Destructive: true}}, why)
 	defer release()
 
 	support := identity.Principal{ID: "s", Kind: "agent", Attributes: []string{"group:support"}}
@@ -90,7 +91,7 @@ func TestVisibleSetEqualToolsAndPrompts(t *testing.T) {
 	k, tools := newTools(t, pipeline.Options{})
 	load(t, k, fakePlugin{name: "toolbox", tools: []pipeline.Tool{
 		tool("a", okBody(1)),
-		{Name: "p_prompts.hi", Kind: pipeline.KindPrompt, Description: "A prompt.", Execute: okBody(1)},
+		{ToolDescriptor: wire.ToolDescriptor{Name: "p_prompts.hi", Kind: pipeline.KindPrompt, Description: "A prompt."}, Execute: okBody(1)},
 	}}.plugin())
 	ctx := testkit.Context(t)
 	support := identity.Principal{ID: "s", Kind: "agent", Attributes: []string{"group:support"}}

@@ -13,6 +13,7 @@ import (
 	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/pipeline"
 	"github.com/plugkit-go/plugkit/shared/identity"
+	"github.com/plugkit-go/plugkit/shared/wire"
 )
 
 // A random policy for the leak test: rules a first-match stage-1 listener
@@ -145,7 +146,7 @@ func randRules(rng *rand.Rand, conds bool) []randRule {
 			}
 		}
 		r.cond = conds && rng.IntN(2) == 0
-		r.verdict = pipeline.Verdict(1 + rng.IntN(3))
+		r.verdict = []pipeline.Verdict{pipeline.VerdictAllow, pipeline.VerdictDeny, pipeline.VerdictAsk}[rng.IntN(3)]
 	}
 	return rules
 }
@@ -159,11 +160,11 @@ func leakPipeline(t *testing.T, rng *rand.Rand) (tools *pipeline.Tools, exact bo
 	conds := rng.IntN(2) == 0
 	var ts []pipeline.Tool
 	for _, n := range leakTools {
-		ts = append(ts, pipeline.Tool{Name: n, Description: "Tool " + n + ".", Parameters: json.RawMessage(xSchema), Execute: okBody("ran")})
+		ts = append(ts, pipeline.Tool{ToolDescriptor: wire.ToolDescriptor{Name: n, Description: "Tool " + n + ".", Parameters: json.RawMessage(xSchema)}, Execute: okBody("ran")})
 	}
 	load(t, k, fakePlugin{name: "toolbox", tools: ts}.plugin())
 	pre, guards := randRules(rng, conds), randRules(rng, conds)
-	def := pipeline.Verdict(rng.IntN(4)) // 0: next
+	def := []pipeline.Verdict{0, pipeline.VerdictAllow, pipeline.VerdictDeny, pipeline.VerdictAsk}[rng.IntN(4)] // 0: next
 	blind := rng.IntN(4) == 0
 	desc = fmt.Sprintf("pre=%+v default=%d guards=%+v blind=%v", pre, def, guards, blind)
 	load(t, k, kernel.Plugin{Name: "policy", Inject: []string{pipeline.ServiceName}, Apply: func(ctx context.Context, s *kernel.Scope) error {

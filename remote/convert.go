@@ -16,48 +16,49 @@ import (
 
 // toDescriptor and fromDescriptor convert through the wire's converters,
 // the one place that knows the message: a timeout is rounded up to whole
-// milliseconds there, so that 500µs does not become 0 ("none").
+// milliseconds there, so that 500µs does not become 0 ("none"). The
+// pipeline's descriptor is the wire's, so nothing is copied field by field.
 func toDescriptor(t *pipeline.ToolInfo) *pb.ToolDescriptor {
 	if t == nil {
 		return nil
 	}
-	return wire.ToolDescriptorToProto(wire.ToolDescriptor{
-		Name: t.Name, Description: t.Description, Parameters: t.Parameters,
-		Destructive: t.Destructive, ReadOnly: t.ReadOnly, Idempotent: t.Idempotent,
-		Timeout: t.Timeout, Owner: t.Owner,
-		Notes: t.Notes, Held: t.Held, Definition: t.Definition, Kind: t.Kind,
-	})
+	return wire.ToolDescriptorToProto(t.ToolDescriptor)
 }
 
+// fromDescriptor is a plugin's registration; its Owner and OwnerPrefix are
+// the host's to set (pipeline.Tool.Info ignores them).
 func fromDescriptor(d *pb.ToolDescriptor) pipeline.Tool {
-	w := wire.ToolDescriptorFromProto(d)
-	return pipeline.Tool{
-		Name: w.Name, Description: w.Description, Parameters: w.Parameters,
-		Destructive: w.Destructive, ReadOnly: w.ReadOnly, Idempotent: w.Idempotent,
-		Timeout: w.Timeout,
-		Notes:   w.Notes, Held: w.Held, Definition: w.Definition, Kind: w.Kind,
-	}
+	return pipeline.Tool{ToolDescriptor: wire.ToolDescriptorFromProto(d)}
 }
 
 // toExecution converts e with its tool's whole descriptor.
 func toExecution(e *pipeline.Execution) *pb.Execution {
-	x := toExecutionByRef(e)
-	x.Tool = toDescriptor(e.Tool())
-	return x
+	w := wireExecution(e)
+	if t := e.Tool(); t != nil {
+		w.Tool = t.ToolDescriptor
+	}
+	return wire.ExecutionToProto(w)
 }
 
 // toExecutionByRef converts e without its tool's descriptor.
 func toExecutionByRef(e *pipeline.Execution) *pb.Execution {
-	return &pb.Execution{
-		Id: e.ID(), Name: e.Name(), ArgumentsJson: []byte(e.ArgumentsJSON()),
+	return wire.ExecutionToProto(wireExecution(e))
+}
+
+// wireExecution is e as the contract has it, without its tool's
+// descriptor (the pipeline keeps the call behind accessors, so that no
+// stage can change it).
+func wireExecution(e *pipeline.Execution) wire.Execution {
+	return wire.Execution{
+		ID: e.ID(), Name: e.Name(), Arguments: json.RawMessage(e.ArgumentsJSON()),
 		Caller:     e.Caller(),
-		Principal:  wire.PrincipalToProto(e.Principal()),
+		Principal:  e.Principal(),
 		DryRun:     e.DryRun(),
 		Visibility: e.Visibility(),
 		// Read when the result is sent: the Ask is over by then.
-		ApprovalJson: []byte(e.Approval()),
+		Approval: json.RawMessage(e.Approval()),
 		// Read when the result is sent: the call, and its questions, are over.
-		ElicitationsJson: []byte(e.Elicitations()),
+		Elicitations: json.RawMessage(e.Elicitations()),
 	}
 }
 
@@ -141,18 +142,14 @@ func fromValueJSON(b []byte) any {
 	return json.RawMessage(b)
 }
 
+// The pipeline's Error has the wire's ToolError's fields (its Code is the
+// wire's), so the two convert as they are.
 func toError(e *pipeline.Error) *pb.ToolError {
-	if e == nil {
-		return nil
-	}
-	return &pb.ToolError{Code: string(e.Code), Message: e.Message}
+	return wire.ToolErrorToProto((*wire.ToolError)(e))
 }
 
 func fromError(e *pb.ToolError) *pipeline.Error {
-	if e == nil {
-		return nil
-	}
-	return &pipeline.Error{Code: pipeline.Code(e.GetCode()), Message: e.GetMessage()}
+	return (*pipeline.Error)(wire.ToolErrorFromProto(e))
 }
 
 // ToResult converts a pipeline result for the wire (an unencodable value
@@ -163,60 +160,43 @@ func ToResult(r pipeline.Result) *pb.ToolResult {
 		r.OK, r.Error, r.DecidedBy = false, &pipeline.Error{Code: pipeline.CodeToolError, Message: err.Error()}, ""
 		v = nil
 	}
-	return &pb.ToolResult{Id: r.ID, Ok: r.OK, ValueJson: v, Error: toError(r.Error), DecidedBy: r.DecidedBy, DurationNs: int64(r.Duration), Shadow: toShadow(r.Shadow)}
-}
-
-// toShadow converts what listeners in shadow would have decided.
-func toShadow(ds []pipeline.ShadowDecision) []*pb.ShadowDecision {
-	if len(ds) == 0 {
-		return nil
-	}
-	out := make([]*pb.ShadowDecision, len(ds))
-	for i, d := range ds {
-		out[i] = &pb.ShadowDecision{Stage: int32(d.Stage), Plugin: d.Plugin, Rule: d.Rule, Would: d.Would, Reason: d.Reason}
-	}
-	return out
+	return wire.ToolResultToProto(wire.ToolResult{
+		ID: r.ID, OK: r.OK, Value: v, Error: (*wire.ToolError)(r.Error),
+		DecidedBy: r.DecidedBy, Duration: r.Duration, Shadow: r.Shadow,
+	})
 }
 
 func toOutcome(r pipeline.Result) *pb.Outcome {
 	v, err := valueJSON(r.Value)
 	if err != nil {
-		return &pb.Outcome{Error: &pb.ToolError{Code: string(pipeline.CodeToolError), Message: err.Error()}}
+		return wire.OutcomeToProto(wire.Outcome{Error: &wire.ToolError{Code: wire.CodeToolError, Message: err.Error()}})
 	}
-	return &pb.Outcome{Ok: r.OK, ValueJson: v, Error: toError(r.Error)}
+	return wire.OutcomeToProto(wire.Outcome{OK: r.OK, Value: v, Error: (*wire.ToolError)(r.Error)})
 }
 
-func fromOutcome(o *pb.Outcome) pipeline.Result {
-	return pipeline.Result{OK: o.GetOk(), Value: fromValueJSON(o.GetValueJson()), Error: fromError(o.GetError())}
+func fromOutcome(m *pb.Outcome) pipeline.Result {
+	o := wire.OutcomeFromProto(m)
+	return pipeline.Result{OK: o.OK, Value: fromValueJSON(o.Value), Error: (*pipeline.Error)(o.Error)}
 }
 
+// toDecision is the host's answer to a wrapping listener's next: the
+// pipeline's verdicts are the wire's (and next's answer is always one of
+// allow, deny and ask: the pipeline turns any other into a deny).
 func toDecision(d pipeline.Decision) *pb.Decision {
-	v := pb.Verdict_VERDICT_UNSPECIFIED
-	switch d.Verdict {
-	case pipeline.VerdictAllow:
-		v = pb.Verdict_VERDICT_ALLOW
-	case pipeline.VerdictDeny:
-		v = pb.Verdict_VERDICT_DENY
-	case pipeline.VerdictAsk:
-		v = pb.Verdict_VERDICT_ASK
-	}
-	return &pb.Decision{Verdict: v, Reason: d.Reason, Rule: d.Rule, Route: d.Route}
+	return wire.DecisionToProto(wire.Decision{Verdict: d.Verdict, Reason: d.Reason, Rule: d.Rule, Route: d.Route})
 }
 
+// toReview is the host's answer to a wrapping listener's next (accept,
+// replace or block: the pipeline blocks on any other); a replacement that
+// is not JSON blocks.
 func toReview(r pipeline.Review) *pb.Review {
-	out := &pb.Review{Feedback: r.Feedback}
-	switch r.Action {
-	case pipeline.ReviewAccept:
-		out.Verdict = pb.ReviewVerdict_REVIEW_VERDICT_ACCEPT
-	case pipeline.ReviewReplace:
-		out.Verdict = pb.ReviewVerdict_REVIEW_VERDICT_REPLACE
+	w := wire.Review{Verdict: r.Action, Feedback: r.Feedback}
+	if r.Action == pipeline.ReviewReplace {
 		v, err := valueJSON(r.Value)
 		if err != nil {
-			return &pb.Review{Verdict: pb.ReviewVerdict_REVIEW_VERDICT_BLOCK, Feedback: err.Error()}
+			return wire.ReviewToProto(wire.Review{Verdict: wire.ReviewBlock, Feedback: err.Error()})
 		}
-		out.ValueJson = v
-	case pipeline.ReviewBlock:
-		out.Verdict = pb.ReviewVerdict_REVIEW_VERDICT_BLOCK
+		w.Value = v
 	}
-	return out
+	return wire.ReviewToProto(w)
 }

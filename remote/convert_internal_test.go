@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/plugkit-go/plugkit/pipeline"
+	"github.com/plugkit-go/plugkit/shared/wire"
 )
 
 // A descriptor crosses through the wire's converters: a timeout travels in
@@ -18,7 +19,7 @@ func TestDescriptorTimeoutRoundsUp(t *testing.T) {
 		ms      int64
 	}{{0, 0}, {-time.Second, 0}, {time.Nanosecond, 1}, {500 * time.Microsecond, 1}, {time.Millisecond, 1},
 		{1500 * time.Microsecond, 2}, {3 * time.Second, 3000}} {
-		d := toDescriptor(&pipeline.ToolInfo{Name: "t", Description: "d", Timeout: c.timeout})
+		d := toDescriptor(&pipeline.ToolInfo{ToolDescriptor: wire.ToolDescriptor{Name: "t", Description: "d", Timeout: c.timeout}})
 		if got := d.GetTimeoutMs(); got != c.ms {
 			t.Errorf("timeout %v travels as %dms, want %dms", c.timeout, got, c.ms)
 		}
@@ -30,17 +31,20 @@ func TestDescriptorRoundTrip(t *testing.T) {
 	if toDescriptor(nil) != nil {
 		t.Error("no tool became a descriptor")
 	}
-	info := &pipeline.ToolInfo{Name: "search", Description: "Searches.", Parameters: json.RawMessage(`{"type":"object"}`),
-		Destructive: true, ReadOnly: true, Idempotent: true, Timeout: 2 * time.Second, Owner: "index",
-		Notes: []string{"from a server"}, Held: "changed", Definition: "abc"}
+	info := &pipeline.ToolInfo{
+		ToolDescriptor: wire.ToolDescriptor{
+			Name: "search", Description: "Searches.", Parameters: json.RawMessage(`{"type":"object"}`),
+			Destructive: true, ReadOnly: true, Idempotent: true, Timeout: 2 * time.Second, Owner: "index",
+			Notes: []string{"from a server"}, Held: "changed", Definition: "abc",
+		},
+	}
 	d := toDescriptor(info)
 	if d.GetOwner() != "index" {
 		t.Errorf("owner %q, want index", d.GetOwner())
 	}
+	// The owner travels back too; registration sets its own (Tool.Info).
 	got := fromDescriptor(d)
-	want := pipeline.Tool{Name: info.Name, Description: info.Description, Parameters: info.Parameters,
-		Destructive: true, ReadOnly: true, Idempotent: true, Timeout: 2 * time.Second,
-		Notes: info.Notes, Held: info.Held, Definition: info.Definition}
+	want := pipeline.Tool{ToolDescriptor: info.ToolDescriptor}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("round trip = %+v, want %+v", got, want)
 	}

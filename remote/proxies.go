@@ -8,9 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
 	"github.com/plugkit-go/plugkit/pipeline"
 	"github.com/plugkit-go/plugkit/shared/pb"
 	"github.com/plugkit-go/plugkit/shared/wire"
@@ -20,122 +17,6 @@ import (
 // pipeline functions, which make the RPC and turn every way it can fail into
 // the error the pipeline maps fail-closed. Filters cost one RPC; wrappers get
 // a call token and the plugin continues the chain through Host.Next.
-
-// callErr turns a transport error into an error that says which plugin and
-// what failed.
-func (in *instance) callErr(op string, err error) error {
-	st, _ := status.FromError(err)
-	switch {
-	case st.Code() == codes.ResourceExhausted:
-		return fmt.Errorf("plugin %s: %s: message larger than the %d-byte limit", in.name, op, in.maxMessage)
-	case lifecycleOps[op] && (in.exited() || st.Code() == codes.Unavailable && in.waitExited(exitGrace)):
-		return in.exitError(fmt.Errorf("plugin %s: %s: plugin process exited", in.name, op), op)
-	case in.exited():
-		return fmt.Errorf("plugin %s: %s: plugin process exited", in.name, op)
-	case st.Code() == codes.Unavailable:
-		return fmt.Errorf("plugin %s: %s: plugin unreachable: %s", in.name, op, st.Message())
-	case st.Code() == codes.DeadlineExceeded:
-		return fmt.Errorf("plugin %s: %s: no answer in time", in.name, op)
-	}
-	return fmt.Errorf("plugin %s: %s: %s", in.name, op, st.Message())
-}
-
-// lifecycleOps are the calls whose failure only the operator reads (it
-// makes the plugin FAILED): when the process died during one, the error
-// says how it ended and what it last wrote to stderr. A caller's call into
-// a dead process is told no more than that it exited.
-var lifecycleOps = map[string]bool{"describe": true, "apply": true}
-
-// exitGrace bounds the wait, after the connection to a process broke,
-// for go-plugin to see the process exit (it first reads its stderr to the
-// end).
-const exitGrace = time.Second
-
-// waitExited reports whether the process exits within d.
-func (in *instance) waitExited(d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-in.client.Exited():
-		return true
-	case <-t.C:
-		return false
-	}
-}
-
-// settle makes a failed RPC agree with ctx about its deadline. The deadline
-// crosses the boundary and the plugin runs its own timer for it, so the
-// plugin's answer to a call whose deadline passed (its handler's "context
-// deadline exceeded", or gRPC's DEADLINE_EXCEEDED) can arrive before ctx's
-// own timer has fired. The pipeline reads ctx.Err() to tell a timeout or a
-// cancellation from a plugin's failure (TOOL_TIMEOUT and ABORTED against
-// TOOL_ERROR, "timed out" against "failed"), so once the deadline has passed
-// this waits for ctx to be done and returns its error. It returns nil when
-// ctx is live and its deadline has not passed.
-//
-// rpcErr is the RPC's own error, nil for an answer. A DEADLINE_EXCEEDED
-// status is the plugin saying the deadline passed by its clock, which may
-// be a little ahead of the host's (gRPC's C core, under Python's grpcio,
-// keeps deadlines to the millisecond): when ctx's deadline is within
-// clockSkew, it is the same deadline.
-func settle(ctx context.Context, rpcErr error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	d, ok := ctx.Deadline()
-	if !ok {
-		return nil
-	}
-	if left := time.Until(d); left > clockSkew || left > 0 && status.Code(rpcErr) != codes.DeadlineExceeded {
-		return nil
-	}
-	t := time.NewTimer(time.Until(d) + time.Second)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C: // not reached: a passed deadline fires ctx's timer
-		return context.DeadlineExceeded
-	}
-}
-
-// clockSkew bounds how far ahead of the host a plugin's clock may see a
-// deadline pass.
-const clockSkew = 50 * time.Millisecond
-
-// timed reports, when the host asked (Options.OnRPC), how long a call into
-// the plugin took: defer in.timed(kind, time.Now()).
-func (in *instance) timed(kind string, start time.Time) {
-	if in.onRPC != nil {
-		in.onRPC(in.name, kind, time.Since(start))
-	}
-}
-
-// filterCtx bounds a filter's RPC by the listener timeout. The deadline
-// crosses the boundary, so the plugin's handler sees it too. (A wrapper's
-// bound is a budget instead: see budget.go.)
-// answered is the error a listener answered with. A listener whose time
-// ran out (a filter's deadline, or a wrapper's budget, ranOut) may answer
-// "context deadline exceeded" just before gRPC's own DEADLINE_EXCEEDED
-// reaches the host, since the plugin runs the same deadline: that answer
-// is the listener's timeout, and says so, as gRPC's would.
-func (in *instance) answered(ctx, rctx context.Context, ranOut error, op, msg string) error {
-	switch {
-	case ctx.Err() != nil:
-	case ranOut != nil:
-		return ranOut
-	case errors.Is(rctx.Err(), context.DeadlineExceeded):
-		return fmt.Errorf("plugin %s: %s: no answer in time", in.name, op)
-	}
-	return errors.New(msg)
-}
-
-func (in *instance) filterCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	if in.listenerTimeout <= 0 {
-		return ctx, func() {}
-	}
-	return context.WithTimeout(ctx, in.listenerTimeout)
-}
 
 func (in *instance) toolProxy(handler, name string) pipeline.ToolFunc {
 	return func(ctx context.Context, e *pipeline.Execution) (any, error) {
@@ -151,12 +32,7 @@ func (in *instance) toolProxy(handler, name string) pipeline.ToolFunc {
 			}
 			req.UpstreamToken = tok
 		}
-		start := time.Now()
-		resp, err := in.calls.ExecuteTool(ctx, req)
-		in.timed("tool", start)
-		if err == nil {
-			seen()
-		}
+		resp, err := roundTrip(ctx, in, "tool", in.calls.ExecuteTool, req, seen)
 		if err != nil {
 			if cerr := settle(ctx, err); cerr != nil {
 				return nil, cerr
@@ -253,13 +129,8 @@ func (in *instance) guardProxy(handler, name string, slot int) pipeline.GuardSta
 
 func (in *instance) approverProxy(handler string) pipeline.ApproverFunc {
 	return func(ctx context.Context, e *pipeline.Execution, question string) (bool, error) {
-		start := time.Now()
 		x, seen := in.execution(e)
-		resp, err := in.calls.Approve(ctx, &pb.ApproveRequest{HandlerId: handler, Execution: x, Question: question})
-		in.timed("approver", start)
-		if err == nil {
-			seen()
-		}
+		resp, err := roundTrip(ctx, in, "approver", in.calls.Approve, &pb.ApproveRequest{HandlerId: handler, Execution: x, Question: question}, seen)
 		if err != nil {
 			_ = settle(ctx, err)
 			return false, in.callErr("approver", err)
@@ -268,7 +139,7 @@ func (in *instance) approverProxy(handler string) pipeline.ApproverFunc {
 			_ = settle(ctx, nil)
 			return false, errors.New(resp.GetError())
 		}
-		return resp.GetApproved(), nil
+		return wire.ApprovalFromProto(resp).Approved, nil
 	}
 }
 
@@ -296,26 +167,13 @@ func (in *instance) preProxy(h *hostService, handler string, wrap bool, slot int
 		req := &pb.PreExecuteRequest{HandlerId: handler, Execution: x}
 		var inner latest[pipeline.Decision]
 		var nexts running
-		var rctx context.Context
-		var b *budget
-		if wrap {
-			rctx, b = in.startBudget(ctx)
-			req.CallToken = h.tokens.add(nextToken(b, next, &inner, &nexts))
-			defer h.tokens.remove(req.CallToken)
-		} else {
-			var cancel context.CancelFunc
-			rctx, cancel = in.filterCtx(ctx)
-			defer cancel()
-		}
-		start := time.Now()
+		rctx, b, token, release := in.listenerBound(ctx, h, wrap, func(b *budget) nextFunc { return nextToken(b, next, &inner, &nexts) })
+		defer release()
+		req.CallToken = token
 		sentAlive := !in.exited() // as for a guard: only a call in flight is retried
-		resp, err := in.calls.PreExecute(rctx, req)
-		in.timed("pre_execute", start)
+		resp, err := roundTrip(rctx, in, "pre_execute", in.calls.PreExecute, req, seen)
 		if solo {
 			in.solo.leave(e.ID())
-		}
-		if err == nil {
-			seen()
 		}
 		expired := b.stop()
 		crashCtx := rctx
@@ -352,27 +210,27 @@ func (in *instance) preProxy(h *hostService, handler string, wrap bool, slot int
 			// Its answer holds for any arguments (a visibility question).
 			pipeline.NoteAnyArguments(ctx)
 		}
-		d := resp.GetDecision()
+		d := wire.DecisionFromProto(resp.GetDecision())
 		var out pipeline.Decision
-		switch d.GetVerdict() {
-		case pb.Verdict_VERDICT_PASS:
+		switch d.Verdict {
+		case wire.VerdictPass:
 			if wrap {
 				return pipeline.Decision{}, errors.New("a wrapping listener answered PASS; it must call next")
 			}
 			// The rest of the chain is not this filter's time.
 			return next(ctx), nil
-		case pb.Verdict_VERDICT_ALLOW:
+		case pipeline.VerdictAllow:
 			out = pipeline.Allow()
-		case pb.Verdict_VERDICT_DENY:
-			out = pipeline.Deny(d.GetReason())
-		case pb.Verdict_VERDICT_ASK:
-			out = pipeline.Ask(d.GetReason())
+		case pipeline.VerdictDeny:
+			out = pipeline.Deny(d.Reason)
+		case pipeline.VerdictAsk:
+			out = pipeline.Ask(d.Reason)
 		default:
-			return pipeline.Decision{}, fmt.Errorf("unknown decision %v", d.GetVerdict())
+			return pipeline.Decision{}, fmt.Errorf("unknown decision %v", pb.Verdict(d.Verdict))
 		}
-		out.Rule = d.GetRule()
+		out.Rule = d.Rule
 		if out.Verdict == pipeline.VerdictAsk {
-			out.Route = d.GetRoute()
+			out.Route = d.Route
 		}
 		// Handing back what next returned keeps the inner decider's name.
 		if prev := inner.get(); prev.Verdict == out.Verdict && prev.Reason == out.Reason {
@@ -400,12 +258,7 @@ func (in *instance) execProxy(h *hostService, handler string, wrap bool) pipelin
 			})
 			defer h.tokens.remove(req.CallToken)
 		}
-		start := time.Now()
-		resp, err := in.calls.WrapExecute(rctx, req)
-		in.timed("execute", start)
-		if err == nil {
-			seen()
-		}
+		resp, err := roundTrip(rctx, in, "execute", in.calls.WrapExecute, req, seen)
 		expired := b.stop()
 		switch {
 		case err != nil:
@@ -440,11 +293,8 @@ func (in *instance) postProxy(h *hostService, handler string, wrap bool) pipelin
 		x, seen := in.execution(e)
 		req := &pb.PostExecuteRequest{HandlerId: handler, Execution: x, Outcome: toOutcome(r)}
 		var inner latest[pipeline.Review]
-		var rctx context.Context
-		var b *budget
-		if wrap {
-			rctx, b = in.startBudget(ctx)
-			req.CallToken = h.tokens.add(func(ctx context.Context) *pb.NextResponse {
+		rctx, b, token, release := in.listenerBound(ctx, h, wrap, func(b *budget) nextFunc {
+			return func(ctx context.Context) *pb.NextResponse {
 				if !b.enter() {
 					return nil
 				}
@@ -452,19 +302,11 @@ func (in *instance) postProxy(h *hostService, handler string, wrap bool) pipelin
 				rv := next(ctx)
 				inner.set(rv)
 				return &pb.NextResponse{Answer: &pb.NextResponse_PostExecute{PostExecute: toReview(rv)}}
-			})
-			defer h.tokens.remove(req.CallToken)
-		} else {
-			var cancel context.CancelFunc
-			rctx, cancel = in.filterCtx(ctx)
-			defer cancel()
-		}
-		start := time.Now()
-		resp, err := in.calls.PostExecute(rctx, req)
-		in.timed("post_execute", start)
-		if err == nil {
-			seen()
-		}
+			}
+		})
+		defer release()
+		req.CallToken = token
+		resp, err := roundTrip(rctx, in, "post_execute", in.calls.PostExecute, req, seen)
 		expired := b.stop()
 		if err != nil {
 			if expired && ctx.Err() == nil {
@@ -477,23 +319,23 @@ func (in *instance) postProxy(h *hostService, handler string, wrap bool) pipelin
 			_ = settle(rctx, nil)
 			return pipeline.Review{}, in.answered(ctx, rctx, b.ranOut(expired, in, "post-execute listener"), "post-execute listener", resp.GetError())
 		}
-		rv := resp.GetReview()
+		rv := wire.ReviewFromProto(resp.GetReview())
 		var out pipeline.Review
-		switch rv.GetVerdict() {
-		case pb.ReviewVerdict_REVIEW_VERDICT_PASS:
+		switch rv.Verdict {
+		case wire.ReviewPass:
 			if wrap {
 				return pipeline.Review{}, errors.New("a wrapping listener answered PASS; it must call next")
 			}
 			// The rest of the chain is not this filter's time.
 			return next(ctx), nil
-		case pb.ReviewVerdict_REVIEW_VERDICT_ACCEPT:
+		case pipeline.ReviewAccept:
 			out = pipeline.Accept()
-		case pb.ReviewVerdict_REVIEW_VERDICT_REPLACE:
-			out = pipeline.AcceptReplacing(fromValueJSON(rv.GetValueJson()))
-		case pb.ReviewVerdict_REVIEW_VERDICT_BLOCK:
-			out = pipeline.Block(rv.GetFeedback())
+		case pipeline.ReviewReplace:
+			out = pipeline.AcceptReplacing(fromValueJSON(rv.Value))
+		case pipeline.ReviewBlock:
+			out = pipeline.Block(rv.Feedback)
 		default:
-			return pipeline.Review{}, fmt.Errorf("unknown review %v", rv.GetVerdict())
+			return pipeline.Review{}, fmt.Errorf("unknown review %v", pb.ReviewVerdict(rv.Verdict))
 		}
 		if prev := inner.get(); prev.Action == out.Action && prev.Feedback == out.Feedback && out.Action != pipeline.ReviewReplace {
 			out.DecidedBy = prev.DecidedBy

@@ -8,6 +8,7 @@ import (
 
 	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/pipeline"
+	"github.com/plugkit-go/plugkit/shared/wire"
 )
 
 // TestExecutionByRef: a descriptor goes whole until the plugin answered a
@@ -66,7 +67,7 @@ func newTestTools(t *testing.T) *pipeline.Tools {
 		if err != nil {
 			return err
 		}
-		_, err = reg.Register(pipeline.Tool{Name: "t", Description: "d", Execute: func(context.Context, *pipeline.Execution) (any, error) { return nil, nil }})
+		_, err = reg.Register(pipeline.Tool{ToolDescriptor: wire.ToolDescriptor{Name: "t", Description: "d"}, Execute: func(context.Context, *pipeline.Execution) (any, error) { return nil, nil }})
 		return err
 	}})
 	if err != nil {

@@ -20,7 +20,7 @@ import (
 
 // Outcomes a case may expect: the explain outcomes, and BLOCKED, which
 // only a case with execute = true can get (stage 4 runs only then).
-var expectable = []string{"ALLOWED", "DENIED", "ASK", "BLOCKED", "INVALID_ARGUMENTS", "UNKNOWN_TOOL", "TOOL_ERROR"}
+var expectable = []string{pipeline.WouldRun, pipeline.WouldDeny, pipeline.WouldAsk, string(pipeline.CodeBlocked), pipeline.BadArgs, pipeline.NoSuchTool, string(pipeline.CodeToolError)}
 
 // maxCaseFileBytes bounds one case file: it is read whole.
 const maxCaseFileBytes = 4 << 20

@@ -16,6 +16,7 @@ import (
 	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/pipeline"
 	"github.com/plugkit-go/plugkit/pipeline/policy"
+	"github.com/plugkit-go/plugkit/shared/wire"
 )
 
 func TestMain(m *testing.M) {
@@ -138,8 +139,8 @@ func TestConcurrency(t *testing.T) {
 		o := newOverlap()
 		tools := host(t, policy.Concurrency(policy.ConcurrencyConfig{Global: 1}),
 			toolPlugin{name: "P", tools: []pipeline.Tool{
-				{Name: "x", Description: "d", Execute: o.body("all")},
-				{Name: "y", Description: "d", Execute: o.body("all")},
+				{ToolDescriptor: wire.ToolDescriptor{Name: "x", Description: "d"}, Execute: o.body("all")},
+				{ToolDescriptor: wire.ToolDescriptor{Name: "y", Description: "d"}, Execute: o.body("all")},
 			}}.plugin())
 		callAll(t, tools, 4, "x", "y")
 		if n := o.most("all"); n != 1 {
@@ -150,9 +151,9 @@ func TestConcurrency(t *testing.T) {
 		o := newOverlap()
 		tools := host(t, policy.Concurrency(policy.ConcurrencyConfig{PerTool: 1, Tools: map[string]int{"wide": 3}}),
 			toolPlugin{name: "P", tools: []pipeline.Tool{
-				{Name: "x", Description: "d", Execute: o.body("x")},
-				{Name: "y", Description: "d", Execute: o.body("y")},
-				{Name: "wide", Description: "d", Execute: o.body("wide")},
+				{ToolDescriptor: wire.ToolDescriptor{Name: "x", Description: "d"}, Execute: o.body("x")},
+				{ToolDescriptor: wire.ToolDescriptor{Name: "y", Description: "d"}, Execute: o.body("y")},
+				{ToolDescriptor: wire.ToolDescriptor{Name: "wide", Description: "d"}, Execute: o.body("wide")},
 			}}.plugin())
 		callAll(t, tools, 6, "x", "y", "wide")
 		for _, name := range []string{"x", "y"} {
@@ -171,18 +172,28 @@ func TestConcurrency(t *testing.T) {
 		yStarted := make(chan struct{})
 		tools := host(t, policy.Concurrency(policy.ConcurrencyConfig{PerTool: 1}),
 			toolPlugin{name: "P", tools: []pipeline.Tool{
-				{Name: "x", Description: "d", Execute: func(ctx context.Context, e *pipeline.Execution) (any, error) {
-					select {
-					case <-yStarted:
-						return "together", nil
-					case <-time.After(10 * time.Second):
-						return nil, errors.New("y never started while x ran")
-					}
-				}},
-				{Name: "y", Description: "d", Execute: func(ctx context.Context, e *pipeline.Execution) (any, error) {
-					close(yStarted)
-					return nil, nil
-				}},
+				{
+					ToolDescriptor: wire.ToolDescriptor{
+						Name: "x", Description: "d",
+					},
+					Execute: func(ctx context.Context, e *pipeline.Execution) (any, error) {
+						select {
+						case <-yStarted:
+							return "together", nil
+						case <-time.After(10 * time.Second):
+							return nil, errors.New("y never started while x ran")
+						}
+					},
+				},
+				{
+					ToolDescriptor: wire.ToolDescriptor{
+						Name: "y", Description: "d",
+					},
+					Execute: func(ctx context.Context, e *pipeline.Execution) (any, error) {
+						close(yStarted)
+						return nil, nil
+					},
+				},
 			}}.plugin())
 		x := make(chan pipeline.Result, 1)
 		go func() { x <- call(ctx, tools, "x") }()
@@ -210,18 +221,28 @@ func TestConcurrency(t *testing.T) {
 			}}.plugin(),
 			policy.Concurrency(policy.ConcurrencyConfig{Global: 1}),
 			toolPlugin{name: "P", tools: []pipeline.Tool{
-				{Name: "first", Description: "d", Execute: func(ctx context.Context, e *pipeline.Execution) (any, error) {
-					close(entered)
-					select {
-					case <-release:
-					case <-ctx.Done():
-					}
-					return nil, nil
-				}},
-				{Name: "second", Description: "d", Execute: func(context.Context, *pipeline.Execution) (any, error) {
-					return nil, errors.New("second ran without a slot")
-				}},
-				{Name: "third", Description: "d", Execute: func(context.Context, *pipeline.Execution) (any, error) { return 3, nil }},
+				{
+					ToolDescriptor: wire.ToolDescriptor{
+						Name: "first", Description: "d",
+					},
+					Execute: func(ctx context.Context, e *pipeline.Execution) (any, error) {
+						close(entered)
+						select {
+						case <-release:
+						case <-ctx.Done():
+						}
+						return nil, nil
+					},
+				},
+				{
+					ToolDescriptor: wire.ToolDescriptor{
+						Name: "second", Description: "d",
+					},
+					Execute: func(context.Context, *pipeline.Execution) (any, error) {
+						return nil, errors.New("second ran without a slot")
+					},
+				},
+				{ToolDescriptor: wire.ToolDescriptor{Name: "third", Description: "d"}, Execute: func(context.Context, *pipeline.Execution) (any, error) { return 3, nil }},
 			}}.plugin())
 		first := make(chan pipeline.Result, 1)
 		go func() { first <- call(ctx, tools, "first") }()
@@ -286,7 +307,7 @@ func TestRetry(t *testing.T) {
 			ctx := testkit.Context(t)
 			f := &flaky{fails: tc.fails}
 			tools := host(t, policy.Retry(tc.cfg), toolPlugin{name: "P", tools: []pipeline.Tool{
-				{Name: "t", Description: "d", Idempotent: tc.idempotent, Execute: f.body},
+				{ToolDescriptor: wire.ToolDescriptor{Name: "t", Description: "d", Idempotent: tc.idempotent}, Execute: f.body},
 			}}.plugin())
 			r := call(ctx, tools, "t")
 			if r.Code() != tc.want {
@@ -302,10 +323,15 @@ func TestRetry(t *testing.T) {
 		ctx := testkit.Context(t)
 		var runs int
 		tools := host(t, policy.Retry(fast), toolPlugin{name: "P", tools: []pipeline.Tool{
-			{Name: "t", Description: "d", Idempotent: true, Execute: func(context.Context, *pipeline.Execution) (any, error) {
-				runs++
-				return nil, &pipeline.Error{Code: pipeline.CodeBlocked, Message: "the backend said no"}
-			}},
+			{
+				ToolDescriptor: wire.ToolDescriptor{
+					Name: "t", Description: "d", Idempotent: true,
+				},
+				Execute: func(context.Context, *pipeline.Execution) (any, error) {
+					runs++
+					return nil, &pipeline.Error{Code: pipeline.CodeBlocked, Message: "the backend said no"}
+				},
+			},
 		}}.plugin())
 		if r := call(ctx, tools, "t"); r.Code() != pipeline.CodeBlocked || runs != 1 {
 			t.Errorf("code %q after %d runs, want BLOCKED after 1", r.Code(), runs)
@@ -319,7 +345,7 @@ func TestRetry(t *testing.T) {
 		ranOnce := make(chan struct{})
 		tools := host(t, policy.Retry(policy.RetryConfig{Attempts: 3, Backoff: time.Hour}), toolPlugin{
 			name:  "P",
-			tools: []pipeline.Tool{{Name: "t", Description: "d", Idempotent: true, Execute: f.body}},
+			tools: []pipeline.Tool{{ToolDescriptor: wire.ToolDescriptor{Name: "t", Description: "d", Idempotent: true}, Execute: f.body}},
 			// Inside the retry: signals once the first attempt's result is
 			// made, so that the cancel below lands in the backoff.
 			exec: func(ctx context.Context, e *pipeline.Execution, next pipeline.ExecuteNext) pipeline.Result {

@@ -15,6 +15,7 @@ import (
 	"github.com/plugkit-go/plugkit/pipeline"
 	"github.com/plugkit-go/plugkit/pipeline/policy"
 	"github.com/plugkit-go/plugkit/pipeline/policy/redisrate"
+	"github.com/plugkit-go/plugkit/shared/wire"
 )
 
 // storeOps records what the policy told OnStore.
@@ -65,18 +66,23 @@ func sharedHost(t *testing.T, url string, cfg policy.PerPrincipalConfig) *holder
 	}
 	h := &holder{started: make(chan struct{}, 16), release: make(chan struct{})}
 	h.tools = host(t, policy.PerPrincipal(cfg), toolPlugin{name: "P", tools: []pipeline.Tool{
-		{Name: "hold", Description: "d", Execute: func(ctx context.Context, e *pipeline.Execution) (any, error) {
-			h.started <- struct{}{}
-			select {
-			case <-h.release:
-				return "done", nil
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
-		}},
-		{Name: "quick", Description: "d", Execute: func(context.Context, *pipeline.Execution) (any, error) { return "ok", nil }},
-		{Name: "fail", Description: "d", Execute: func(context.Context, *pipeline.Execution) (any, error) { return nil, errors.New("no") }},
-		{Name: "boom", Description: "d", Execute: func(context.Context, *pipeline.Execution) (any, error) { panic("boom") }},
+		{
+			ToolDescriptor: wire.ToolDescriptor{
+				Name: "hold", Description: "d",
+			},
+			Execute: func(ctx context.Context, e *pipeline.Execution) (any, error) {
+				h.started <- struct{}{}
+				select {
+				case <-h.release:
+					return "done", nil
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+			},
+		},
+		{ToolDescriptor: wire.ToolDescriptor{Name: "quick", Description: "d"}, Execute: func(context.Context, *pipeline.Execution) (any, error) { return "ok", nil }},
+		{ToolDescriptor: wire.ToolDescriptor{Name: "fail", Description: "d"}, Execute: func(context.Context, *pipeline.Execution) (any, error) { return nil, errors.New("no") }},
+		{ToolDescriptor: wire.ToolDescriptor{Name: "boom", Description: "d"}, Execute: func(context.Context, *pipeline.Execution) (any, error) { panic("boom") }},
 	}}.plugin())
 	return h
 }

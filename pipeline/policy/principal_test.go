@@ -8,6 +8,7 @@ import (
 	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/pipeline"
 	"github.com/plugkit-go/plugkit/pipeline/policy"
+	"github.com/plugkit-go/plugkit/shared/wire"
 )
 
 // TestPerPrincipalConcurrency: a principal at its limit is DENIED at once,
@@ -16,12 +17,17 @@ func TestPerPrincipalConcurrency(t *testing.T) {
 	ctx := testkit.Context(t)
 	started, release := make(chan struct{}), make(chan struct{})
 	tools := host(t, policy.PerPrincipal(policy.PerPrincipalConfig{Concurrency: 1}), toolPlugin{name: "P", tools: []pipeline.Tool{
-		{Name: "hold", Description: "d", Execute: func(ctx context.Context, e *pipeline.Execution) (any, error) {
-			started <- struct{}{}
-			<-release
-			return "done", nil
-		}},
-		{Name: "quick", Description: "d", Execute: func(context.Context, *pipeline.Execution) (any, error) { return "ok", nil }},
+		{
+			ToolDescriptor: wire.ToolDescriptor{
+				Name: "hold", Description: "d",
+			},
+			Execute: func(ctx context.Context, e *pipeline.Execution) (any, error) {
+				started <- struct{}{}
+				<-release
+				return "done", nil
+			},
+		},
+		{ToolDescriptor: wire.ToolDescriptor{Name: "quick", Description: "d"}, Execute: func(context.Context, *pipeline.Execution) (any, error) { return "ok", nil }},
 	}}.plugin())
 	ann := pipeline.WithPrincipal(ctx, pipeline.Principal{ID: "ann", Kind: "user"})
 	bob := pipeline.WithPrincipal(ctx, pipeline.Principal{ID: "bob", Kind: "user"})
@@ -50,7 +56,7 @@ func TestPerPrincipalConcurrency(t *testing.T) {
 func TestPerPrincipalRate(t *testing.T) {
 	ctx := testkit.Context(t)
 	tools := host(t, policy.PerPrincipal(policy.PerPrincipalConfig{Rate: 0.001, Burst: 2}), toolPlugin{name: "P", tools: []pipeline.Tool{
-		{Name: "quick", Description: "d", Execute: func(context.Context, *pipeline.Execution) (any, error) { return "ok", nil }},
+		{ToolDescriptor: wire.ToolDescriptor{Name: "quick", Description: "d"}, Execute: func(context.Context, *pipeline.Execution) (any, error) { return "ok", nil }},
 	}}.plugin())
 	ann := pipeline.WithPrincipal(ctx, pipeline.Principal{ID: "ann", Kind: "user"})
 	var codes []pipeline.Code

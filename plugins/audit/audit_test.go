@@ -21,6 +21,7 @@ import (
 	"github.com/plugkit-go/plugkit/plugins/audit/auditlog"
 	"github.com/plugkit-go/plugkit/shared/sdk"
 	"github.com/plugkit-go/plugkit/shared/secrets/fake"
+	"github.com/plugkit-go/plugkit/shared/wire"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -90,7 +91,7 @@ func result(i int) (*sdk.Call, sdk.ToolResult) {
 	}}
 	r := sdk.ToolResult{ID: call.ID, OK: o.code == "", DecidedBy: o.decidedBy, Duration: time.Duration(i)*time.Millisecond + 5}
 	if o.code != "" {
-		r.Error = &sdk.ToolError{Code: o.code, Message: "no"}
+		r.Error = &sdk.ToolError{Code: wire.Code(o.code), Message: "no"}
 	}
 	return call, r
 }

@@ -262,7 +262,7 @@ func (a *auditor) observeInOrder(ctx context.Context, call *sdk.Call, r sdk.Tool
 		ArgsSHA256:    auditlog.Digest(call.Arguments),
 	}
 	if r.Error != nil {
-		l.Code = r.Error.Code
+		l.Code = string(r.Error.Code)
 	}
 	if a.record {
 		l.Arguments = a.recorded(call.Arguments)

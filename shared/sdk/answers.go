@@ -61,7 +61,7 @@ func Success(value any) Outcome {
 }
 
 // Failure is a failed stage-3 outcome; code is usually wire.CodeToolError.
-func Failure(code, message string) Outcome {
+func Failure(code wire.Code, message string) Outcome {
 	return Outcome{Error: &ToolError{Code: code, Message: message}}
 }
 

@@ -149,7 +149,7 @@ func TestHostCalls(t *testing.T) {
 	h := applyWith(t, harnessOptions{maxBytes: 64 << 10, host: func(rec *record) *fakeHost {
 		fh := recordingHost(rec)
 		fh.executeTool = func(_ context.Context, req *pb.HostExecuteToolRequest) (*pb.HostExecuteToolResponse, error) {
-			return &pb.HostExecuteToolResponse{Result: &pb.ToolResult{Id: "c9", Error: &pb.ToolError{Code: wire.CodeDenied, Message: "no " + req.GetName()},
+			return &pb.HostExecuteToolResponse{Result: &pb.ToolResult{Id: "c9", Error: &pb.ToolError{Code: string(wire.CodeDenied), Message: "no " + req.GetName()},
 				DecidedBy: "safety", ValueJson: req.GetArgumentsJson()}}, nil
 		}
 		fh.callService = func(_ context.Context, req *pb.HostCallServiceRequest) (*pb.HostCallServiceResponse, error) {

@@ -146,7 +146,7 @@ func ExampleContext_OnResult() {
 			Observe: func(ctx context.Context, call *sdk.Call, r sdk.ToolResult) {
 				code := "ok"
 				if r.Error != nil {
-					code = r.Error.Code
+					code = string(r.Error.Code)
 				}
 				fmt.Println("audit:", call.Name, "by", call.Caller, code)
 			},

@@ -369,7 +369,7 @@ func TestWrapExecute(t *testing.T) {
 			rec.mu.Unlock()
 			out := &pb.Outcome{Ok: true, ValueJson: []byte(`"inner"`)}
 			if attempts.Add(1) == 1 {
-				out = &pb.Outcome{Error: &pb.ToolError{Code: wire.CodeToolError, Message: "flaky"}}
+				out = &pb.Outcome{Error: &pb.ToolError{Code: string(wire.CodeToolError), Message: "flaky"}}
 			}
 			return &pb.NextResponse{Answer: &pb.NextResponse_Execute{Execute: out}}, nil
 		}
@@ -567,7 +567,7 @@ func TestObserve(t *testing.T) {
 			}
 			code := "ok"
 			if r.Error != nil {
-				code = r.Error.Code
+				code = string(r.Error.Code)
 			}
 			got <- c.Name + ":" + code + ":" + r.ID
 		}})
@@ -589,11 +589,11 @@ func TestObserve(t *testing.T) {
 	}
 	send("add", &pb.ToolResult{Id: "1", Ok: true})
 	send("boom", &pb.ToolResult{Id: "2", Ok: true})
-	send("add", &pb.ToolResult{Id: "3", Error: &pb.ToolError{Code: wire.CodeDenied, Message: "no"}})
+	send("add", &pb.ToolResult{Id: "3", Error: &pb.ToolError{Code: string(wire.CodeDenied), Message: "no"}})
 	if err := stream.Send(&pb.ObserveRequest{HandlerId: "disposed-listener", Execution: execution("add", "{}")}); err != nil {
 		t.Fatal(err)
 	}
-	send("nope", &pb.ToolResult{Id: "4", Error: &pb.ToolError{Code: wire.CodeUnknownTool}})
+	send("nope", &pb.ToolResult{Id: "4", Error: &pb.ToolError{Code: string(wire.CodeUnknownTool)}})
 	resp, err := stream.CloseAndRecv()
 	if err != nil {
 		t.Fatal(err)

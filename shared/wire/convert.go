@@ -111,7 +111,7 @@ func ToolErrorToProto(e *ToolError) *pb.ToolError {
 	if e == nil {
 		return nil
 	}
-	return &pb.ToolError{Code: e.Code, Message: e.Message}
+	return &pb.ToolError{Code: string(e.Code), Message: e.Message}
 }
 
 // ToolErrorFromProto converts m; nil stays nil.
@@ -119,7 +119,7 @@ func ToolErrorFromProto(m *pb.ToolError) *ToolError {
 	if m == nil {
 		return nil
 	}
-	return &ToolError{Code: m.GetCode(), Message: m.GetMessage()}
+	return &ToolError{Code: Code(m.GetCode()), Message: m.GetMessage()}
 }
 
 // ToolResultToProto converts r.

@@ -8,17 +8,31 @@ import (
 	"github.com/plugkit-go/plugkit/shared/identity"
 )
 
-// Result codes, exactly as SPEC.md spells them. They travel in
-// ToolError.Code.
+// Code is the outcome of a call that did not succeed; it travels in
+// ToolError.Code. The host's pipeline uses these very values (its Code is
+// this type), so the seven codes are defined here and nowhere else.
+type Code string
+
+// Result codes, exactly as SPEC.md spells them.
 const (
-	CodeUnknownTool      = "UNKNOWN_TOOL"
-	CodeInvalidArguments = "INVALID_ARGUMENTS"
-	CodeDenied           = "DENIED"
-	CodeBlocked          = "BLOCKED"
-	CodeToolError        = "TOOL_ERROR"
-	CodeToolTimeout      = "TOOL_TIMEOUT"
-	CodeAborted          = "ABORTED"
+	CodeUnknownTool      Code = "UNKNOWN_TOOL"
+	CodeInvalidArguments Code = "INVALID_ARGUMENTS"
+	CodeDenied           Code = "DENIED"
+	CodeBlocked          Code = "BLOCKED"
+	CodeToolError        Code = "TOOL_ERROR"
+	CodeToolTimeout      Code = "TOOL_TIMEOUT"
+	CodeAborted          Code = "ABORTED"
 )
+
+// Known says whether c is one of the seven codes: a reader treats any
+// other code as the sender's own failure (TOOL_ERROR).
+func (c Code) Known() bool {
+	switch c {
+	case CodeUnknownTool, CodeInvalidArguments, CodeDenied, CodeBlocked, CodeToolError, CodeToolTimeout, CodeAborted:
+		return true
+	}
+	return false
+}
 
 // ToolDescriptor is what the host knows about a registered tool.
 type ToolDescriptor struct {
@@ -94,7 +108,7 @@ type Principal = identity.Principal
 // ToolError is the failure half of a result.
 type ToolError struct {
 	// Code is one of the Code* constants.
-	Code string
+	Code Code
 	// Message says what went wrong.
 	Message string
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/pipeline"
+	"github.com/plugkit-go/plugkit/shared/wire"
 )
 
 // InHostPlugin turns a spec into an in-host plugin writing to logs.
@@ -170,8 +171,10 @@ func alive[T any](ctx context.Context, died <-chan struct{}, f func(context.Cont
 
 func (b *builder) tool(s ToolSpec) (pipeline.Tool, error) {
 	t := pipeline.Tool{
-		Name: s.Name, Description: s.Description, Timeout: s.Timeout,
-		Idempotent: s.Idempotent, Destructive: s.Destructive,
+		ToolDescriptor: wire.ToolDescriptor{
+			Name: s.Name, Description: s.Description, Timeout: s.Timeout,
+			Idempotent: s.Idempotent, Destructive: s.Destructive,
+		},
 	}
 	if s.Parameters != "" {
 		t.Parameters = json.RawMessage(s.Parameters)

@@ -12,6 +12,7 @@ import (
 	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/pipeline"
 	"github.com/plugkit-go/plugkit/pipeline/policy"
+	"github.com/plugkit-go/plugkit/shared/wire"
 )
 
 // safety is a plugin whose guard denies the path "/".
@@ -74,7 +75,9 @@ func case42(t *testing.T, h Harness) {
 				return err
 			}
 			_, err = reg.Register(pipeline.Tool{
-				Name: "search", Description: "Searches the index.",
+				ToolDescriptor: wire.ToolDescriptor{
+					Name: "search", Description: "Searches the index.",
+				},
 				Execute: func(context.Context, *pipeline.Execution) (any, error) { return idx, nil },
 			})
 			return err
@@ -311,7 +314,9 @@ func second(reg *pipeline.Registrar) error {
 // addToolGo is the add tool as a Go value, for the kernel-level cases.
 func addToolGo() pipeline.Tool {
 	return pipeline.Tool{
-		Name: "add", Description: "Adds a and b.",
+		ToolDescriptor: wire.ToolDescriptor{
+			Name: "add", Description: "Adds a and b.",
+		},
 		Execute: func(ctx context.Context, e *pipeline.Execution) (any, error) {
 			var in struct{ A, B float64 }
 			err := e.Decode(&in)

@@ -245,7 +245,7 @@ func (b *builder) exec(s conformance.ExecSpec) (sdk.ExecuteListener, error) {
 			}
 			code := ""
 			if o.Error != nil {
-				code = o.Error.Code
+				code = string(o.Error.Code)
 			}
 			b.logs.add(s.Log, "end "+outcome(o.OK, code))
 			return o, nil
@@ -338,7 +338,7 @@ func (b *builder) observer(s conformance.ObserverSpec) sdk.ResultListener {
 		}
 		code := ""
 		if r.Error != nil {
-			code = r.Error.Code
+			code = string(r.Error.Code)
 		}
 		line := c.Name + " " + outcome(r.OK, code)
 		if s.Behaviour == conformance.ObserveRecordID {

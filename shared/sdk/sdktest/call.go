@@ -22,7 +22,7 @@ func (p *Plugin) Call(ctx context.Context, tool, args string) (wire.ToolResult, 
 }
 
 func (p *Plugin) call(ctx context.Context, e wire.Execution) wire.ToolResult {
-	fail := func(code, msg string) wire.ToolResult {
+	fail := func(code wire.Code, msg string) wire.ToolResult {
 		return wire.ToolResult{Error: &wire.ToolError{Code: code, Message: msg}, DecidedBy: p.Describe.GetName()}
 	}
 	if _, ok := p.tool(e.Name); !ok {

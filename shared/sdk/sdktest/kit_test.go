@@ -87,7 +87,7 @@ func notes(seen *[]string) sdk.Plugin[notesConfig] {
 			_, err := p.OnResult(ctx, sdk.ResultListener{Observe: func(ctx context.Context, call *sdk.Call, r sdk.ToolResult) {
 				code := "ok"
 				if r.Error != nil {
-					code = r.Error.Code
+					code = string(r.Error.Code)
 				}
 				*seen = append(*seen, "result "+code)
 			}})
@@ -129,7 +129,7 @@ func TestCallThroughEveryStage(t *testing.T) {
 		}
 		got := "ok " + string(res.Value)
 		if !res.OK {
-			got = res.Error.Code + " " + res.Error.Message
+			got = string(res.Error.Code) + " " + res.Error.Message
 		}
 		if got != c.want {
 			t.Errorf("Call(note, %s) = %s, want %s", c.args, got, c.want)
