@@ -10,6 +10,7 @@ import (
 
 	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/pipeline"
+	"github.com/plugkit-go/plugkit/shared/wire"
 )
 
 // BenchmarkUnloadManyTools: a plugin of 10,000 tools, more than
@@ -34,7 +35,7 @@ func BenchmarkUnloadManyTools(b *testing.B) {
 			}
 			batch := make([]pipeline.Tool, n)
 			for i := range batch {
-				batch[i] = pipeline.Tool{Name: fmt.Sprintf("t%d", i), Description: "x",
+				batch[i] = pipeline.Tool{ToolDescriptor: wire.ToolDescriptor{Name: fmt.Sprintf("t%d", i), Description: "x"},
 					Execute: func(context.Context, *pipeline.Execution) (any, error) { return 1.0, nil }}
 			}
 			_, _, err = reg.RegisterTools(nil, batch)
