@@ -16,7 +16,7 @@ import (
 
 // readyz fetches /readyz: its status code, or 0 when nothing answers.
 func readyz(hc *http.Client, addr string) (int, string) {
-	resp, err := hc.Get("http://" + addr + "/readyz")
+	resp, err := hc.Get("http://" + addr + readyzPath)
 	if err != nil {
 		return 0, err.Error()
 	}
@@ -43,7 +43,7 @@ func TestDrainOnSIGTERMUnderLoad(t *testing.T) {
 	if code, body := readyz(hc, r.metrics); code != http.StatusOK {
 		t.Fatalf("/readyz before the signal: %d %s", code, body)
 	}
-	if resp, err := hc.Get("http://" + r.metrics + "/healthz"); err != nil || resp.StatusCode != http.StatusOK {
+	if resp, err := hc.Get("http://" + r.metrics + healthzPath); err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("/healthz: %v %v", resp, err)
 	} else {
 		resp.Body.Close()

@@ -14,19 +14,9 @@ import (
 // Values cross as JSON: a json.RawMessage goes as it is, anything else is
 // marshalled.
 
-// toDescriptor and fromDescriptor convert through the wire's converters,
-// the one place that knows the message: a timeout is rounded up to whole
-// milliseconds there, so that 500µs does not become 0 ("none"). The
-// pipeline's descriptor is the wire's, so nothing is copied field by field.
-func toDescriptor(t *pipeline.ToolInfo) *pb.ToolDescriptor {
-	if t == nil {
-		return nil
-	}
-	return wire.ToolDescriptorToProto(t.ToolDescriptor)
-}
-
-// fromDescriptor is a plugin's registration; its Owner and OwnerPrefix are
-// the host's to set (pipeline.Tool.Info ignores them).
+// fromDescriptor is a plugin's registration, converted by the wire's
+// converters, the one place that knows the message; its Owner and
+// OwnerPrefix are the host's to set (pipeline.Tool.Info ignores them).
 func fromDescriptor(d *pb.ToolDescriptor) pipeline.Tool {
 	return pipeline.Tool{ToolDescriptor: wire.ToolDescriptorFromProto(d)}
 }
@@ -140,16 +130,6 @@ func fromValueJSON(b []byte) any {
 		return nil
 	}
 	return json.RawMessage(b)
-}
-
-// The pipeline's Error has the wire's ToolError's fields (its Code is the
-// wire's), so the two convert as they are.
-func toError(e *pipeline.Error) *pb.ToolError {
-	return wire.ToolErrorToProto((*wire.ToolError)(e))
-}
-
-func fromError(e *pb.ToolError) *pipeline.Error {
-	return (*pipeline.Error)(wire.ToolErrorFromProto(e))
 }
 
 // ToResult converts a pipeline result for the wire (an unencodable value

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/plugkit-go/plugkit/pipeline"
+	"github.com/plugkit-go/plugkit/shared/pb"
 	"github.com/plugkit-go/plugkit/shared/wire"
 )
 
@@ -48,4 +49,25 @@ func TestDescriptorRoundTrip(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("round trip = %+v, want %+v", got, want)
 	}
+}
+
+// toDescriptor converts through the wire's converters,
+// the one place that knows the message: a timeout is rounded up to whole
+// milliseconds there, so that 500µs does not become 0 ("none"). The
+// pipeline's descriptor is the wire's, so nothing is copied field by field.
+func toDescriptor(t *pipeline.ToolInfo) *pb.ToolDescriptor {
+	if t == nil {
+		return nil
+	}
+	return wire.ToolDescriptorToProto(t.ToolDescriptor)
+}
+
+// The pipeline's Error has the wire's ToolError's fields (its Code is the
+// wire's), so the two convert as they are.
+func toError(e *pipeline.Error) *pb.ToolError {
+	return wire.ToolErrorToProto((*wire.ToolError)(e))
+}
+
+func fromError(e *pb.ToolError) *pipeline.Error {
+	return (*pipeline.Error)(wire.ToolErrorFromProto(e))
 }
