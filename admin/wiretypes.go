@@ -3,8 +3,8 @@ package admin
 import (
 	"strings"
 
-	"github.com/plugkit-go/plugkit/confine"
 	"github.com/plugkit-go/plugkit/host"
+	"github.com/plugkit-go/plugkit/sandbox"
 )
 
 // The admin API's JSON has its own types, so that changing a struct inside
@@ -34,7 +34,7 @@ type Gap struct {
 func (g Gap) String() string { return g.Part + ": " + g.Why }
 
 func (s Sandbox) String() string {
-	if s.State != confine.StatePartial {
+	if s.State != sandbox.StatePartial {
 		return s.State
 	}
 	parts := make([]string, len(s.Gaps))
@@ -55,7 +55,7 @@ type Question struct {
 	For string `json:"for"`
 }
 
-func sandboxOf(e confine.Enforcement) Sandbox {
+func sandboxOf(e sandbox.Enforcement) Sandbox {
 	s := Sandbox{State: e.State, Limits: e.Limits, Egress: e.Egress}
 	if e.Gaps != nil {
 		s.Gaps = make([]Gap, len(e.Gaps))

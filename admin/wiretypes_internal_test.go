@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/plugkit-go/plugkit/confine"
 	"github.com/plugkit-go/plugkit/host"
+	"github.com/plugkit-go/plugkit/sandbox"
 )
 
 // The admin API's own types encode as the host's values did when the API
@@ -14,13 +14,13 @@ import (
 
 func TestSandboxEncodesAsEnforcement(t *testing.T) {
 	t.Parallel()
-	for _, e := range []confine.Enforcement{
-		confine.Off,
-		{State: confine.StateEnforced, Limits: []string{"memory 256MiB: cgroup v2 memory.max", "processes 64: cgroup v2 pids.max"}},
-		{State: confine.StatePartial, Gaps: []confine.Gap{{Part: "network", Why: "no network namespaces"}, {Part: "memory", Why: "no cgroup"}},
+	for _, e := range []sandbox.Enforcement{
+		sandbox.Off,
+		{State: sandbox.StateEnforced, Limits: []string{"memory 256MiB: cgroup v2 memory.max", "processes 64: cgroup v2 pids.max"}},
+		{State: sandbox.StatePartial, Gaps: []sandbox.Gap{{Part: "network", Why: "no network namespaces"}, {Part: "memory", Why: "no cgroup"}},
 			Limits: []string{"open files 256: RLIMIT_NOFILE"}},
-		{State: confine.StatePartial, Gaps: []confine.Gap{}, Limits: []string{}},
-		{State: confine.StateEnforced, Egress: confine.EgressNetNS},
+		{State: sandbox.StatePartial, Gaps: []sandbox.Gap{}, Limits: []string{}},
+		{State: sandbox.StateEnforced, Egress: sandbox.EgressNetNS},
 	} {
 		want, err := json.Marshal(e)
 		if err != nil {

@@ -4,15 +4,15 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 
-	"github.com/plugkit-go/plugkit/confine"
 	"github.com/plugkit-go/plugkit/egress"
+	"github.com/plugkit-go/plugkit/sandbox"
 )
 
 // egress reads egress = ["api.github.com", "*.slack.com:443",
 // "10.0.0.0/8:5432", ...]: the plugin gets a network namespace of its own
 // whose only way out is the host's forward proxy, which reaches what the
 // list names (package egress).
-func (p *parser) egress(expr hcl.Expression) *confine.Network {
+func (p *parser) egress(expr hcl.Expression) *sandbox.Network {
 	r := expr.Range()
 	v, diags := expr.Value(nil)
 	if diags.HasErrors() {
@@ -23,7 +23,7 @@ func (p *parser) egress(expr hcl.Expression) *confine.Network {
 		p.errorf(r, "Invalid egress", `egress must be a list of destinations the plugin may reach through the host's proxy: host names ("api.github.com"), wildcards ("*.slack.com"), address ranges ("10.0.0.0/8"), each with an optional :PORT (443 when left out); [] allows nothing.`)
 		return nil
 	}
-	n := &confine.Network{Mode: confine.NetworkEgress, Egress: []string{}}
+	n := &sandbox.Network{Mode: sandbox.NetworkEgress, Egress: []string{}}
 	i := 0
 	for it := v.ElementIterator(); it.Next(); i++ {
 		_, e := it.Element()

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/plugkit-go/plugkit/confine"
+	"github.com/plugkit-go/plugkit/sandbox"
 )
 
 func TestSandboxEgress(t *testing.T) {
@@ -57,7 +57,7 @@ plugin "offline" {
 	}
 	for _, p := range d.Plugins {
 		pol := p.Sandbox.Policy()
-		if pol.Network.Mode != confine.NetworkEgress || !slices.Equal(pol.Network.Egress, want[p.Name]) {
+		if pol.Network.Mode != sandbox.NetworkEgress || !slices.Equal(pol.Network.Egress, want[p.Name]) {
 			t.Errorf("plugin %s: network %+v, want egress %q", p.Name, pol.Network, want[p.Name])
 		}
 	}

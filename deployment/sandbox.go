@@ -14,8 +14,8 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 
-	"github.com/plugkit-go/plugkit/confine"
 	"github.com/plugkit-go/plugkit/internal/lineage"
+	"github.com/plugkit-go/plugkit/sandbox"
 )
 
 // sandboxSyntax is a sandbox block, in the host block (the default) or a
@@ -56,7 +56,7 @@ type Sandbox struct {
 	Read     []string // absolute; nil when not written
 	Write    []string
 	Exec     []string
-	Network  *confine.Network
+	Network  *sandbox.Network
 	Env      map[string]string
 	User     *string
 	Limits   sandboxLimits
@@ -123,15 +123,15 @@ func (s *Sandbox) refine(over *Sandbox) *Sandbox {
 
 // Policy is the sandbox as the launcher applies it; nil when the plugin is
 // not sandboxed (no block, or enabled = false).
-func (s *Sandbox) Policy() *confine.Policy {
+func (s *Sandbox) Policy() *sandbox.Policy {
 	if s == nil || (s.Enabled != nil && !*s.Enabled) {
 		return nil
 	}
-	p := &confine.Policy{
+	p := &sandbox.Policy{
 		Read:    slices.Clone(s.Read),
 		Write:   slices.Clone(s.Write),
 		Exec:    slices.Clone(s.Exec),
-		Network: confine.Network{Mode: confine.NetworkNone},
+		Network: sandbox.Network{Mode: sandbox.NetworkNone},
 		Env:     maps.Clone(s.Env),
 	}
 	if s.Network != nil {
@@ -149,7 +149,7 @@ func (s *Sandbox) Policy() *confine.Policy {
 		}
 		return *v
 	}
-	p.Limits = confine.Limits{Memory: get(s.Limits.Memory), OpenFiles: get(s.Limits.OpenFiles), Processes: get(s.Limits.Processes)}
+	p.Limits = sandbox.Limits{Memory: get(s.Limits.Memory), OpenFiles: get(s.Limits.OpenFiles), Processes: get(s.Limits.Processes)}
 	if s.Limits.CPU != nil {
 		p.Limits.CPU = *s.Limits.CPU
 	}
@@ -208,7 +208,7 @@ func (p *parser) sandbox(ss *sandboxSyntax) *Sandbox {
 	if ss.User != nil {
 		if *ss.User == "" {
 			p.errorf(valueRange(body, "user", def), "Invalid user", "user must not be empty; leave it out to run the plugin as the host's user.")
-		} else if _, _, err := confine.UserIDs(*ss.User); err != nil {
+		} else if _, _, err := sandbox.UserIDs(*ss.User); err != nil {
 			p.errorf(valueRange(body, "user", def), "Unknown user", "user %q is not a user of this machine.", *ss.User)
 		} else {
 			s.User = ss.User
@@ -253,14 +253,14 @@ func (p *parser) sandbox(ss *sandboxSyntax) *Sandbox {
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // network reads network = "none" | "host" | [port, ...].
-func (p *parser) network(expr hcl.Expression) *confine.Network {
+func (p *parser) network(expr hcl.Expression) *sandbox.Network {
 	r := expr.Range()
 	v, diags := expr.Value(nil)
 	if diags.HasErrors() {
 		p.diags = append(p.diags, diags...)
 		return nil
 	}
-	bad := func() *confine.Network {
+	bad := func() *sandbox.Network {
 		p.errorf(r, "Invalid network", `network must be "none", "host" or a list of TCP ports the plugin may connect to, such as [443, 8080].`)
 		return nil
 	}
@@ -270,14 +270,14 @@ func (p *parser) network(expr hcl.Expression) *confine.Network {
 	case v.Type() == cty.String:
 		switch s := v.AsString(); s {
 		case "none":
-			return &confine.Network{Mode: confine.NetworkNone}
+			return &sandbox.Network{Mode: sandbox.NetworkNone}
 		case "host":
-			return &confine.Network{Mode: confine.NetworkHost}
+			return &sandbox.Network{Mode: sandbox.NetworkHost}
 		default:
 			return bad()
 		}
 	case v.Type().IsTupleType() || v.Type().IsListType():
-		n := &confine.Network{Mode: confine.NetworkPorts}
+		n := &sandbox.Network{Mode: sandbox.NetworkPorts}
 		i := 0
 		for it := v.ElementIterator(); it.Next(); i++ {
 			_, e := it.Element()
@@ -360,7 +360,7 @@ func unwrapPathErr(err error) error {
 // supports (support) for a host running as euid: a plugin whose sandbox is
 // required but cannot be enforced as declared is an error, any other gap a
 // warning, both at the plugin's sandbox block.
-func CheckSandboxes(d *Deployment, support confine.Support, euid int) hcl.Diagnostics {
+func CheckSandboxes(d *Deployment, support sandbox.Support, euid int) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	// Plugins with the same gaps (those of the host's default sandbox, as
 	// a rule) share one warning, at the first one's block.
@@ -377,7 +377,7 @@ func CheckSandboxes(d *Deployment, support confine.Support, euid int) hcl.Diagno
 		}
 		diags = append(diags, checkControlPlane(d, pl, pol, euid)...)
 		e := pol.Enforcement(support, euid)
-		if e.State == confine.StateEnforced {
+		if e.State == sandbox.StateEnforced {
 			continue
 		}
 		var gaps []string
@@ -425,23 +425,23 @@ func CheckSandboxes(d *Deployment, support confine.Support, euid int) hcl.Diagno
 // and the host's keys: the MCP API keys file (it could add a key of its
 // own) and the MCP TLS private key. The host checks them again at every
 // start of a plugin (remote.Options.Guarded).
-func (h Host) Guarded(euid int) []confine.Guarded {
-	g := []confine.Guarded{
+func (h Host) Guarded(euid int) []sandbox.Guarded {
+	g := []sandbox.Guarded{
 		{Path: filepath.Dir(h.AdminSocket), What: "the admin socket's folder"},
 		{Path: lineage.RegistryDir(euid), What: "the folder where hosts record themselves"},
 	}
 	if h.MCPAuth != nil && h.MCPAuth.Keys != "" {
-		g = append(g, confine.Guarded{Path: h.MCPAuth.Keys, What: "the MCP API keys file"})
+		g = append(g, sandbox.Guarded{Path: h.MCPAuth.Keys, What: "the MCP API keys file"})
 	}
 	if h.MCPTLS != nil && h.MCPTLS.Key != "" {
-		g = append(g, confine.Guarded{Path: h.MCPTLS.Key, What: "the MCP TLS private key"})
+		g = append(g, sandbox.Guarded{Path: h.MCPTLS.Key, What: "the MCP TLS private key"})
 	}
 	return g
 }
 
 // checkControlPlane refuses a sandbox that can write one of the host's
 // guarded folders or a folder above one.
-func checkControlPlane(d *Deployment, pl Plugin, pol *confine.Policy, euid int) hcl.Diagnostics {
+func checkControlPlane(d *Deployment, pl Plugin, pol *sandbox.Policy, euid int) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	r := pl.Range
 	if pl.Sandbox.Range.Filename != "" {
@@ -449,7 +449,7 @@ func checkControlPlane(d *Deployment, pl Plugin, pol *confine.Policy, euid int) 
 	}
 	for _, w := range pol.Write {
 		for _, g := range d.Host.Guarded(euid) {
-			if !confine.Within(g.Path, w) {
+			if !sandbox.Within(g.Path, w) {
 				continue
 			}
 			diags = append(diags, errorAt(r, "Sandbox can write the host's control plane",

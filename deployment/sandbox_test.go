@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/plugkit-go/plugkit/confine"
+	"github.com/plugkit-go/plugkit/sandbox"
 )
 
 // TestCheckSandboxesKernel: on a kernel that cannot enforce a sandbox, a
@@ -44,7 +44,7 @@ plugin "lenient2" {
 	if diags.HasErrors() {
 		t.Fatal(Format(diags))
 	}
-	weak := confine.Support{LandlockErr: "not enabled at boot", NetNSErr: "operation not permitted", MountNSErr: "operation not permitted"}
+	weak := sandbox.Support{LandlockErr: "not enabled at boot", NetNSErr: "operation not permitted", MountNSErr: "operation not permitted"}
 	got := Format(CheckSandboxes(d, weak, 1000))
 	for _, want := range []string{
 		`d.hcl:3:3: Sandbox cannot be enforced: Plugin "strict" requires its sandbox, but this machine cannot enforce all of it: filesystem: Landlock is not available (not enabled at boot); network: no network namespace (operation not permitted); admin_socket: no mount namespace (operation not permitted): the admin sockets are reachable by path, refused by the admin API's lineage check only; ipc:`,
@@ -65,7 +65,7 @@ plugin "lenient2" {
 	if n := len(diags) - len(diags.Errs()); n != 1 {
 		t.Errorf("%d warnings, want 1 for both lenient plugins:\n%s", n, Format(diags))
 	}
-	full := confine.Support{LandlockABI: 7, NetNS: true, MountNS: true}
+	full := sandbox.Support{LandlockABI: 7, NetNS: true, MountNS: true}
 	if diags := CheckSandboxes(d, full, 1000); len(diags) != 0 {
 		t.Errorf("a kernel with everything: %s", Format(diags))
 	}
@@ -106,7 +106,7 @@ plugin "writer" {
 	if diags.HasErrors() {
 		t.Fatal(Format(diags))
 	}
-	got := Format(CheckSandboxes(d, confine.Support{LandlockABI: 7, NetNS: true, MountNS: true}, 1000))
+	got := Format(CheckSandboxes(d, sandbox.Support{LandlockABI: 7, NetNS: true, MountNS: true}, 1000))
 	if !strings.Contains(got, `Sandbox can write the host's control plane: Plugin "writer" may write `+filepath.Join(dir, "secrets")+`, which holds the MCP API keys file`) {
 		t.Errorf("a sandbox that can write the keys file's folder:\n%s", got)
 	}

@@ -14,10 +14,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plugkit-go/plugkit/confine"
 	"github.com/plugkit-go/plugkit/internal/testkit/testdns"
 	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/plugins/audit/auditlog"
+	"github.com/plugkit-go/plugkit/sandbox"
 )
 
 // lineServer answers each line a client sends with reply, on loopback,
@@ -70,7 +70,7 @@ func lineServer(t *testing.T, reply string) (port int, conns *atomic.Int64) {
 // and succeeds, so the attempts themselves work.
 func TestAttackEgress(t *testing.T) {
 	needShippedDeployment(t)
-	if s := confine.Detect(bins.Path("host")); !s.NetNS || s.LandlockABI < 4 {
+	if s := sandbox.Detect(bins.Path("host")); !s.NetNS || s.LandlockABI < 4 {
 		t.Skipf("egress needs a network namespace and Landlock ABI 4 for sandboxed plugins: %s", s)
 	}
 	port, backend := lineServer(t, "pong")

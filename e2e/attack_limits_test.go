@@ -15,9 +15,9 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/plugkit-go/plugkit/admin"
-	"github.com/plugkit-go/plugkit/confine"
 	"github.com/plugkit-go/plugkit/internal/testkit/testenv"
 	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
+	"github.com/plugkit-go/plugkit/sandbox"
 )
 
 // needCgroups skips a test where the host cannot give a plugin a cgroup
@@ -26,8 +26,8 @@ import (
 func needCgroups(t *testing.T) {
 	t.Helper()
 	needShippedDeployment(t)
-	s := confine.Detect(bins.Path("host"))
-	if slices.Contains(s.CgroupControllers, confine.ControllerMemory) && slices.Contains(s.CgroupControllers, confine.ControllerPids) {
+	s := sandbox.Detect(bins.Path("host"))
+	if slices.Contains(s.CgroupControllers, sandbox.ControllerMemory) && slices.Contains(s.CgroupControllers, sandbox.ControllerPids) {
 		return
 	}
 	if os.Geteuid() != 0 {
@@ -62,7 +62,7 @@ func TestAttackSharedMemoryPastLimit(t *testing.T) {
 	defer stopRunning(t, config, h)
 
 	before := statusOf(t, config)["caged"]
-	want := "memory 128MiB: cgroup " + confine.Detect(bins.Path("host")).Cgroup
+	want := "memory 128MiB: cgroup " + sandbox.Detect(bins.Path("host")).Cgroup
 	if !slices.ContainsFunc(before.Sandbox.Limits, func(l string) bool { return strings.HasPrefix(l, want) }) {
 		t.Errorf("status limits %q, want one starting %q", before.Sandbox.Limits, want)
 	}
@@ -131,7 +131,7 @@ func TestAttackForkBombInCgroup(t *testing.T) {
 	config := limitedDeployment(t, dir, "", `      processes = 32`)
 	h := startHost(t, config, 2)
 
-	if st := statusOf(t, config)["caged"]; st.Sandbox.State != confine.StateEnforced {
+	if st := statusOf(t, config)["caged"]; st.Sandbox.State != sandbox.StateEnforced {
 		t.Errorf("sandbox %s, want enforced (pids.max holds root too): %v", st.Sandbox, st.Sandbox.Gaps)
 	}
 	o := hostileCall(t, config, "caged", map[string]any{"what": "fork", "count": 1000})

@@ -9,8 +9,8 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/plugkit-go/plugkit/confine"
 	"github.com/plugkit-go/plugkit/internal/lineage"
+	"github.com/plugkit-go/plugkit/sandbox"
 )
 
 // needMountNS skips a test when the kernel gives a sandboxed plugin no
@@ -18,7 +18,7 @@ import (
 func needMountNS(t *testing.T) {
 	t.Helper()
 	needShippedDeployment(t)
-	if s := confine.Detect(bins.Path("host")); !s.MountNS {
+	if s := sandbox.Detect(bins.Path("host")); !s.MountNS {
 		t.Skipf("no mount namespace for sandboxed plugins here: %s", s)
 	}
 }

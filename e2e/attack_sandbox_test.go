@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/plugkit-go/plugkit/admin"
-	"github.com/plugkit-go/plugkit/confine"
 	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
+	"github.com/plugkit-go/plugkit/sandbox"
 )
 
 // TestAttackSwapWriteFolderCrashRestart: plugin "swapper" may write sbx/,
@@ -22,7 +22,7 @@ import (
 // (run/ and its pid file untouched).
 func TestAttackSwapWriteFolderCrashRestart(t *testing.T) {
 	needShippedDeployment(t)
-	if s := confine.Detect(bins.Path("host")); s.LandlockABI < 1 {
+	if s := sandbox.Detect(bins.Path("host")); s.LandlockABI < 1 {
 		t.Skipf("no Landlock here: %s", s)
 	}
 	dir := t.TempDir()

@@ -15,8 +15,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/plugkit-go/plugkit/admin"
-	"github.com/plugkit-go/plugkit/confine"
 	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
+	"github.com/plugkit-go/plugkit/sandbox"
 	"github.com/plugkit-go/plugkit/shared/secrets/fake"
 )
 
@@ -36,7 +36,7 @@ func TestMain(m *testing.M) {
 	runAsFlood()
 	// Hosts that tests run in this process launch sandboxed plugins
 	// through the test binary.
-	confine.RunIfLauncher()
+	sandbox.RunIfLauncher()
 	// An error is reported by each test that needs the binaries.
 	_ = bins.Prepare()
 	code := m.Run()

@@ -13,5 +13,5 @@
 // refused, is told to Config.Record once it has ended.
 //
 // The plugin reaches the proxy only: its network namespace has no other
-// route out (see package confine).
+// route out (see package sandbox).
 package egress

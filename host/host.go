@@ -12,7 +12,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/hcl/v2"
 
-	"github.com/plugkit-go/plugkit/confine"
 	"github.com/plugkit-go/plugkit/consent"
 	"github.com/plugkit-go/plugkit/deployment"
 	"github.com/plugkit-go/plugkit/kernel"
@@ -20,6 +19,7 @@ import (
 	"github.com/plugkit-go/plugkit/pipeline"
 	"github.com/plugkit-go/plugkit/pipeline/policy"
 	"github.com/plugkit-go/plugkit/remote"
+	"github.com/plugkit-go/plugkit/sandbox"
 	"github.com/plugkit-go/plugkit/shared/pb"
 	"github.com/plugkit-go/plugkit/tokenexchange"
 	"github.com/plugkit-go/plugkit/tracing"
@@ -181,7 +181,7 @@ func declarationKey(spec remote.Spec) (key string, ok bool) {
 	how := struct {
 		Path, Dir, SHA256 string
 		Args, Env         []string
-		Sandbox           *confine.Policy
+		Sandbox           *sandbox.Policy
 	}{spec.Path, spec.Dir, spec.SHA256, spec.Args, spec.Env, spec.Sandbox}
 	b, err := json.Marshal(how)
 	if err != nil {
@@ -202,12 +202,12 @@ func sandboxed(d *deployment.Deployment) bool {
 
 // SandboxSupport is what this machine's kernel offers for sandboxing
 // plugins, as the host's launcher (its own binary) finds it.
-func SandboxSupport() (confine.Support, error) {
-	launcher, err := confine.Executable()
+func SandboxSupport() (sandbox.Support, error) {
+	launcher, err := sandbox.Executable()
 	if err != nil {
-		return confine.Support{}, err
+		return sandbox.Support{}, err
 	}
-	return confine.Detect(launcher), nil
+	return sandbox.Detect(launcher), nil
 }
 
 // New prepares a checked deployment: the tools service, the policies and

@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/plugkit-go/plugkit/confine"
 	"github.com/plugkit-go/plugkit/remote"
+	"github.com/plugkit-go/plugkit/sandbox"
 )
 
 // TestDeclarationKey: plugins that run one binary the same way share a
@@ -31,7 +31,7 @@ func TestDeclarationKey(t *testing.T) {
 		"dir":     func(s *remote.Spec) { s.Dir = "/srv" },
 		"sha256":  func(s *remote.Spec) { s.SHA256 = "cd" },
 		"env":     func(s *remote.Spec) { s.Env = []string{"A=1"} },
-		"sandbox": func(s *remote.Spec) { s.Sandbox = &confine.Policy{} },
+		"sandbox": func(s *remote.Spec) { s.Sandbox = &sandbox.Policy{} },
 	} {
 		other := base
 		change(&other)

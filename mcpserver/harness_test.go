@@ -16,12 +16,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
 
-	"github.com/plugkit-go/plugkit/confine"
 	"github.com/plugkit-go/plugkit/deployment"
 	"github.com/plugkit-go/plugkit/host"
 	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/mcpserver"
 	"github.com/plugkit-go/plugkit/pipeline"
+	"github.com/plugkit-go/plugkit/sandbox"
 	"github.com/plugkit-go/plugkit/shared/wire"
 )
 
@@ -32,7 +32,7 @@ import (
 // bleve (tool search) starts a process-wide analysis pool at init.
 func TestMain(m *testing.M) {
 	// The test binary is the sandbox launcher of the plugins a test starts.
-	confine.RunIfLauncher()
+	sandbox.RunIfLauncher()
 	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/blevesearch/bleve_index_api.AnalysisWorker"))
 }
 

@@ -21,12 +21,12 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/plugkit-go/plugkit/confine"
 	"github.com/plugkit-go/plugkit/internal/testkit/conformance"
 	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/metrics"
 	"github.com/plugkit-go/plugkit/pipeline"
 	"github.com/plugkit-go/plugkit/remote"
+	"github.com/plugkit-go/plugkit/sandbox"
 	"github.com/plugkit-go/plugkit/shared/pb"
 	"github.com/plugkit-go/plugkit/shared/wire"
 	"github.com/plugkit-go/plugkit/tracing"
@@ -464,7 +464,7 @@ func BenchmarkPluginStartSandboxed(b *testing.B) {
 	benchPluginStart(b, testSandbox(b.TempDir()))
 }
 
-func benchPluginStart(b *testing.B, sandbox *confine.Policy) {
+func benchPluginStart(b *testing.B, sandbox *sandbox.Policy) {
 	h := newBareHost(b, conformance.Config{}, remote.Options{})
 	cfg, _ := json.Marshal(pluginConfig{Spec: conformance.PluginSpec{Name: "P", Tools: []conformance.ToolSpec{addTool("")}}})
 	ctx := context.Background()

@@ -3,9 +3,9 @@ package remote_test
 import (
 	"testing"
 
-	"github.com/plugkit-go/plugkit/confine"
 	"github.com/plugkit-go/plugkit/internal/testkit/conformance"
 	"github.com/plugkit-go/plugkit/remote"
+	"github.com/plugkit-go/plugkit/sandbox"
 )
 
 // TestConformance runs every case of CONFORMANCE.md, the (remote) ones
@@ -58,6 +58,6 @@ func TestConformancePythonUnary(t *testing.T) {
 
 // testSandbox is the least a test plugin needs: its log folder (the
 // host's dir) to write, no network.
-func testSandbox(dir string) *confine.Policy {
-	return &confine.Policy{Write: []string{dir}, Network: confine.Network{Mode: confine.NetworkNone}}
+func testSandbox(dir string) *sandbox.Policy {
+	return &sandbox.Policy{Write: []string{dir}, Network: sandbox.Network{Mode: sandbox.NetworkNone}}
 }

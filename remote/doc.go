@@ -7,7 +7,7 @@
 //     checksum, a private socket folder, an empty environment, two call
 //     lanes: socket pairs it inherits, lanes.go) and asks it what it needs
 //     (Describe). A plugin with a Sandbox is started through
-//     the launcher (package confine: Options.Launcher, by default the
+//     the launcher (package sandbox: Options.Launcher, by default the
 //     running executable), which confines it before it execs the binary.
 //  2. The kernel loads it like any plugin. Its apply step makes the process
 //     an effect of the scope, serves the plugin its Host service on a

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/plugkit-go/plugkit/confine"
 	"github.com/plugkit-go/plugkit/egress"
+	"github.com/plugkit-go/plugkit/sandbox"
 )
 
 // egressRun is the forward proxy of one plugin process whose sandbox has
@@ -67,8 +67,8 @@ func (c *callsInFlight) current() string {
 // (nil for any other): in the plugin's network namespace where the kernel
 // gives one (the launcher makes the listener there), else on the host's
 // loopback, where Landlock holds the plugin's TCP to its port.
-func (m *Manager) startEgress(spec Spec, support confine.Support) (*egressRun, error) {
-	if spec.Sandbox == nil || spec.Sandbox.Network.Mode != confine.NetworkEgress {
+func (m *Manager) startEgress(spec Spec, support sandbox.Support) (*egressRun, error) {
+	if spec.Sandbox == nil || spec.Sandbox.Network.Mode != sandbox.NetworkEgress {
 		return nil, nil
 	}
 	rules, err := egress.ParseList(spec.Sandbox.Network.Egress)
@@ -78,8 +78,8 @@ func (m *Manager) startEgress(spec Spec, support confine.Support) (*egressRun, e
 	e := &egressRun{served: make(chan struct{})}
 	e.proxy = egress.New(egress.Config{Plugin: spec.Name, Rules: rules, Resolver: m.opts.EgressResolver, Record: m.egressRecord(spec.Name), Call: e.calls.current})
 	var ln net.Listener
-	if confine.EgressInNamespace(*spec.Sandbox, support) {
-		if e.host, e.child, err = confine.EgressSocketPair(); err != nil {
+	if sandbox.EgressInNamespace(*spec.Sandbox, support) {
+		if e.host, e.child, err = sandbox.EgressSocketPair(); err != nil {
 			return nil, err
 		}
 	} else {
@@ -94,7 +94,7 @@ func (m *Manager) startEgress(spec Spec, support confine.Support) (*egressRun, e
 			// Returns once the launcher has sent it, or has exited
 			// without (its start failed, and says why).
 			var err error
-			if ln, err = confine.ReceiveListener(e.host); err != nil {
+			if ln, err = sandbox.ReceiveListener(e.host); err != nil {
 				m.log.Debug("egress proxy: no listener", "plugin", spec.Name, "error", err)
 				return
 			}
@@ -112,9 +112,9 @@ func (e *egressRun) env() []string {
 		return nil
 	}
 	if e.port != 0 {
-		return confine.ProxyEnv(int(e.port))
+		return sandbox.ProxyEnv(int(e.port))
 	}
-	return confine.ProxyEnv(confine.ProxyPort)
+	return sandbox.ProxyEnv(sandbox.ProxyPort)
 }
 
 // pass gives the process the launcher's end of the listener's socket, at

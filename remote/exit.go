@@ -8,8 +8,8 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/plugkit-go/plugkit/confine"
 	"github.com/plugkit-go/plugkit/kernel"
+	"github.com/plugkit-go/plugkit/sandbox"
 )
 
 // How a plugin process ended, and the errors that say so.
@@ -24,11 +24,11 @@ func (in *instance) exitReason() string {
 	why := describeExit(ps)
 	switch {
 	case in.oomKilled():
-		why += " (out of memory: the kernel killed it at its sandbox's limit, memory = " + confine.Bytes(in.spec.Sandbox.Limits.Memory) + ")"
+		why += " (out of memory: the kernel killed it at its sandbox's limit, memory = " + sandbox.Bytes(in.spec.Sandbox.Limits.Memory) + ")"
 	case ps != nil && !ps.Success() && in.cgroup.LimitReached():
 		// It may have died of a refusal at the limit (a thread it could
 		// not start) rather than by the kernel's hand.
-		why += " (it had reached its sandbox's memory limit, memory = " + confine.Bytes(in.spec.Sandbox.Limits.Memory) + ")"
+		why += " (it had reached its sandbox's memory limit, memory = " + sandbox.Bytes(in.spec.Sandbox.Limits.Memory) + ")"
 	}
 	return why
 }

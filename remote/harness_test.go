@@ -16,12 +16,12 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/plugkit-go/plugkit/confine"
 	"github.com/plugkit-go/plugkit/internal/testkit/conformance"
 	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/pipeline"
 	"github.com/plugkit-go/plugkit/remote"
+	"github.com/plugkit-go/plugkit/sandbox"
 )
 
 // processHarness is conformance.Harness with every plugin a spec describes
@@ -160,7 +160,7 @@ type processHost struct {
 	// listenerTimeout is the manager's bound on each remote listener.
 	listenerTimeout time.Duration
 	// sandbox confines the plugins the host loads; nil: unconfined.
-	sandbox *confine.Policy
+	sandbox *sandbox.Policy
 	// binary is the test plugin the host loads; empty: testPlugin.
 	binary string
 

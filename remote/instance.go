@@ -21,8 +21,8 @@ import (
 	"golang.org/x/time/rate"
 	"google.golang.org/grpc"
 
-	"github.com/plugkit-go/plugkit/confine"
 	"github.com/plugkit-go/plugkit/kernel"
+	"github.com/plugkit-go/plugkit/sandbox"
 	"github.com/plugkit-go/plugkit/shared/pb"
 	"github.com/plugkit-go/plugkit/shared/wire"
 	"github.com/plugkit-go/plugkit/tokenexchange"
@@ -109,7 +109,7 @@ type instance struct {
 	// own socket folder, its cgroup); it runs once the process has ended.
 	cleanup func()
 	// cgroup is a sandboxed process's own cgroup; nil without one.
-	cgroup *confine.Cgroup
+	cgroup *sandbox.Cgroup
 
 	// startTook is how long the process took from spawn to a connected
 	// client (the handshake, AutoMTLS included).

@@ -17,13 +17,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plugkit-go/plugkit/confine"
 	"github.com/plugkit-go/plugkit/internal/testkit/conformance"
 	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/pipeline"
 	"github.com/plugkit-go/plugkit/pipeline/policy"
 	"github.com/plugkit-go/plugkit/remote"
+	"github.com/plugkit-go/plugkit/sandbox"
 )
 
 // TestCrossPluginService: a plugin that injects a service another plugin
@@ -427,7 +427,7 @@ func TestChecksum(t *testing.T) { testChecksum(t, nil) }
 // checked before the launcher starts (go-plugin would check the launcher).
 func TestChecksumSandboxed(t *testing.T) { testChecksum(t, testSandbox(t.TempDir())) }
 
-func testChecksum(t *testing.T, sb *confine.Policy) {
+func testChecksum(t *testing.T, sb *sandbox.Policy) {
 	ctx := testkit.ContextFor(t, time.Minute)
 	f, err := os.Open(testPlugin)
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 	"github.com/plugkit-go/plugkit/internal/testkit/testenv"
 	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 
-	"github.com/plugkit-go/plugkit/confine"
+	"github.com/plugkit-go/plugkit/sandbox"
 )
 
 // The tests of this package run plugins as real processes: TestMain builds
@@ -32,7 +32,7 @@ var testPlugin string
 
 func TestMain(m *testing.M) {
 	// The test binary is the launcher of sandboxed plugins.
-	confine.RunIfLauncher()
+	sandbox.RunIfLauncher()
 	if os.Getenv(roleEnv) == "host" {
 		runHelperHost()
 		os.Exit(0)

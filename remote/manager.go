@@ -13,9 +13,9 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/plugkit-go/plugkit/confine"
 	"github.com/plugkit-go/plugkit/kernel"
 	"github.com/plugkit-go/plugkit/pipeline"
+	"github.com/plugkit-go/plugkit/sandbox"
 	"github.com/plugkit-go/plugkit/shared/pb"
 	"github.com/plugkit-go/plugkit/shared/wire"
 )
@@ -103,7 +103,7 @@ var closeInheritedOnce sync.Once
 // ones change.
 func closeInherited(log hclog.Logger) {
 	closeInheritedOnce.Do(func() {
-		if err := confine.CloseOnExecFrom(3); err != nil {
+		if err := sandbox.CloseOnExecFrom(3); err != nil {
 			log.Warn("descriptors the host inherited may reach unsandboxed plugins", "error", err)
 		}
 	})
@@ -305,7 +305,7 @@ type Status struct {
 	Stderr   []string
 	// Sandbox says whether the process is confined: enforced, partial
 	// (and what is not) or off.
-	Sandbox confine.Enforcement
+	Sandbox sandbox.Enforcement
 	// Problem is what the running process reports keeps it from doing its
 	// job (an audit log that cannot be written); "" when nothing does.
 	Problem string

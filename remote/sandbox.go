@@ -9,18 +9,18 @@ import (
 
 	"github.com/hashicorp/go-plugin"
 
-	"github.com/plugkit-go/plugkit/confine"
 	"github.com/plugkit-go/plugkit/internal/lineage"
+	"github.com/plugkit-go/plugkit/sandbox"
 )
 
 // command returns the command that starts spec's binary: the binary itself,
 // or, for a sandboxed plugin, the launcher that confines it first (package
-// confine). socketDir is the folder its go-plugin socket goes in; done
+// sandbox). socketDir is the folder its go-plugin socket goes in; done
 // removes what command made for this process; cg is its cgroup, nil
 // without one. inherit is how many descriptors the caller adds in
 // cmd.ExtraFiles (the call lanes): the launcher closes every other one but
 // stdin, stdout and stderr.
-func (m *Manager) command(spec Spec, inherit int) (cmd *exec.Cmd, socketDir string, cg *confine.Cgroup, eg *egressRun, done func(), err error) {
+func (m *Manager) command(spec Spec, inherit int) (cmd *exec.Cmd, socketDir string, cg *sandbox.Cgroup, eg *egressRun, done func(), err error) {
 	done = func() {}
 	if spec.Sandbox == nil {
 		return exec.Command(spec.Path, spec.Args...), m.socketDir, nil, nil, done, nil
@@ -52,12 +52,12 @@ func (m *Manager) command(spec Spec, inherit int) (cmd *exec.Cmd, socketDir stri
 	if err != nil {
 		m.log.Warn("sandboxed plugin: no mount namespace", "plugin", spec.Name, "error", err)
 	}
-	support := confine.Detect(launcher)
+	support := sandbox.Detect(launcher)
 	// A cgroup of its own, where the host can make one: the memory and
 	// process limits then hold for all it does, and whatever it leaves
 	// running is killed once it has ended.
 	if support.Cgroup != "" {
-		if cg, err = confine.NewCgroup(spec.Name, pol.Limits); err != nil {
+		if cg, err = sandbox.NewCgroup(spec.Name, pol.Limits); err != nil {
 			done()
 			return nil, "", nil, nil, func() {}, err
 		}
@@ -86,7 +86,7 @@ func (m *Manager) command(spec Spec, inherit int) (cmd *exec.Cmd, socketDir stri
 	if eg != nil {
 		proxyPort = eg.port
 	}
-	cmd, err = confine.Command(confine.Launch{
+	cmd, err = sandbox.Command(sandbox.Launch{
 		Launcher:  launcher,
 		Policy:    pol,
 		Cgroup:    cg,
@@ -108,17 +108,17 @@ func (m *Manager) command(spec Spec, inherit int) (cmd *exec.Cmd, socketDir stri
 	return cmd, socketDir, cg, eg, done, nil
 }
 
-// launcher is the binary that serves confine.Subcommand.
+// launcher is the binary that serves sandbox.Subcommand.
 func (m *Manager) launcher() (string, error) {
 	if m.opts.Launcher != "" {
 		return m.opts.Launcher, nil
 	}
-	return confine.Executable()
+	return sandbox.Executable()
 }
 
 // sandboxEnv is the declared environment of a sandboxed plugin, in a
 // stable order.
-func sandboxEnv(p *confine.Policy) []string {
+func sandboxEnv(p *sandbox.Policy) []string {
 	if p == nil {
 		return nil
 	}
@@ -144,7 +144,7 @@ func checkSum(path string, sc *plugin.SecureConfig) error {
 }
 
 func chownUser(dir, name string) error {
-	uid, gid, err := confine.UserIDs(name)
+	uid, gid, err := sandbox.UserIDs(name)
 	if err != nil {
 		return err
 	}
@@ -162,7 +162,7 @@ func socketGroup(spec Spec) (string, error) {
 	if spec.Sandbox == nil || spec.Sandbox.User == "" || os.Geteuid() != 0 {
 		return "", nil
 	}
-	_, gid, err := confine.UserIDs(spec.Sandbox.User)
+	_, gid, err := sandbox.UserIDs(spec.Sandbox.User)
 	if err != nil {
 		return "", err
 	}
@@ -170,13 +170,13 @@ func socketGroup(spec Spec) (string, error) {
 }
 
 // Sandbox says what of the plugin's sandbox the host enforces.
-func (m *Manager) sandbox(spec Spec) confine.Enforcement {
+func (m *Manager) sandbox(spec Spec) sandbox.Enforcement {
 	if spec.Sandbox == nil {
-		return confine.Off
+		return sandbox.Off
 	}
 	launcher, err := m.launcher()
 	if err != nil {
-		return confine.Enforcement{State: confine.StatePartial, Gaps: []confine.Gap{{Part: confine.PartFilesystem, Why: err.Error()}}}
+		return sandbox.Enforcement{State: sandbox.StatePartial, Gaps: []sandbox.Gap{{Part: sandbox.PartFilesystem, Why: err.Error()}}}
 	}
-	return spec.Sandbox.Enforcement(confine.Detect(launcher), os.Geteuid())
+	return spec.Sandbox.Enforcement(sandbox.Detect(launcher), os.Geteuid())
 }

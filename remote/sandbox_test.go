@@ -16,10 +16,10 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/plugkit-go/plugkit/confine"
 	"github.com/plugkit-go/plugkit/internal/testkit/conformance"
 	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
 	"github.com/plugkit-go/plugkit/remote"
+	"github.com/plugkit-go/plugkit/sandbox"
 )
 
 // hostSecret is host memory the hostile plugin tries to read.
@@ -156,12 +156,12 @@ func (w *hostileWorld) attempts() []attempt {
 
 // hostilePolicy is the hostile plugin's sandbox: read allowed, write out,
 // no network, limits, and (for a root host) user.
-func (w *hostileWorld) policy(user string) *confine.Policy {
-	return &confine.Policy{
+func (w *hostileWorld) policy(user string) *sandbox.Policy {
+	return &sandbox.Policy{
 		Read:    []string{w.allowed},
 		Write:   []string{w.out},
-		Network: confine.Network{Mode: confine.NetworkNone},
-		Limits:  confine.Limits{Memory: 256 << 20, OpenFiles: 256, Processes: 64, CPU: time.Minute},
+		Network: sandbox.Network{Mode: sandbox.NetworkNone},
+		Limits:  sandbox.Limits{Memory: 256 << 20, OpenFiles: 256, Processes: 64, CPU: time.Minute},
 		User:    user,
 	}
 }
@@ -190,40 +190,40 @@ func tryHostile(t *testing.T, h *processHost, args map[string]any) (hostileOutco
 // process limit (and the status says so) but every other attempt fails.
 func TestSandboxHostilePlugin(t *testing.T) {
 	bin := hostilePlugin(t)
-	sup := confine.Detect(launcherOf(t))
+	sup := sandbox.Detect(launcherOf(t))
 	if sup.LandlockABI < 6 || !sup.NetNS {
 		t.Skipf("the kernel cannot confine every part (%s); the sandbox tests need Landlock ABI 6 and network namespaces", sup)
 	}
 	w := newHostileWorld(t)
 	type mode struct {
 		name       string
-		policy     *confine.Policy
+		policy     *sandbox.Policy
 		state      string
 		unconfined []string // attempts expected to get through confined
 	}
-	modes := []mode{{name: "unconfined", state: confine.StateOff}}
+	modes := []mode{{name: "unconfined", state: sandbox.StateOff}}
 	if os.Geteuid() == 0 {
 		if _, err := user.Lookup("nobody"); err != nil {
 			t.Fatalf("a root host confines the process limit with user nobody: %v", err)
 		}
-		asRoot := mode{name: "confined as root", policy: w.policy(""), state: confine.StatePartial, unconfined: []string{"fork 1000 processes"}}
-		if slices.Contains(sup.CgroupControllers, confine.ControllerPids) {
+		asRoot := mode{name: "confined as root", policy: w.policy(""), state: sandbox.StatePartial, unconfined: []string{"fork 1000 processes"}}
+		if slices.Contains(sup.CgroupControllers, sandbox.ControllerPids) {
 			// Its cgroup's pids.max holds root too.
-			asRoot.state, asRoot.unconfined = confine.StateEnforced, nil
+			asRoot.state, asRoot.unconfined = sandbox.StateEnforced, nil
 		}
 		modes = append(modes,
-			mode{name: "confined as nobody", policy: w.policy("nobody"), state: confine.StateEnforced},
+			mode{name: "confined as nobody", policy: w.policy("nobody"), state: sandbox.StateEnforced},
 			asRoot)
 	} else {
 		// Without a cgroup, the memory limit is RLIMIT_DATA only (status
 		// says so), which refuses the private allocation it tries.
-		state := confine.StatePartial
-		if slices.Contains(sup.CgroupControllers, confine.ControllerMemory) {
-			state = confine.StateEnforced
+		state := sandbox.StatePartial
+		if slices.Contains(sup.CgroupControllers, sandbox.ControllerMemory) {
+			state = sandbox.StateEnforced
 		}
 		modes = append(modes, mode{name: "confined", policy: w.policy(""), state: state})
 	}
-	if slices.Contains(sup.CgroupControllers, confine.ControllerMemory) {
+	if slices.Contains(sup.CgroupControllers, sandbox.ControllerMemory) {
 		// The cgroup counts pages, not address space, and RLIMIT_DATA is
 		// then not set: reserving 512 MiB and touching two pages of it
 		// costs 8 KiB, and goes through. Memory actually used past the
@@ -289,7 +289,7 @@ func contains(list []string, s string) bool {
 // launcherOf is the launcher the tests' managers use: the test binary.
 func launcherOf(t *testing.T) string {
 	t.Helper()
-	p, err := confine.Executable()
+	p, err := sandbox.Executable()
 	must(t, err)
 	return p
 }
@@ -299,7 +299,7 @@ func launcherOf(t *testing.T) string {
 // the same sandbox, so what it reads is still confined.
 func TestSandboxExecDeclared(t *testing.T) {
 	bin := hostilePlugin(t)
-	sup := confine.Detect(launcherOf(t))
+	sup := sandbox.Detect(launcherOf(t))
 	if sup.LandlockABI < 1 {
 		t.Skipf("no Landlock: %s", sup)
 	}

@@ -9,8 +9,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/plugkit-go/plugkit/confine"
 	"github.com/plugkit-go/plugkit/egress"
+	"github.com/plugkit-go/plugkit/sandbox"
 	"github.com/plugkit-go/plugkit/tokenexchange"
 )
 
@@ -43,9 +43,9 @@ type Spec struct {
 	// runs unchanged.
 	EnabledTools  []string
 	DisabledTools []string
-	// Sandbox, when set, confines the process (package confine): the
+	// Sandbox, when set, confines the process (package sandbox): the
 	// launcher applies it between fork and exec.
-	Sandbox *confine.Policy
+	Sandbox *sandbox.Policy
 	// MaxResultBytes bounds a result of one of the plugin's tools (larger
 	// ends the call TOOL_ERROR before any stage-4 listener sees it) and the
 	// values its result observers receive (larger arrives as size, digest
@@ -129,7 +129,7 @@ type Options struct {
 	// makes no call for real: `host test` without a case that executes.
 	ExplainOnly bool
 	// Launcher is the binary that confines a sandboxed plugin before
-	// exec'ing it: any binary that imports package confine serves its
+	// exec'ing it: any binary that imports package sandbox serves its
 	// hidden subcommand. The default is the running executable.
 	Launcher string
 	// ReceiptsFrom names the plugin whose receipts the host hands back
@@ -142,7 +142,7 @@ type Options struct {
 	// registry): a sandboxed plugin whose write paths reach one, as
 	// written or through a symbolic link made since, is not started, at
 	// any start (first, reload, crash restart).
-	Guarded []confine.Guarded
+	Guarded []sandbox.Guarded
 	Logger  hclog.Logger
 	// OnRPC, when set, is told how long each call into a plugin's handler
 	// took, by plugin and kind (tool, pre_execute, guard, execute,

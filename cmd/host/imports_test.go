@@ -20,7 +20,7 @@ func TestCLIImportsOnlyWhatACommandNeeds(t *testing.T) {
 		"shared/secrets",           // what a printed result hides
 		"shared/wire",              // the plugin protocol's version, in `host version`
 		"authn",                    // `host key`: an API key's hash and the keys file
-		"confine", "confine/early", // the sandbox launcher, which the host binary is too
+		"sandbox", "sandbox/early", // the sandbox launcher, which the host binary is too
 		"internal/lineage",       // finding the hosts running on this machine
 		"internal/hclbound",      // reading a policy test's case file
 		"plugins/audit/auditlog", // `host replay` reads an audit log

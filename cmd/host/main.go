@@ -12,11 +12,11 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/plugkit-go/plugkit/confine"
+	"github.com/plugkit-go/plugkit/sandbox"
 	// The host binary is the launcher of its sandboxed plugins: early
 	// serves the launcher before the packages only the host needs
 	// initialize.
-	_ "github.com/plugkit-go/plugkit/confine/early"
+	_ "github.com/plugkit-go/plugkit/sandbox/early"
 )
 
 // quietRedis drops go-redis's own log lines (a failed dial, for one): the
@@ -29,7 +29,7 @@ func (quietRedis) Printf(context.Context, string, ...any) {}
 func main() {
 	// `host sandbox-exec`, hidden: the launcher of a sandboxed plugin
 	// (served already by early; said again here, where a reader looks).
-	confine.RunIfLauncher()
+	sandbox.RunIfLauncher()
 	redis.SetLogger(quietRedis{})
 	ctx, stop := signalContext(os.Stderr, os.Exit)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)

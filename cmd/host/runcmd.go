@@ -9,9 +9,9 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/plugkit-go/plugkit/confine"
 	"github.com/plugkit-go/plugkit/deployment"
 	"github.com/plugkit-go/plugkit/host"
+	"github.com/plugkit-go/plugkit/sandbox"
 	"github.com/plugkit-go/plugkit/server"
 )
 
@@ -41,7 +41,7 @@ func validate(ctx context.Context, e *env, _ []string) error {
 		// What holds each egress list: the proxy in the plugin's own
 		// network namespace, or the weaker fallback without one.
 		for _, p := range d.Plugins {
-			if pol := p.Sandbox.Policy(); pol != nil && pol.Network.Mode == confine.NetworkEgress {
+			if pol := p.Sandbox.Policy(); pol != nil && pol.Network.Mode == sandbox.NetworkEgress {
 				fmt.Fprintf(e.stdout, "egress of %s (%s): %s\n", p.Name, pol.Network, pol.Enforcement(sup, os.Geteuid()).Egress)
 			}
 		}

@@ -13,7 +13,7 @@
 //     user, and of root.
 //   - its mount namespace: where the kernel allows one, the sandbox
 //     launcher gives each sandboxed plugin a mount namespace of its own,
-//     holding a read-only tmpfs named confine.MarkSource (mounted on the
+//     holding a read-only tmpfs named sandbox.MarkSource (mounted on the
 //     registry folder) and with the hosts' admin sockets hidden. Everything
 //     the plugin starts stays in that namespace, or in one copied from it,
 //     with the mark: a descendant that detaches by double fork (re-parented

@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plugkit-go/plugkit/confine"
+	"github.com/plugkit-go/plugkit/sandbox"
 )
 
-// The test binary serves confine's launcher (TestMain).
+// The test binary serves sandbox's launcher (TestMain).
 
 // TestDetachedDescendantKeepsMark starts a sandboxed shell that detaches
 // a child (setsid, then the shell exits: the child is re-parented away
@@ -21,11 +21,11 @@ import (
 // child by its mount namespace. A process of the test's own namespace is
 // not refused.
 func TestDetachedDescendantKeepsMark(t *testing.T) {
-	self, err := confine.Executable()
+	self, err := sandbox.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := confine.Detect(self)
+	s := sandbox.Detect(self)
 	if !s.MountNS {
 		t.Skipf("kernel: %s", s)
 	}
@@ -34,9 +34,9 @@ func TestDetachedDescendantKeepsMark(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd, err := confine.Command(confine.Launch{
+	cmd, err := sandbox.Command(sandbox.Launch{
 		Launcher: self, Support: s, MarkDir: mark, SocketDir: t.TempDir(),
-		Policy: confine.Policy{Exec: []string{"/bin", "/usr/bin"}},
+		Policy: sandbox.Policy{Exec: []string{"/bin", "/usr/bin"}},
 		Binary: "/bin/sh",
 		Args:   []string{"-c", "setsid sleep 60 </dev/null >/dev/null 2>&1 & echo $!"},
 	})

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/plugkit-go/plugkit/confine"
+	"github.com/plugkit-go/plugkit/sandbox"
 )
 
 // record is a host's entry in the registry.
@@ -48,7 +48,7 @@ func registries() []string {
 }
 
 // Sockets returns the admin sockets of the running hosts this process's
-// plugins could reach (package confine hides them in a sandboxed plugin's
+// plugins could reach (package sandbox hides them in a sandboxed plugin's
 // mount namespace). A record whose process is gone, or is another process
 // with its pid, is skipped, as is a registry folder that is not its user's
 // alone.
@@ -100,7 +100,7 @@ var ownMountNS = sync.OnceValues(func() (string, error) { return os.Readlink("/p
 
 // markField is how the mark appears in mountinfo: after the " - "
 // separator, the file system type and the source.
-var markField = []byte(" - tmpfs " + confine.MarkSource + " ")
+var markField = []byte(" - tmpfs " + sandbox.MarkSource + " ")
 
 // checkMount refuses a process in a plugin's mount namespace (see the
 // package doc). A process in this one is cleared by one readlink; for

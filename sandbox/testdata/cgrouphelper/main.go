@@ -1,4 +1,4 @@
-// Command cgrouphelper is what confine's cgroup tests start in a cgroup:
+// Command cgrouphelper is what sandbox's cgroup tests start in a cgroup:
 // "shared" holds shared memory (anonymous, then memfd) 64 MiB at a time up
 // to 1 GiB, which RLIMIT_DATA does not count; "fork" starts sleepers, each
 // in a session of its own, until a start fails, prints their pids, and

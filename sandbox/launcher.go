@@ -1,4 +1,4 @@
-package confine
+package sandbox
 
 import (
 	"debug/elf"
@@ -22,8 +22,8 @@ import (
 // launcher (os.Args[1] is Subcommand) and never returns then; otherwise it
 // returns at once. A binary that starts sandboxed plugins through itself
 // (the host, a test binary in its TestMain) calls it before anything else;
-// the host imports package confine/early, which calls it while the binary
-// initializes. Importing confine alone never ends a process.
+// the host imports package sandbox/early, which calls it while the binary
+// initializes. Importing sandbox alone never ends a process.
 func RunIfLauncher() {
 	if len(os.Args) > 1 && os.Args[1] == Subcommand {
 		os.Exit(Main(os.Args[2:]))

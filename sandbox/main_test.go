@@ -1,4 +1,4 @@
-package confine
+package sandbox
 
 import (
 	"os"
@@ -6,7 +6,7 @@ import (
 )
 
 // TestMain: the test binary is the launcher of the commands the tests
-// confine.
+// sandbox.
 func TestMain(m *testing.M) {
 	RunIfLauncher()
 	os.Exit(m.Run())

@@ -1,4 +1,4 @@
-package confine
+package sandbox
 
 import (
 	"errors"
@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// The test binary is a launcher too: confine's init serves Subcommand.
+// The test binary is a launcher too: sandbox's init serves Subcommand.
 
 func TestEnforcement(t *testing.T) {
 	full := Support{LandlockABI: 7, NetNS: true, MountNS: true}
@@ -206,7 +206,7 @@ func TestLaunchHidesSocketsUnprivileged(t *testing.T) {
 	if err := errors.Join(os.Chmod(dir, 0o755), os.Mkdir(tmp, 0o777), os.Chmod(tmp, 0o1777)); err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(dir, "confine.test")
+	bin := filepath.Join(dir, "sandbox.test")
 	src, err := os.ReadFile(launcher(t))
 	if err != nil {
 		t.Fatal(err)

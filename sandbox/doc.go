@@ -1,4 +1,4 @@
-// Package confine runs a plugin process with least privilege: a Policy
+// Package sandbox runs a plugin process with least privilege: a Policy
 // (what it may read, write and execute, its network, its resource limits,
 // its user) is applied by a small launcher between fork and exec, so it is
 // in force before the plugin's first instruction and the plugin cannot lift
@@ -39,4 +39,4 @@
 // Detect says what the running kernel supports, and Policy.Enforcement what
 // of a policy it can enforce: a weaker kernel confines less, which the host
 // reports (and refuses for a policy marked Required).
-package confine
+package sandbox
