@@ -200,46 +200,10 @@ func (m *Manager) launch(ctx context.Context, spec Spec) (*instance, error) {
 		return nil, fmt.Errorf("plugin %s: %w", spec.Name, err)
 	}
 	stderr := &stderrTail{}
-	cfg := &plugin.ClientConfig{
-		HandshakeConfig:  wire.Handshake,
-		VersionedPlugins: wire.VersionedClientPlugins(m.opts.MaxMessageBytes),
-		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
-		AutoMTLS:         !m.opts.DisableMTLS,
-		Logger:           goPluginLog{log},
-		// go-plugin relays each stderr line to Logger and copies it here.
-		Stderr:          stderr,
-		GRPCDialOptions: dial,
-		SkipHostEnv:     true,
-		// No broker multiplexing: the plugin's connection is plain gRPC
-		// over its Unix socket, and the host's callback service gets a
-		// socket of its own that the plugin dials once, at its first
-		// Apply. A plugin in any language can then speak the protocol
-		// with a stock gRPC library (multiplexing would make it speak
-		// yamux on its socket), and a Go plugin's calls are faster
-		// without the yamux layer (see docs/remote-call-profile.md).
-		GRPCBrokerMultiplex: false,
-		StartTimeout:        m.opts.StartTimeout,
-		UnixSocketConfig:    &plugin.UnixSocketConfig{TempDir: socketDir, Group: group},
-		// go-plugin passes the environment it sets (the magic cookie,
-		// the socket folder, its certificate) in a command of its own.
-		RunnerFunc: func(_ hclog.Logger, gp *exec.Cmd, _ string) (runner.Runner, error) {
-			cmd.Env = append(cmd.Env, gp.Env...)
-			return newProcessRunner(cmd)
-		},
-	}
-	if spec.SHA256 != "" {
-		sum, err := hex.DecodeString(spec.SHA256)
-		if err != nil || len(sum) != sha256.Size {
-			cleanup()
-			return nil, fmt.Errorf("plugin %s: sha256 %q is not a hex SHA-256 digest", spec.Name, spec.SHA256)
-		}
-		// Checked here rather than by go-plugin (SecureConfig), which would
-		// hash what it starts: nothing, with a runner of our own, and the
-		// launcher for a sandboxed plugin.
-		if err := checkSum(spec.Path, &plugin.SecureConfig{Checksum: sum, Hash: sha256.New()}); err != nil {
-			cleanup()
-			return nil, fmt.Errorf("plugin %s: start %s: %w", spec.Name, spec.Path, err)
-		}
+	cfg := m.clientConfig(cmd, log, stderr, dial, &plugin.UnixSocketConfig{TempDir: socketDir, Group: group})
+	if err := verifySum(spec); err != nil {
+		cleanup()
+		return nil, err
 	}
 	// Before the start: a change after it reads as a change (see Pin).
 	binary, binaryOK := statBinary(spec.Path)
@@ -309,6 +273,57 @@ func (m *Manager) launch(ctx context.Context, spec Spec) (*instance, error) {
 		go in.serveCallbacks()
 	}
 	return in, nil
+}
+
+// clientConfig is go-plugin's configuration for starting cmd: the plugin
+// protocol over gRPC alone, its stderr relayed to log and kept in stderr,
+// its sockets where sockets says, and cmd run by a runner of our own.
+func (m *Manager) clientConfig(cmd *exec.Cmd, log hclog.Logger, stderr *stderrTail, dial []grpc.DialOption, sockets *plugin.UnixSocketConfig) *plugin.ClientConfig {
+	return &plugin.ClientConfig{
+		HandshakeConfig:  wire.Handshake,
+		VersionedPlugins: wire.VersionedClientPlugins(m.opts.MaxMessageBytes),
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		AutoMTLS:         !m.opts.DisableMTLS,
+		Logger:           goPluginLog{log},
+		// go-plugin relays each stderr line to Logger and copies it here.
+		Stderr:          stderr,
+		GRPCDialOptions: dial,
+		SkipHostEnv:     true,
+		// No broker multiplexing: the plugin's connection is plain gRPC
+		// over its Unix socket, and the host's callback service gets a
+		// socket of its own that the plugin dials once, at its first
+		// Apply. A plugin in any language can then speak the protocol
+		// with a stock gRPC library (multiplexing would make it speak
+		// yamux on its socket), and a Go plugin's calls are faster
+		// without the yamux layer (see docs/remote-call-profile.md).
+		GRPCBrokerMultiplex: false,
+		StartTimeout:        m.opts.StartTimeout,
+		UnixSocketConfig:    sockets,
+		// go-plugin passes the environment it sets (the magic cookie,
+		// the socket folder, its certificate) in a command of its own.
+		RunnerFunc: func(_ hclog.Logger, gp *exec.Cmd, _ string) (runner.Runner, error) {
+			cmd.Env = append(cmd.Env, gp.Env...)
+			return newProcessRunner(cmd)
+		},
+	}
+}
+
+// verifySum checks the plugin's binary against the spec's SHA-256, when it
+// names one.
+func verifySum(spec Spec) error {
+	if spec.SHA256 != "" {
+		sum, err := hex.DecodeString(spec.SHA256)
+		if err != nil || len(sum) != sha256.Size {
+			return fmt.Errorf("plugin %s: sha256 %q is not a hex SHA-256 digest", spec.Name, spec.SHA256)
+		}
+		// Checked here rather than by go-plugin (SecureConfig), which would
+		// hash what it starts: nothing, with a runner of our own, and the
+		// launcher for a sandboxed plugin.
+		if err := checkSum(spec.Path, &plugin.SecureConfig{Checksum: sum, Hash: sha256.New()}); err != nil {
+			return fmt.Errorf("plugin %s: start %s: %w", spec.Name, spec.Path, err)
+		}
+	}
+	return nil
 }
 
 // describe asks the plugin what it is. prepare is the config its first
