@@ -190,7 +190,7 @@ mount --bind /dev %[1]q/dev
 // podManifests reads the Deployment and the ConfigMaps' data, by name.
 func podManifests(t *testing.T) (*appsv1.Deployment, map[string]map[string]string) {
 	t.Helper()
-	dir := filepath.Join("..", "..", "deploy", "kubernetes")
+	dir := filepath.Join("..", "..", "packaging", "kubernetes")
 	var dep appsv1.Deployment
 	data, err := os.ReadFile(filepath.Join(dir, "deployment.yaml"))
 	if err != nil {
