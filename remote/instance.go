@@ -30,16 +30,72 @@ import (
 
 // instance is one running plugin process.
 type instance struct {
+	process
+	connection
+	telemetry
+
 	// live are the calls in flight on the plugin's tools, which the
 	// plugin may put a question to the caller for (Host.Elicit).
 	live   liveCalls
 	elicit ElicitFunc // Options.Elicit
+	spec   Spec
+	name   string
+	log    hclog.Logger
+	tokens *tokenexchange.Broker // Options.Tokens
+	obs    *observers
+	// scope is the version of the plugin this process serves (set by apply).
+	scope *kernel.Scope
+	// durable takes its result listeners when the plugin is critical.
+	durable *durableResults
+	// mp is the plugin of a critical process, whose pre-execute listeners
+	// and guards retry a call alone when the process dies during it
+	// (solo.go); nil otherwise. solo is the gate a retry alone in this
+	// process waits at.
+	mp   *managed
+	solo soloGate
+	// preFilters, preWrappers and guards are the listeners the process
+	// registered, each kind in order: a listener's slot names it in the
+	// next process too.
+	preMu       sync.Mutex
+	preFilters  []preFilter
+	preWrappers []preFilter
+	guards      []preFilter
+}
+
+// process is the plugin's process: how it was started, from which binary,
+// under what bounds, and how it is stopped.
+type process struct {
 	// egress is the process's egress proxy, nil without an egress list.
-	egress     *egressRun
-	spec       Spec
-	name       string
-	log        hclog.Logger
-	gp         *plugin.Client
+	egress  *egressRun
+	gp      *plugin.Client
+	cmd     *exec.Cmd   // go-plugin's: it runs and waits for it
+	stderr  *stderrTail // the last lines of the process's stderr
+	pid     int
+	started time.Time
+	// startTook is how long the process took from spawn to a connected
+	// client (the handshake, AutoMTLS included).
+	startTook time.Duration
+	// binary is the binary's file as the process was started from it.
+	binary   binaryID
+	binaryOK bool
+	stopOnce sync.Once
+	stopping chan struct{} // closed when the host stops it on purpose
+	// cleanup removes what was made for this process (a sandboxed plugin's
+	// own socket folder, its cgroup); it runs once the process has ended.
+	cleanup func()
+	// cgroup is a sandboxed process's own cgroup; nil without one.
+	cgroup *sandbox.Cgroup
+	// crashedAt is when watch counted this process's exit as a crash
+	// (guarded by mp.mu): the entry a proven crashing argument takes back.
+	crashedAt time.Time
+	// soloRetry is set while a call is retried alone in this process: its
+	// death then is the call's doing and not counted as a crash.
+	soloRetry atomic.Bool
+}
+
+// connection is the host's link to the process: the gRPC client, the call
+// lanes, the Host service it calls back, and what its Describe declared.
+type connection struct {
 	client     *wire.PluginClient
 	calls      *calls // the stage handlers' calls: as frames, or as RPCs
 	unaryCalls bool   // Options.UnaryCalls
@@ -60,64 +116,24 @@ type instance struct {
 	// host is the Host service of the version the process serves (set at
 	// apply), which answers the calls back on the callback lane.
 	host            atomic.Pointer[hostService]
-	traceCallbacks  grpc.UnaryServerInterceptor // the server span of a traced call back on the lane
-	tracerProvider  trace.TracerProvider        // Options.TracerProvider
-	cmd             *exec.Cmd                   // go-plugin's: it runs and waits for it
-	stderr          *stderrTail                 // the last lines of the process's stderr
-	pid             int
-	started         time.Time
+	serveHost       []grpc.ServerOption // options of the Host service's server
 	maxMessage      int
 	listenerTimeout time.Duration
-	tokens          *tokenexchange.Broker // Options.Tokens
 	drainTimeout    time.Duration
-	onRPC           func(plugin, kind string, d time.Duration)  // Options.OnRPC
-	exportSpans     func(context.Context, string, []byte) error // Options.ExportSpans
-	spanBatches     *rate.Limiter                               // bounds ExportSpans
-	spansDropped    atomic.Int64                                // span batches refused so far
-	onUpdated       func(plugin, uri string)                    // Options.OnResourceUpdated
-	updates         *rate.Limiter                               // bounds ResourceUpdated
-	updatesDropped  atomic.Int64                                // updates refused so far
-	serveHost       []grpc.ServerOption                         // options of the Host service's server
-	obs             *observers
-	// scope is the version of the plugin this process serves (set by apply).
-	scope *kernel.Scope
-	// durable takes its result listeners when the plugin is critical.
-	durable *durableResults
-	// mp is the plugin of a critical process, whose pre-execute listeners
-	// and guards retry a call alone when the process dies during it
-	// (solo.go); nil otherwise. solo is the gate a retry alone in this
-	// process waits at.
-	mp   *managed
-	solo soloGate
-	// preFilters, preWrappers and guards are the listeners the process
-	// registered, each kind in order: a listener's slot names it in the
-	// next process too.
-	preMu       sync.Mutex
-	preFilters  []preFilter
-	preWrappers []preFilter
-	guards      []preFilter
-	// soloRetry is set while a call is retried alone in this process: its
-	// death then is the call's doing and not counted as a crash.
-	soloRetry atomic.Bool
-	// crashedAt is when watch counted this process's exit as a crash
-	// (guarded by mp.mu): the entry a proven crashing argument takes back.
-	crashedAt time.Time
+}
 
-	stopOnce sync.Once
-	stopping chan struct{} // closed when the host stops it on purpose
-	// cleanup removes what was made for this process (a sandboxed plugin's
-	// own socket folder, its cgroup); it runs once the process has ended.
-	cleanup func()
-	// cgroup is a sandboxed process's own cgroup; nil without one.
-	cgroup *sandbox.Cgroup
-
-	// startTook is how long the process took from spawn to a connected
-	// client (the handshake, AutoMTLS included).
-	startTook time.Duration
-	// binary is the binary's file as the process was started from it.
-	binary   binaryID
-	binaryOK bool
-
+// telemetry is what the process reports and is measured by: spans, RPC
+// times, resource updates (each bounded), and the problem it last reported.
+type telemetry struct {
+	traceCallbacks grpc.UnaryServerInterceptor                 // the server span of a traced call back on the lane
+	tracerProvider trace.TracerProvider                        // Options.TracerProvider
+	onRPC          func(plugin, kind string, d time.Duration)  // Options.OnRPC
+	exportSpans    func(context.Context, string, []byte) error // Options.ExportSpans
+	spanBatches    *rate.Limiter                               // bounds ExportSpans
+	spansDropped   atomic.Int64                                // span batches refused so far
+	onUpdated      func(plugin, uri string)                    // Options.OnResourceUpdated
+	updates        *rate.Limiter                               // bounds ResourceUpdated
+	updatesDropped atomic.Int64                                // updates refused so far
 	// problem is what the process last reported keeps it from doing its
 	// job (Host.ReportProblem); "" when nothing does.
 	problemMu sync.Mutex
@@ -229,35 +245,41 @@ func (m *Manager) launch(ctx context.Context, spec Spec) (*instance, error) {
 		return fail("connect", err)
 	}
 	in := &instance{
-		egress:          eg,
-		spec:            spec,
-		name:            spec.Name,
-		log:             log,
-		gp:              gp,
-		client:          raw.(*wire.PluginClient),
-		cmd:             cmd,
-		stderr:          stderr,
-		started:         time.Now(),
-		startTook:       time.Since(began),
-		maxMessage:      m.opts.MaxMessageBytes,
-		listenerTimeout: m.opts.ListenerTimeout,
-		tokens:          m.opts.Tokens,
-		unaryCalls:      m.opts.UnaryCalls,
-		lanes:           lanes,
-		tracerProvider:  m.opts.TracerProvider,
-		onRPC:           m.opts.OnRPC,
-		exportSpans:     m.opts.ExportSpans,
-		onUpdated:       m.opts.OnResourceUpdated,
-		updates:         rate.NewLimiter(updatesPerSecond, 2*updatesPerSecond),
-		elicit:          m.opts.Elicit,
-		spanBatches:     rate.NewLimiter(spanBatchesPerSecond, 2*spanBatchesPerSecond),
-		serveHost:       serveHost,
-		drainTimeout:    m.opts.DrainTimeout,
-		stopping:        make(chan struct{}),
-		cleanup:         cleanup,
-		cgroup:          cgroup,
-		binary:          binary,
-		binaryOK:        binaryOK,
+		spec:   spec,
+		name:   spec.Name,
+		log:    log,
+		tokens: m.opts.Tokens,
+		elicit: m.opts.Elicit,
+		process: process{
+			egress:    eg,
+			gp:        gp,
+			cmd:       cmd,
+			stderr:    stderr,
+			started:   time.Now(),
+			startTook: time.Since(began),
+			stopping:  make(chan struct{}),
+			cleanup:   cleanup,
+			cgroup:    cgroup,
+			binary:    binary,
+			binaryOK:  binaryOK,
+		},
+		connection: connection{
+			client:          raw.(*wire.PluginClient),
+			maxMessage:      m.opts.MaxMessageBytes,
+			listenerTimeout: m.opts.ListenerTimeout,
+			unaryCalls:      m.opts.UnaryCalls,
+			lanes:           lanes,
+			serveHost:       serveHost,
+			drainTimeout:    m.opts.DrainTimeout,
+		},
+		telemetry: telemetry{
+			tracerProvider: m.opts.TracerProvider,
+			onRPC:          m.opts.OnRPC,
+			exportSpans:    m.opts.ExportSpans,
+			onUpdated:      m.opts.OnResourceUpdated,
+			updates:        rate.NewLimiter(updatesPerSecond, 2*updatesPerSecond),
+			spanBatches:    rate.NewLimiter(spanBatchesPerSecond, 2*spanBatchesPerSecond),
+		},
 	}
 	// The process is ours (the runner started cmd); go-plugin's
 	// ReattachConfig knows a pid only when it started the command itself.

@@ -22,9 +22,11 @@ func TestResourceUpdatedBounded(t *testing.T) {
 	in := &instance{
 		name: "P",
 		log:  hclog.NewNullLogger(),
-		// No refill: exactly the burst gets through, however fast.
-		updates:   rate.NewLimiter(0, 3),
-		onUpdated: func(plugin, uri string) { got = append(got, update{plugin, uri}) },
+		telemetry: telemetry{
+			// No refill: exactly the burst gets through, however fast.
+			updates:   rate.NewLimiter(0, 3),
+			onUpdated: func(plugin, uri string) { got = append(got, update{plugin, uri}) },
+		},
 	}
 	h := newHostService(in, nil)
 	for _, uri := range []string{"", strings.Repeat("x", maxURIBytes+1)} {

@@ -19,10 +19,12 @@ import (
 func TestExportSpansBounded(t *testing.T) {
 	var exported atomic.Int64
 	in := &instance{
-		name:        "P",
-		log:         hclog.NewNullLogger(),
-		spanBatches: rate.NewLimiter(spanBatchesPerSecond, 2*spanBatchesPerSecond),
-		exportSpans: func(context.Context, string, []byte) error { exported.Add(1); return nil },
+		name: "P",
+		log:  hclog.NewNullLogger(),
+		telemetry: telemetry{
+			spanBatches: rate.NewLimiter(spanBatchesPerSecond, 2*spanBatchesPerSecond),
+			exportSpans: func(context.Context, string, []byte) error { exported.Add(1); return nil },
+		},
 	}
 	h := newHostService(in, nil)
 	refused := 0

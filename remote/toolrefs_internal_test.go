@@ -22,7 +22,7 @@ func TestExecutionByRef(t *testing.T) {
 	}
 	e := pipeline.NewExecution("1", "t", "c", &info, "{}")
 
-	in := &instance{refs: &toolRefs{}}
+	in := &instance{connection: connection{refs: &toolRefs{}}}
 	x, seen := in.execution(e)
 	if x.GetTool() == nil || x.GetToolRef() != info.Revision() {
 		t.Fatalf("first request: tool %v ref %d", x.GetTool(), x.GetToolRef())
@@ -35,7 +35,7 @@ func TestExecutionByRef(t *testing.T) {
 		t.Fatalf("after the answer: tool %v ref %d", x.GetTool(), x.GetToolRef())
 	}
 
-	obs := &instance{refs: &toolRefs{}}
+	obs := &instance{connection: connection{refs: &toolRefs{}}}
 	if x := obs.observedExecution(e); x.GetTool() == nil {
 		t.Fatal("the first queued result went by ref alone")
 	}
