@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"mime"
 	"net"
 	"net/http"
@@ -51,20 +50,14 @@ func (s *Server) hotStateless(next http.Handler) http.Handler {
 			return
 		}
 		limit := s.opts.Limits.MaxBodyBytes
-		body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+		body, err := bufferBody(r, limit)
 		if err != nil || int64(len(body)) > limit {
-			// Put back what was read: the SDK says what it says of a body
-			// too large or cut short.
-			r.Body = struct {
-				io.Reader
-				io.Closer
-			}{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
+			// The SDK says what it says of a body too large or cut short.
 			next.ServeHTTP(w, r)
 			return
 		}
 		id, p, ok := s.plainStatelessCall(r.Header, body)
 		if !ok {
-			r.Body = io.NopCloser(bytes.NewReader(body))
 			next.ServeHTTP(w, r)
 			return
 		}

@@ -38,8 +38,9 @@ func exactIDs(maxBody int64, next http.Handler) http.Handler {
 			return
 		}
 		// httplimit.Limits.Body has read the body into memory already;
-		// the limit only matters for a handler served without it.
-		body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+		// the limit only matters for a handler served without it. The
+		// drain check and the hot path may have buffered it: one read.
+		body, err := bufferBody(r, maxBody)
 		if err != nil {
 			http.Error(w, "cannot read the request body: "+err.Error(), http.StatusBadRequest)
 			return

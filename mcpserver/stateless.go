@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"time"
 
@@ -186,11 +185,7 @@ func (s *Server) listens(r *http.Request) bool {
 		return false
 	}
 	limit := s.opts.Limits.MaxBodyBytes
-	read, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
-	r.Body = struct {
-		io.Reader
-		io.Closer
-	}{io.MultiReader(bytes.NewReader(read), r.Body), r.Body}
+	read, err := bufferBody(r, limit)
 	if err != nil || int64(len(read)) > limit {
 		return false
 	}
