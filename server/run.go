@@ -28,8 +28,8 @@ type Options struct {
 	// Config names the deployment file in the log.
 	Config string
 	// Reload, when not nil, asks Run to read the deployment file again
-	// each time it receives (the CLI sends SIGHUP's here).
-	Reload <-chan struct{}
+	// each time it receives (the CLI passes the SIGHUPs it is sent).
+	Reload <-chan os.Signal
 }
 
 func (o Options) logger() hclog.Logger {
@@ -155,7 +155,7 @@ func Run(ctx context.Context, d *deployment.Deployment, o Options) error {
 // waitForStop returns when ctx is cancelled, a stop is asked (stopped) or
 // the admin socket fails (serveErr, returned); each value from reload runs
 // reloadFile meanwhile.
-func waitForStop(ctx context.Context, stopped <-chan struct{}, serveErr <-chan error, reload <-chan struct{}, reloadFile func(), log hclog.Logger) error {
+func waitForStop(ctx context.Context, stopped <-chan struct{}, serveErr <-chan error, reload <-chan os.Signal, reloadFile func(), log hclog.Logger) error {
 	for {
 		select {
 		case <-ctx.Done():

@@ -60,24 +60,7 @@ func runHost(ctx context.Context, e *env, _ []string) error {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	reload := make(chan struct{})
-	done := make(chan struct{})
-	defer close(done)
-	go func() {
-		for {
-			select {
-			case <-hup:
-				select {
-				case reload <- struct{}{}:
-				case <-done:
-					return
-				}
-			case <-done:
-				return
-			}
-		}
-	}()
-	if err := server.Run(ctx, d, server.Options{Version: Version, Logger: log, Config: e.config, Reload: reload}); err != nil {
+	if err := server.Run(ctx, d, server.Options{Version: Version, Logger: log, Config: e.config, Reload: hup}); err != nil {
 		return fail(exitFailed, "%v", err)
 	}
 	return nil
