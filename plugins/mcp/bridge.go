@@ -315,8 +315,13 @@ func (b *bridge) call(ctx context.Context, name string, args json.RawMessage) (a
 		}
 	}
 	var res *mcp.CallToolResult
-	if b.hot != nil && legacySession(b.cs) {
-		res, err = b.hot.call(cctx, params)
+	if ok, modern := b.hotServes(); ok {
+		res, err = b.hot.call(cctx, params, modern)
+		if err == nil && callNeedsSDK(res) {
+			// The server asks the client questions first: the SDK's
+			// client answers them and retries the call.
+			res, err = b.cs.CallTool(cctx, params)
+		}
 	} else {
 		res, err = b.cs.CallTool(cctx, params)
 	}

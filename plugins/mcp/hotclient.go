@@ -29,9 +29,9 @@ import (
 // structuredContent is decoded by the SDK's own types, so that what the
 // bridge returns is what it returned before (FuzzHotResultDecode).
 //
-// Only a session before 2026-07-28 is served so (a newer one's requests
-// carry a protocol _meta the SDK adds); a cancelled call is cancelled at
-// the server with notifications/cancelled, as the SDK does.
+// A session of 2026-07-28 or later is served so once the SDK has shown the
+// protocol _meta its requests carry (hotmeta.go); a cancelled call is
+// cancelled at the server with notifications/cancelled, as the SDK does.
 
 // hotPrefix starts the ids of the bridge's own requests.
 const hotPrefix = "plugkit-hot-"
@@ -53,6 +53,10 @@ type hotClient struct {
 	mu      sync.Mutex
 	waiting map[string]chan hotAnswer
 	ended   error
+
+	// meta is the SDK's per-request protocol _meta (2026-07-28 and
+	// later), once seen; nil before, and for an older session.
+	meta atomic.Pointer[requestMeta]
 }
 
 // hotAnswer is the server's answer to one call: its result, or its error.
@@ -62,7 +66,16 @@ type hotAnswer struct {
 }
 
 func newHotClient(stdout io.Reader, stdin io.WriteCloser, max int) *hotClient {
-	return &hotClient{r: bufio.NewReader(stdout), max: max, out: &lockedWriteCloser{w: stdin}, waiting: map[string]chan hotAnswer{}}
+	h := &hotClient{r: bufio.NewReader(stdout), max: max, waiting: map[string]chan hotAnswer{}}
+	h.out = &lockedWriteCloser{w: stdin, meta: &h.meta}
+	return h
+}
+
+// hotTransport is the SDK's transport over a server's stdout and stdin with
+// the bridge's own client beneath it.
+func hotTransport(stdout io.Reader, stdin io.WriteCloser, max int) (*hotClient, *mcp.IOTransport) {
+	h := newHotClient(stdout, stdin, max)
+	return h, &mcp.IOTransport{Reader: io.NopCloser(h), Writer: h.out, MaxLineLength: max}
 }
 
 // Read is the server's output as the SDK reads it, less the answers kept.
@@ -194,8 +207,17 @@ func exactString(raw json.RawMessage, s *string) bool {
 	return len(raw) > 0 && raw[0] == '"' && json.Unmarshal(raw, s) == nil
 }
 
-// call sends tools/call and waits for its answer or ctx.
-func (h *hotClient) call(ctx context.Context, params *mcp.CallToolParams) (*mcp.CallToolResult, error) {
+// call sends tools/call and waits for its answer or ctx. modern says the
+// session is of 2026-07-28 or later: the request carries the protocol
+// _meta the SDK's requests do (h.serves says whether it is known).
+func (h *hotClient) call(ctx context.Context, params *mcp.CallToolParams, modern bool) (*mcp.CallToolResult, error) {
+	if modern {
+		m := h.meta.Load()
+		if m == nil {
+			return nil, errors.New("the protocol _meta of the session is not known yet")
+		}
+		params = withRequestMeta(params, *m)
+	}
 	id := hotPrefix + strconv.FormatUint(h.next.Add(1), 10)
 	rid, err := jsonrpc.MakeID(id)
 	if err != nil {
@@ -304,6 +326,13 @@ func decodeTextResult(raw json.RawMessage) (*mcp.CallToolResult, bool) {
 			if string(v) != "null" && (v[0] != '{' || json.Unmarshal(v, &res.Meta) != nil) {
 				return nil, false
 			}
+		case "resultType":
+			// A session of 2026-07-28 or later says the result is
+			// complete; input required is the SDK's to go on with.
+			var t string
+			if !exactString(v, &t) || t != "complete" {
+				return nil, false
+			}
 		default:
 			return nil, false
 		}
@@ -316,9 +345,15 @@ func decodeTextResult(raw json.RawMessage) (*mcp.CallToolResult, bool) {
 type lockedWriteCloser struct {
 	mu sync.Mutex
 	w  io.WriteCloser
+	// meta gets the protocol _meta of the first request written that has
+	// one (noteRequestMeta).
+	meta *atomic.Pointer[requestMeta]
 }
 
 func (l *lockedWriteCloser) Write(p []byte) (int, error) {
+	if l.meta != nil {
+		noteRequestMeta(l.meta, p)
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
@@ -330,4 +365,18 @@ func (l *lockedWriteCloser) Close() error { return l.w.Close() }
 func legacySession(cs *mcp.ClientSession) bool {
 	r := cs.InitializeResult()
 	return r != nil && r.ProtocolVersion < "2026-07-28"
+}
+
+// serves says whether the bridge's own client can send cs's tools/call, and
+// whether the session is of 2026-07-28 or later: an older session always,
+// a newer one once the SDK's protocol _meta is known.
+func (h *hotClient) serves(cs *mcp.ClientSession) (ok, modern bool) {
+	r := cs.InitializeResult()
+	if r == nil {
+		return false, false
+	}
+	if r.ProtocolVersion < "2026-07-28" {
+		return true, false
+	}
+	return h.meta.Load() != nil, true
 }

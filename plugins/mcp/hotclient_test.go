@@ -15,7 +15,8 @@ import (
 
 // FuzzHotResultDecode: whatever tools/call result a server sends, the
 // bridge's own decoding gives the value and error text the SDK's decoding
-// gives (or, where the SDK cannot read it, fails too).
+// gives (or, where the SDK cannot read it, fails too), and is left to the
+// SDK's client (input required) when the SDK's decoding says so.
 func FuzzHotResultDecode(f *testing.F) {
 	for _, s := range []string{
 		`{"content":[{"type":"text","text":"hello"}]}`,
@@ -28,6 +29,9 @@ func FuzzHotResultDecode(f *testing.F) {
 		`{"content":[{"type":"text","text":"x","type":"text"}]}`,
 		`{"Content":[{"type":"text","text":"case"}]}`,
 		`{}`,
+		`{"content":[{"type":"text","text":"done"}],"resultType":"complete"}`,
+		`{"content":[],"resultType":"input_required","inputRequests":{"go":{"method":"elicitation/create","params":{"mode":"form","message":"?"}}}}`,
+		`{"content":[{"type":"text","text":"x"}],"resultType":"other"}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -48,6 +52,9 @@ func FuzzHotResultDecode(f *testing.F) {
 		}
 		if gerr != nil {
 			t.Fatalf("the SDK reads %s, the bridge cannot: %v", raw, gerr)
+		}
+		if callNeedsSDK(got) != callNeedsSDK(&want) {
+			t.Fatalf("%s: left to the SDK's client %v, by the SDK's decoding %v", raw, callNeedsSDK(got), callNeedsSDK(&want))
 		}
 		if got.IsError != want.IsError || errorText(got) != errorText(&want) {
 			t.Fatalf("%s: isError %v %q, the SDK's %v %q", raw, got.IsError, errorText(got), want.IsError, errorText(&want))
@@ -99,7 +106,7 @@ func TestHotClientAnswersAsTheSDK(t *testing.T) {
 		{Name: "no_such_tool", Arguments: json.RawMessage(`{}`)},
 	} {
 		want, werr := cs.CallTool(ctx, p)
-		got, gerr := hot.call(ctx, p)
+		got, gerr := hot.call(ctx, p, false)
 		if (werr == nil) != (gerr == nil) {
 			t.Fatalf("%s: error %v, the SDK's %v", p.Name, gerr, werr)
 		}
@@ -119,7 +126,7 @@ func TestHotClientAnswersAsTheSDK(t *testing.T) {
 	cctx, ccancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
-		_, err := hot.call(cctx, &mcp.CallToolParams{Name: "trigger-long-running-operation", Arguments: json.RawMessage(`{"duration":30,"steps":3}`)})
+		_, err := hot.call(cctx, &mcp.CallToolParams{Name: "trigger-long-running-operation", Arguments: json.RawMessage(`{"duration":30,"steps":3}`)}, false)
 		done <- err
 	}()
 	time.Sleep(200 * time.Millisecond)
@@ -132,7 +139,7 @@ func TestHotClientAnswersAsTheSDK(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("a cancelled call did not return")
 	}
-	if res, err := hot.call(ctx, &mcp.CallToolParams{Name: "echo", Arguments: json.RawMessage(`{"message":"after"}`)}); err != nil || res.IsError {
+	if res, err := hot.call(ctx, &mcp.CallToolParams{Name: "echo", Arguments: json.RawMessage(`{"message":"after"}`)}, false); err != nil || res.IsError {
 		t.Fatalf("call after a cancelled one: %v %+v", err, res)
 	}
 }
@@ -158,7 +165,7 @@ func BenchmarkBridgeClientCall(b *testing.B) {
 	b.Run("hot-path", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if res, err := hot.call(ctx, p); err != nil || res.IsError {
+			if res, err := hot.call(ctx, p, false); err != nil || res.IsError {
 				b.Fatal(err, res)
 			}
 		}

@@ -160,8 +160,9 @@ func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 		return nil, err
 	}
 	w := &serverStdin{WriteCloser: stdin, cmd: t.cmd, terminate: t.terminate}
-	t.hot = newHotClient(stdout, w, t.maxAnswer)
-	return (&mcp.IOTransport{Reader: io.NopCloser(t.hot), Writer: t.hot.out, MaxLineLength: t.maxAnswer}).Connect(ctx)
+	var it *mcp.IOTransport
+	t.hot, it = hotTransport(stdout, w, t.maxAnswer)
+	return it.Connect(ctx)
 }
 
 // serverStdin closes the session the way MCP's stdio transport says: close

@@ -133,6 +133,24 @@ func (s *Server) Many(n int) {
 	}
 }
 
+// Ask adds the tool confirm, which asks its client a question before it
+// answers, the way a server of 2026-07-28 or later asks (input required,
+// then the client's retry with the answer: SEP-2322), and answers with what
+// the client said.
+func (s *Server) Ask() {
+	s.add(&mcp.Tool{Name: "confirm", Description: "Asks whether to go ahead, then says what it was told.", InputSchema: object},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			answer, ok := req.Params.InputResponses["go"].(*mcp.ElicitResult)
+			if !ok {
+				return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"go": &mcp.ElicitParams{
+					Mode: "form", Message: "Go ahead?",
+					RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"go": map[string]any{"type": "boolean"}}},
+				}}}, nil
+			}
+			return text(fmt.Sprintf("confirm: %s %v", answer.Action, answer.Content["go"])), nil
+		})
+}
+
 // Relist sends tools/list_changed every interval (it adds a tool named
 // relist again) until ctx ends: a server that floods its clients with
 // re-lists.

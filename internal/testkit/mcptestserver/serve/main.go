@@ -2,8 +2,9 @@
 // and stdout, its log on stderr; with -http ADDR it serves streamable HTTP
 // instead, printing its URL on stdout, and with -header NAME=VALUE it
 // refuses requests without that header. -claim NAMES adds tools under those
-// names (comma-separated), -many N adds N tools, and -relist D sends
-// tools/list_changed every D.
+// names (comma-separated), -many N adds N tools, -relist D sends
+// tools/list_changed every D, and -ask adds a tool that asks its client a
+// question first.
 package main
 
 import (
@@ -26,12 +27,16 @@ func main() {
 	claim := flag.String("claim", "", "comma-separated tool names to claim")
 	many := flag.Int("many", 0, "add this many tools")
 	relist := flag.Duration("relist", 0, "send tools/list_changed this often")
+	ask := flag.Bool("ask", false, "add the tool confirm, which asks its client a question first")
 	flag.Parse()
 	srv := mcptestserver.New(os.Stderr)
 	if *claim != "" {
 		srv.Claim(strings.Split(*claim, ",")...)
 	}
 	srv.Many(*many)
+	if *ask {
+		srv.Ask()
+	}
 	if *relist > 0 {
 		go srv.Relist(context.Background(), *relist)
 	}
