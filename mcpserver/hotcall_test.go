@@ -270,25 +270,37 @@ func TestHotCallCancelled(t *testing.T) {
 // BenchmarkMCPStdioFrontEnd is the server's side alone of a tools/call
 // over stdio: a raw client writes the request line and reads the answer
 // line, to the hot path (ServeStdio, as `host mcp` serves) and to the SDK
-// (ServeStdio without the hot path), in one run. Its B/op is what the front
-// end and the pipeline allocate per call:
+// (ServeStdio without the hot path), in one run, in a session of the
+// newest protocol (server/discover, the protocol in each request's _meta)
+// and of the last legacy one. Its B/op is what the front end and the
+// pipeline allocate per call; it fails if the hot path does not serve the
+// calls it should:
 //
 //	go test -run '^$' -bench MCPStdioFrontEnd -benchmem ./mcpserver/
 func BenchmarkMCPStdioFrontEnd(b *testing.B) {
-	line := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}`
-	for _, c := range []struct {
-		name string
-		hot  bool
-	}{{"sdk", false}, {"hot-path", true}} {
-		b.Run(c.name, func(b *testing.B) {
-			f := newFixture(b, 5*time.Second)
-			r := openRawStdio(b, f.srv, c.hot)
-			b.ReportAllocs()
-			for b.Loop() {
-				if a := r.send(b, line); !strings.Contains(a, `"text":"hello"`) {
-					b.Fatal(a)
+	for _, version := range []string{"2026-07-28", "2025-11-25"} {
+		line := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}`
+		if version >= "2026-07-28" {
+			line = `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{` + hotMeta + `,"name":"echo","arguments":{"text":"hello"}}}`
+		}
+		for _, c := range []struct {
+			name string
+			hot  bool
+		}{{"sdk", false}, {"hot-path", true}} {
+			b.Run(version+"/"+c.name, func(b *testing.B) {
+				f := newFixture(b, 5*time.Second)
+				r := openRawStdioAt(b, f.srv, c.hot, version)
+				b.ReportAllocs()
+				for b.Loop() {
+					if a := r.send(b, line); !strings.Contains(a, `"text":"hello"`) {
+						b.Fatal(a)
+					}
 				}
-			}
-		})
+				b.StopTimer()
+				if taken := f.srv.HotCalls() > 0; taken != c.hot {
+					b.Fatalf("served by the hot path: %v, want %v", taken, c.hot)
+				}
+			})
+		}
 	}
 }
