@@ -246,24 +246,32 @@ func TestHotCallsServeTheSDKClient(t *testing.T) {
 }
 
 // TestHotCallCancelled: a notifications/cancelled naming a call the hot
-// path serves cancels it (the tool sees its context end).
+// path serves, in a session of either protocol, cancels it (the tool sees
+// its context end).
 func TestHotCallCancelled(t *testing.T) {
-	leakCheck(t)
-	f := newFixture(t, time.Minute)
-	hot := openRawStdio(t, f.srv, true)
-	if _, err := io.WriteString(hot.in, `{"jsonrpc":"2.0","id":"w1","method":"tools/call","params":{"name":"wait"}}`+"\n"); err != nil {
-		t.Fatal(err)
-	}
-	<-f.demo.started
-	hot.send(t, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"w1","reason":"tools/call no longer wanted"}}`)
-	select {
-	case <-f.demo.cancelled:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the call was not cancelled")
-	}
-	line, err := hot.lines.ReadString('\n')
-	if err != nil || !strings.Contains(line, `"id":"w1"`) {
-		t.Fatalf("answer of the cancelled call: %q, %v", line, err)
+	for _, c := range []struct{ version, meta string }{{"2025-11-25", ""}, {"2026-07-28", hotMeta + ","}} {
+		t.Run(c.version, func(t *testing.T) {
+			leakCheck(t)
+			f := newFixture(t, time.Minute)
+			hot := openRawStdioAt(t, f.srv, true, c.version)
+			if _, err := io.WriteString(hot.in, `{"jsonrpc":"2.0","id":"w1","method":"tools/call","params":{`+c.meta+`"name":"wait"}}`+"\n"); err != nil {
+				t.Fatal(err)
+			}
+			<-f.demo.started
+			if n := f.srv.HotCalls(); n != 1 {
+				t.Fatalf("the hot path served %d calls, want 1", n)
+			}
+			hot.send(t, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"w1","reason":"tools/call no longer wanted"}}`)
+			select {
+			case <-f.demo.cancelled:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the call was not cancelled")
+			}
+			line, err := hot.lines.ReadString('\n')
+			if err != nil || !strings.Contains(line, `"id":"w1"`) {
+				t.Fatalf("answer of the cancelled call: %q, %v", line, err)
+			}
+		})
 	}
 }
 
