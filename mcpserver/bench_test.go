@@ -58,20 +58,33 @@ func BenchmarkAdminCall(b *testing.B) {
 	}
 }
 
+// BenchmarkMCPStdioCall is a tools/call with the SDK's client, at its
+// newest protocol and at the last legacy one, served by the stdio hot path
+// (as `host mcp` serves) and by the SDK alone (/sdk), in one run; it fails
+// if the hot path does not serve the client's calls.
 func BenchmarkMCPStdioCall(b *testing.B) {
 	for _, version := range []string{"2026-07-28", "2025-11-25"} {
-		b.Run(version, func(b *testing.B) {
-			f := newFixture(b, 5*time.Second)
-			ctx := context.Background()
-			cs := connectStdio(b, ctx, f.srv, newClient(nil), version)
-			params := &mcp.CallToolParams{Name: "echo", Arguments: benchArgs}
-			b.ReportAllocs()
-			for b.Loop() {
-				r, err := cs.CallTool(ctx, params)
-				if err != nil || r.IsError {
-					b.Fatal(err, r)
+		for _, c := range []struct {
+			name string
+			hot  bool
+		}{{"hot-path", true}, {"sdk", false}} {
+			b.Run(version+"/"+c.name, func(b *testing.B) {
+				f := newFixture(b, 5*time.Second)
+				ctx := context.Background()
+				cs := connectStdioWith(b, ctx, f.srv, newClient(nil), version, c.hot)
+				params := &mcp.CallToolParams{Name: "echo", Arguments: benchArgs}
+				b.ReportAllocs()
+				for b.Loop() {
+					r, err := cs.CallTool(ctx, params)
+					if err != nil || r.IsError {
+						b.Fatal(err, r)
+					}
 				}
-			}
-		})
+				b.StopTimer()
+				if taken := f.srv.HotCalls() > 0; taken != c.hot {
+					b.Fatalf("served by the hot path: %v, want %v", taken, c.hot)
+				}
+			})
+		}
 	}
 }

@@ -299,6 +299,13 @@ var transports = []transport{
 // the server would.
 func connectStdio(t testing.TB, ctx context.Context, srv *mcpserver.Server, c *mcp.Client, version string) *mcp.ClientSession {
 	t.Helper()
+	return connectStdioWith(t, ctx, srv, c, version, true)
+}
+
+// connectStdioWith is connectStdio, with tools/call served by the hot path
+// when hot is true, by the SDK otherwise.
+func connectStdioWith(t testing.TB, ctx context.Context, srv *mcpserver.Server, c *mcp.Client, version string, hot bool) *mcp.ClientSession {
+	t.Helper()
 	toServer, fromClient, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -308,9 +315,12 @@ func connectStdio(t testing.TB, ctx context.Context, srv *mcpserver.Server, c *m
 		t.Fatal(err)
 	}
 	served := make(chan error, 1)
-	// As `host mcp` serves: tools/call by the hot path (hotcall.go).
+	serve := srv.ServeStdio // as `host mcp` serves: tools/call by the hot path (hotcall.go)
+	if !hot {
+		serve = srv.ServeStdioSDK
+	}
 	go func() {
-		err := srv.ServeStdio(ctx, toServer, fromServer)
+		err := serve(ctx, toServer, fromServer)
 		toServer.Close()
 		fromServer.Close()
 		served <- err

@@ -27,10 +27,23 @@ import (
 // handshake, lists, elicitation, notifications, responses to the host's
 // own requests) stays the SDK's.
 //
-// A call is taken only when it is plain: a legacy session (before
-// 2026-07-28, whose requests carry no per-request protocol _meta for the
-// SDK to check) that has finished its handshake, one request (not a
-// batch), params that decode, and no retry of an input-required result.
+// A call is taken only when it is plain: one request (not a batch),
+// params that decode, no retry of an input-required result, and a session
+// whose protocol the hot path speaks as the SDK does:
+//
+//   - a legacy session (before 2026-07-28) that has finished its
+//     handshake, and a request whose _meta does not select the 2026-07-28
+//     protocol (which the SDK would check, and mark its result, on any
+//     session);
+//   - a session of 2026-07-28 (the protocol the SDK's client speaks by
+//     default, which on stdio starts with server/discover and has no
+//     handshake), once the SDK has read its protocol (from server/discover
+//     or a first request), and a request whose _meta the SDK accepts as it
+//     is (newMetaOK, shared with the HTTP hot path). Its result is encoded
+//     as the SDK encodes one of that protocol (newProtocolResult): a
+//     resultType, the server's name in _meta, an input-required result
+//     when the call asks the client.
+//
 // Anything else, well formed or not, goes to the SDK as before, which
 // words its errors. A taken call is served by the same middleware and
 // handlers as the SDK would call (refuseUnknown, callTool, searchTools),
@@ -113,10 +126,14 @@ func (h *hotCalls) take(line []byte) bool {
 // takeCall starts serving a tools/call line, if it is one to serve.
 func (h *hotCalls) takeCall(line []byte) bool {
 	ss := h.ss.Load()
-	if ss == nil || !h.initialized.Load() || !legacy(ss) {
+	if ss == nil {
 		return false
 	}
-	id, p, ok := decodeHotCall(line)
+	version := ""
+	if ip := ss.InitializeParams(); ip != nil && (ip.ProtocolVersion >= newProtocol || h.initialized.Load()) {
+		version = ip.ProtocolVersion
+	}
+	id, p, ok := plainStdioCall(line, version)
 	if !ok {
 		return false
 	}
@@ -135,15 +152,46 @@ func (h *hotCalls) takeCall(line []byte) bool {
 	go func() {
 		defer h.wg.Done()
 		res, err := h.serve(ctx, ss, p)
+		var result json.RawMessage
+		if version >= newProtocol {
+			result, err = h.s.newProtocolResult(res, err)
+		} else {
+			result, err = legacyResult(res, err)
+		}
 		h.mu.Lock()
 		delete(h.inFlight, id)
 		h.mu.Unlock()
 		cancel()
-		if werr := h.answer(id, res, err); werr != nil && ignoreClosed(werr) != nil {
+		if werr := h.answer(id, result, err); werr != nil && ignoreClosed(werr) != nil {
 			h.s.log.Warn("answering a tools/call", "tool", p.Name, "error", werr)
 		}
 	}()
 	return true
+}
+
+// plainStdioCall decodes line as a plain tools/call of a stdio session
+// whose protocol is version ("" for a session the hot path does not serve
+// yet: no protocol read, or a legacy handshake not finished); ok is false
+// for anything to leave to the SDK.
+func plainStdioCall(line []byte, version string) (jsonrpc.ID, *hotParams, bool) {
+	if version == "" {
+		return jsonrpc.ID{}, nil, false
+	}
+	id, p, ok := decodeHotCall(line)
+	switch {
+	case !ok:
+		return jsonrpc.ID{}, nil, false
+	case version < newProtocol && selectsNewProtocol(p.Meta):
+		// A legacy session's request of the new protocol: the SDK checks
+		// its _meta and marks its result.
+		return jsonrpc.ID{}, nil, false
+	case version >= newProtocol && !newMetaOK(p.Meta):
+		// No protocol in _meta (the SDK serves it as the session's, with
+		// no server name in its result), one it refuses, or _meta it
+		// cannot read.
+		return jsonrpc.ID{}, nil, false
+	}
+	return id, p, true
 }
 
 // decodeHotCall decodes a plain tools/call line: its id as the SDK reads
@@ -276,8 +324,8 @@ func (s *Server) handleCall(ctx context.Context, _ string, r mcp.Request) (mcp.R
 }
 
 // answer writes the response to a call, encoded as the SDK encodes it.
-func (h *hotCalls) answer(id jsonrpc.ID, res mcp.Result, err error) error {
-	data, eerr := hotResponse(id, res, err)
+func (h *hotCalls) answer(id jsonrpc.ID, result json.RawMessage, err error) error {
+	data, eerr := hotResponse(id, result, err)
 	if eerr != nil {
 		return eerr
 	}
@@ -285,19 +333,24 @@ func (h *hotCalls) answer(id jsonrpc.ID, res mcp.Result, err error) error {
 	return werr
 }
 
+// legacyResult is a call's result as the SDK encodes that of a request of
+// a protocol before 2026-07-28: as it is. err is the call's error, or the
+// result's when it cannot be encoded.
+func legacyResult(res mcp.Result, err error) (json.RawMessage, error) {
+	if err != nil {
+		return nil, err
+	}
+	raw, merr := marshalLikeSDK(res)
+	if merr != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "encode the result: " + merr.Error()}
+	}
+	return raw, nil
+}
+
 // hotResponse is the JSON-RPC response to a call, encoded as the SDK
 // encodes it.
-func hotResponse(id jsonrpc.ID, res mcp.Result, err error) ([]byte, error) {
-	resp := &jsonrpc.Response{ID: id, Error: err}
-	if err == nil {
-		raw, merr := marshalLikeSDK(res)
-		if merr != nil {
-			resp.Error = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "encode the result: " + merr.Error()}
-		} else {
-			resp.Result = raw
-		}
-	}
-	data, eerr := jsonrpc.EncodeMessage(resp)
+func hotResponse(id jsonrpc.ID, result json.RawMessage, err error) ([]byte, error) {
+	data, eerr := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Result: result, Error: err})
 	if eerr != nil {
 		return nil, fmt.Errorf("encode the response: %w", eerr)
 	}

@@ -1,10 +1,8 @@
 package mcpserver
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"mime"
 	"net"
 	"net/http"
@@ -66,7 +64,7 @@ func (s *Server) hotStateless(next http.Handler) http.Handler {
 			Params: &mcp.CallToolParamsRaw{Meta: p.Meta, Name: p.Name, Arguments: p.Arguments},
 			Extra:  &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header},
 		}
-		result, err := s.statelessResult(s.refuseUnknown(s.handleCall)(r.Context(), "tools/call", req))
+		result, err := s.newProtocolResult(s.refuseUnknown(s.handleCall)(r.Context(), "tools/call", req))
 		if werr := writeHotAnswer(w, id, result, err); werr != nil && ignoreClosed(werr) != nil {
 			s.log.Warn("answering a tools/call", "tool", p.Name, "error", werr)
 		}
@@ -140,25 +138,11 @@ func (s *Server) plainStatelessCall(h http.Header, body []byte) (jsonrpc.ID, *ho
 	if !ok || p.Name != h.Get("Mcp-Name") {
 		return jsonrpc.ID{}, nil, false
 	}
-	if v, _ := p.Meta[mcp.MetaKeyProtocolVersion].(string); v != newProtocol {
+	if !newMetaOK(p.Meta) {
 		return jsonrpc.ID{}, nil, false
 	}
 	if _, ok := p.Meta["progressToken"]; ok {
-		return jsonrpc.ID{}, nil, false
-	}
-	// What the SDK requires of the client's _meta: capabilities that
-	// decode, and the client's name when given (validateRequestMeta).
-	var caps struct {
-		mcp.ClientCapabilities
-		// The SDK's RootCapabilities, by its shape (the type is deprecated).
-		Roots *struct {
-			ListChanged bool `json:"listChanged,omitempty"`
-		} `json:"roots,omitempty"`
-	}
-	if !metaDecodes(p.Meta, mcp.MetaKeyClientCapabilities, &caps) {
-		return jsonrpc.ID{}, nil, false
-	}
-	if _, given := p.Meta[mcp.MetaKeyClientInfo]; given && !metaDecodes(p.Meta, mcp.MetaKeyClientInfo, new(*mcp.Implementation)) {
+		// Progress goes to a session, and a stateless request has none.
 		return jsonrpc.ID{}, nil, false
 	}
 	if m := s.served.Load(); m != nil && (*m)[p.Name] {
@@ -168,83 +152,14 @@ func (s *Server) plainStatelessCall(h http.Header, body []byte) (jsonrpc.ID, *ho
 	return id, p, true
 }
 
-// statelessResult is a call's result as the SDK's session of a 2026-07-28
-// request encodes it: the server's name in its _meta, and its resultType
-// (which only the SDK can set on a CallToolResult) after its other
-// members, before inputRequests. err is the call's error, or the result's
-// when it cannot be encoded.
-func (s *Server) statelessResult(res mcp.Result, err error) (json.RawMessage, error) {
-	if err != nil {
-		return nil, err
-	}
-	r, ok := res.(*mcp.CallToolResult)
-	if !ok || r == nil {
-		return nil, fmt.Errorf("tools/call: a result of type %T", res)
-	}
-	if r.InputRequests != nil && (len(r.Content) > 0 || r.StructuredContent != nil) {
-		// The SDK's word for it (handleMultiRoundTripResult).
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "server bug: result has both content and inputRequests"}
-	}
-	m := r.Meta
-	if m == nil {
-		m = mcp.Meta{}
-	}
-	if _, ok := m[mcp.MetaKeyServerInfo]; !ok {
-		m[mcp.MetaKeyServerInfo] = s.impl
-	}
-	r.Meta = m
-	full, err := marshalLikeSDK(r)
-	if err != nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "encode the result: " + err.Error()}
-	}
-	kind := `"resultType":"complete"`
-	members := full[1 : len(full)-1]
-	var tail []byte // ,"inputRequests":{…}
-	if r.InputRequests != nil {
-		kind = `"resultType":"input_required"`
-		rest := *r
-		rest.InputRequests = nil
-		head, err := marshalLikeSDK(&rest)
-		if err != nil || len(head) < 2 || !bytes.HasPrefix(full, head[:len(head)-1]) {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "encode the result: inputRequests not last"}
-		}
-		members, tail = head[1:len(head)-1], full[len(head)-1:len(full)-1]
-		if len(members) == 0 {
-			tail = append([]byte{','}, tail...)
-		}
-	}
-	out := make([]byte, 0, len(full)+len(kind)+2)
-	out = append(out, '{')
-	if len(members) > 0 {
-		out = append(append(out, members...), ',')
-	}
-	out = append(append(append(out, kind...), tail...), '}')
-	return out, nil
-}
-
-// metaDecodes says whether m[key] decodes into v, as the SDK reads a _meta
-// value (decodeMetaValue: encoded again, then decoded into its type), but
-// with encoding/json, whose case-insensitive member names make it refuse
-// what the SDK refuses and more: the SDK's decoder takes a 32 KB buffer for
-// each value, more than the whole call allocates otherwise.
-func metaDecodes(m mcp.Meta, key string, v any) bool {
-	raw, ok := m[key]
-	if !ok || raw == nil {
-		return false
-	}
-	b, err := json.Marshal(raw)
-	return err == nil && json.Unmarshal(b, v) == nil
-}
-
 // writeHotAnswer writes the answer to a call as the SDK's stateless
 // handler does: one server-sent event, or, for the protocol errors the
 // 2026-07-28 protocol gives an HTTP status, that status and the response
 // alone as JSON.
 func writeHotAnswer(w http.ResponseWriter, id jsonrpc.ID, result json.RawMessage, err error) error {
-	resp := &jsonrpc.Response{ID: id, Result: result, Error: err}
-	data, eerr := jsonrpc.EncodeMessage(resp)
+	data, eerr := hotResponse(id, result, err)
 	if eerr != nil {
-		return fmt.Errorf("encode the response: %w", eerr)
+		return eerr
 	}
 	// The SDK sets the stream's headers before it knows the answer; an
 	// error with a status of its own changes only the Content-Type.

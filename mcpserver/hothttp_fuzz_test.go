@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // FuzzHotHTTPCall: whatever POST body (with its Mcp-Name header) the HTTP
@@ -49,16 +48,7 @@ func FuzzHotHTTPCall(f *testing.F) {
 			want.RequestState != "" || want.InputResponses != nil {
 			t.Fatalf("params read as %+v; the SDK reads %+v", p, want)
 		}
-		sdkReq := &mcp.CallToolRequest{Params: want}
-		if v, _ := want.Meta[mcp.MetaKeyProtocolVersion].(string); v != newProtocol {
-			t.Fatalf("taken with protocol version %q in _meta", v)
-		}
-		if sdkReq.ClientCapabilities() == nil {
-			t.Fatal("taken, but the SDK finds no client capabilities in it")
-		}
-		if _, given := want.Meta[mcp.MetaKeyClientInfo]; given && sdkReq.ClientInfo() == nil {
-			t.Fatal("taken, but the SDK cannot read its client info")
-		}
+		sdkTakesNewMeta(t, want)
 		if _, ok := want.Meta["progressToken"]; ok {
 			t.Fatal("taken with a progress token")
 		}
