@@ -61,20 +61,28 @@ plugin "bridge" {
 				b.Run("gateway/"+name, func(b *testing.B) {
 					benchEcho(b, "b_echo", version, gateway(b, "", ""))
 				})
-				b.Run("gateway-full/"+name, func(b *testing.B) {
-					full := fmt.Sprintf(fullRules, bin("plugins/safety"), bin("plugins/audit"), filepath.Join(b.TempDir(), "audit.log"))
-					// echo read-only, as bench-peers says: the sample's rules
-					// ask about any other tool, and nobody answers here.
-					benchEcho(b, "b_echo", version, gateway(b, `tools { read_only = ["echo"] }`, full))
-				})
+				// gateway-safety and gateway-audit are gateway-full's two
+				// parts alone: what each adds to a call.
+				for _, v := range []struct{ name, rules string }{
+					{"gateway-safety", fmt.Sprintf(safetyRules, bin("plugins/safety"))},
+					{"gateway-audit", fmt.Sprintf(auditRules, bin("plugins/audit"), filepath.Join(b.TempDir(), "audit.log"))},
+					{"gateway-full", fmt.Sprintf(safetyRules+auditRules, bin("plugins/safety"), bin("plugins/audit"), filepath.Join(b.TempDir(), "audit.log"))},
+				} {
+					b.Run(v.name+"/"+name, func(b *testing.B) {
+						// echo read-only, as bench-peers says: the sample's
+						// rules ask about any other tool, and nobody
+						// answers here.
+						benchEcho(b, "b_echo", version, gateway(b, `tools { read_only = ["echo"] }`, v.rules))
+					})
+				}
 			}
 		})
 	}
 }
 
-// fullRules are the sample's safety rules (config.hcl) and a critical audit
-// fsynced on every batch, as bench-peers' plugkit runs them.
-const fullRules = `
+// safetyRules are the sample's safety rules (config.hcl), as bench-peers'
+// plugkit runs them.
+const safetyRules = `
 plugin "safety" {
   path     = %q
   critical = true
@@ -95,7 +103,11 @@ plugin "safety" {
     }
   }
 }
+`
 
+// auditRules is a critical audit fsynced on every batch, as bench-peers'
+// plugkit runs it.
+const auditRules = `
 plugin "audit" {
   path     = %q
   critical = true
