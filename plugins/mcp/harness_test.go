@@ -147,7 +147,7 @@ type pluginStatus struct {
 
 // startHost starts `host run -c config` and waits until its n plugins are
 // ACTIVE.
-func startHost(t *testing.T, config string, n int) *hostRun {
+func startHost(t testing.TB, config string, n int) *hostRun {
 	t.Helper()
 	h := startHostAnyState(t, config)
 	h.waitActive(t, n)
@@ -159,7 +159,7 @@ func execHost(args ...string) *exec.Cmd { return exec.Command(bin("host"), args.
 
 // startHostAnyState starts `host run -c config` and waits until its admin
 // socket answers, whatever state its plugins are in.
-func startHostAnyState(t *testing.T, config string) *hostRun {
+func startHostAnyState(t testing.TB, config string) *hostRun {
 	t.Helper()
 	h := &hostRun{cmd: exec.Command(bin("host"), "run", "-c", config), log: &testkit.Buffer{}, config: config, done: make(chan struct{})}
 	h.cmd.Stdout, h.cmd.Stderr = h.log, h.log
