@@ -19,6 +19,7 @@ import (
 
 	"github.com/plugkit-go/plugkit/internal/testkit/testenv"
 	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
+	"github.com/plugkit-go/plugkit/plugins/mcp/launcher"
 )
 
 // The end-to-end tests build the real binaries (the host, this plugin, the
@@ -431,7 +432,7 @@ func syscallKill(pid int) error { return syscall.Kill(pid, syscall.SIGKILL) }
 func serverProcesses(plugin int) []int {
 	var out []int
 	for _, pid := range descendants(plugin) {
-		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil && !strings.Contains(string(b), launcherArg) {
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil && !strings.Contains(string(b), launcher.Arg) {
 			out = append(out, pid)
 		}
 	}

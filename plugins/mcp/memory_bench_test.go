@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/plugkit-go/plugkit/internal/testkit/procs"
+	"github.com/plugkit-go/plugkit/plugins/mcp/launcher"
 )
 
 // memServers is how many servers the larger deployment of
@@ -175,7 +176,7 @@ func (h *hostRun) memory(t testing.TB, plugin string) memSample {
 			continue // a server, or gone
 		}
 		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		if strings.Contains(string(cmdline), launcherArg) {
+		if strings.Contains(string(cmdline), launcher.Arg) {
 			s.launcher.Add(read(pid))
 			launchers++
 		} else {
