@@ -20,6 +20,7 @@ import (
 // initialized before the launcher took over.
 func TestLauncherSkipsTheBridgesInit(t *testing.T) {
 	needBinaries(t)
+	noLeaks(t)
 	cmd := exec.Command(bin("plugins/mcp"), launcher.Arg, strconv.Itoa(os.Getpid()), "--", testenv.LookPath(t, "true"))
 	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
 	var stderr bytes.Buffer

@@ -43,7 +43,9 @@ const memCalls = 20
 // The figures are reported, never asserted: the machines are shared. With
 // PLUGKIT_MEM_BASELINE set to another build of this plugin (say of main),
 // each round measures it too, as plugin=baseline, beside this tree's
-// build (plugin=tree), for a before/after in the same run:
+// build (plugin=tree), for a before/after in the same run.
+// PLUGKIT_MEM_HOST adds its lines to the host block (say "auto_mtls =
+// false", to see what go-plugin's per-process key pair costs):
 //
 //	go test -run '^$' -bench MemoryPerServer -benchtime 1x -count 3 ./plugins/mcp
 func BenchmarkMemoryPerServer(b *testing.B) {
@@ -74,10 +76,13 @@ func BenchmarkMemoryPerServer(b *testing.B) {
 			b.ReportMetric(per(1, func(s memSample) uint64 { return s.launcher.PSS }), "launcher-MiB/server")
 			b.ReportMetric(per(1, func(s memSample) uint64 { return s.host.PSS }), "host-MiB/server")
 			b.ReportMetric(per(0, all), "active-MiB/server")
-			for i, when := range []string{"once ACTIVE", "after the calls"} {
-				b.Logf("%s, %d and %d servers (MiB, PSS anonymous+file, means of %d rounds):\n%s\n%s",
-					when, 1, memServers, b.N, one[i].table(1, b.N), many[i].table(memServers, b.N))
+			// One entry of five lines: the testing package cuts a
+			// benchmark's log after ten.
+			log := []string{fmt.Sprintf("MiB of PSS (anonymous + file), means of %d rounds:", b.N)}
+			for i, when := range []string{"once ACTIVE", "after calls"} {
+				log = append(log, one[i].line(when, 1, b.N), many[i].line(when, memServers, b.N))
 			}
+			b.Log(strings.Join(log, "\n"))
 			b.ReportMetric(0, "ns/op") // the time is the start of two hosts, not a figure
 		})
 	}
@@ -100,12 +105,18 @@ func (s memSample) total() procs.Memory {
 	return t
 }
 
-func (s memSample) table(servers, rounds int) string {
+// line is the sample's PSS by kind, over rounds rounds.
+func (s memSample) line(when string, servers, rounds int) string {
 	mb := func(v uint64) float64 { return float64(v) / float64(rounds) / (1 << 20) }
-	row := func(name string, m procs.Memory) string {
-		return fmt.Sprintf("  %2d servers %-9s %6.2f = %5.2f + %5.2f", servers, name, mb(m.PSS), mb(m.PSSAnon), mb(m.PSSFile))
+	var out strings.Builder
+	fmt.Fprintf(&out, "%s, %d servers:", when, servers)
+	for _, k := range []struct {
+		name string
+		m    procs.Memory
+	}{{"host", s.host}, {"bridges", s.bridge}, {"launchers", s.launcher}, {"all", s.total()}} {
+		fmt.Fprintf(&out, "  %s %.2f (%.2f + %.2f)", k.name, mb(k.m.PSS), mb(k.m.PSSAnon), mb(k.m.PSSFile))
 	}
-	return strings.Join([]string{row("host", s.host), row("bridges", s.bridge), row("launchers", s.launcher), row("all", s.total())}, "\n")
+	return out.String()
 }
 
 // memDeployment runs a host over n bridged test servers with plugin as the
@@ -121,7 +132,7 @@ func memDeployment(b *testing.B, plugin string, n int) [2]memSample {
 		fmt.Fprintf(&blocks, "plugin %q {\n  path = %q\n  config {\n    command = [%q]\n  }\n}\n", server(i), plugin, bin("mcp-test-server"))
 	}
 	config := filepath.Join(dir, "deployment.hcl")
-	hcl := fmt.Sprintf("host {\n  admin_socket = \"run/host.sock\"\n  mcp = %q\n}\n%s", addr, blocks.String())
+	hcl := fmt.Sprintf("host {\n  admin_socket = \"run/host.sock\"\n  mcp = %q\n%s\n}\n%s", addr, os.Getenv("PLUGKIT_MEM_HOST"), blocks.String())
 	if err := os.WriteFile(config, []byte(hcl), 0o644); err != nil {
 		b.Fatal(err)
 	}
