@@ -24,6 +24,13 @@ const memServers = 8
 // measurement.
 const memCalls = 20
 
+// memPhases are the measurements of a deployment: once ACTIVE, after the
+// calls, and (with PLUGKIT_MEM_IDLE set) once the bridges have been idle
+// long enough to release their heap (idlemem.go).
+const memPhases = 3
+
+func memIdle() bool { return os.Getenv("PLUGKIT_MEM_IDLE") != "" }
+
 // BenchmarkMemoryPerServer is what one more bridged stdio server costs in
 // memory beyond the server itself: the host (`host run`) is started over 1
 // and over memServers bridged Go test servers, and the proportional set
@@ -35,19 +42,22 @@ const memCalls = 20
 // difference between the two deployments, per server added, is the
 // marginal cost:
 //
-//	MiB/server            PSS after the calls, all plugkit processes
-//	anon-, file-MiB/server  the same split into anonymous and file pages
+//	MiB/server                           PSS after the calls, all plugkit processes
+//	anon-, file-MiB/server               the same split into anonymous and file pages
 //	bridge-, launcher-, host-MiB/server  the same per kind of process
-//	active-MiB/server     PSS once ACTIVE, before any call
+//	active-MiB/server                    PSS once ACTIVE, before any call
 //
 // The figures are reported, never asserted: the machines are shared. With
 // PLUGKIT_MEM_BASELINE set to another build of this plugin (say of main),
-// each round measures it too, as plugin=baseline, beside this tree's
-// build (plugin=tree), for a before/after in the same run.
+// each invocation measures it too, as plugin=baseline, after this tree's
+// build (plugin=tree); run the invocation several times rather than
+// -count, which measures one build's rounds together, then the other's.
 // PLUGKIT_MEM_HOST adds its lines to the host block (say "auto_mtls =
-// false", to see what go-plugin's per-process key pair costs):
+// false", to see what go-plugin's per-process key pair costs);
+// PLUGKIT_MEM_IDLE adds a third measurement, idle-MiB/server, two idle
+// release intervals after the calls (a minute more per deployment):
 //
-//	go test -run '^$' -bench MemoryPerServer -benchtime 1x -count 3 ./plugins/mcp
+//	PLUGKIT_MEM_BASELINE=/tmp/mcp-main go test -run '^$' -bench MemoryPerServer -benchtime 1x ./plugins/mcp
 func BenchmarkMemoryPerServer(b *testing.B) {
 	needBinaries(b)
 	plugins := []struct{ name, path string }{{"tree", bin("plugins/mcp")}}
@@ -56,10 +66,10 @@ func BenchmarkMemoryPerServer(b *testing.B) {
 	}
 	for _, p := range plugins {
 		b.Run("plugin="+p.name, func(b *testing.B) {
-			var one, many [2]memSample // [0] once ACTIVE, [1] after the calls
+			var one, many [memPhases]memSample
 			for range b.N {
 				o, m := memDeployment(b, p.path, 1), memDeployment(b, p.path, memServers)
-				for i := range 2 {
+				for i := range memPhases {
 					one[i].add(o[i])
 					many[i].add(m[i])
 				}
@@ -76,10 +86,15 @@ func BenchmarkMemoryPerServer(b *testing.B) {
 			b.ReportMetric(per(1, func(s memSample) uint64 { return s.launcher.PSS }), "launcher-MiB/server")
 			b.ReportMetric(per(1, func(s memSample) uint64 { return s.host.PSS }), "host-MiB/server")
 			b.ReportMetric(per(0, all), "active-MiB/server")
+			phases := []string{"once ACTIVE", "after calls"}
+			if memIdle() {
+				b.ReportMetric(per(2, all), "idle-MiB/server")
+				phases = append(phases, "idle after")
+			}
 			// One entry of five lines: the testing package cuts a
 			// benchmark's log after ten.
 			log := []string{fmt.Sprintf("MiB of PSS (anonymous + file), means of %d rounds:", b.N)}
-			for i, when := range []string{"once ACTIVE", "after calls"} {
+			for i, when := range phases {
 				log = append(log, one[i].line(when, 1, b.N), many[i].line(when, memServers, b.N))
 			}
 			b.Log(strings.Join(log, "\n"))
@@ -123,7 +138,7 @@ func (s memSample) line(when string, servers, rounds int) string {
 // bridge and measures its plugkit processes once every plugin is ACTIVE
 // and after memCalls calls to each server; the host is stopped before it
 // returns.
-func memDeployment(b *testing.B, plugin string, n int) [2]memSample {
+func memDeployment(b *testing.B, plugin string, n int) [memPhases]memSample {
 	b.Helper()
 	dir := b.TempDir()
 	addr := loopbackAddr(b)
@@ -141,7 +156,7 @@ func memDeployment(b *testing.B, plugin string, n int) [2]memSample {
 	// What a start leaves behind settles (the bridges' first listing, the
 	// host's registrations) before the first measurement.
 	time.Sleep(2 * time.Second)
-	var out [2]memSample
+	var out [memPhases]memSample
 	out[0] = h.memory(b, plugin)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -163,6 +178,12 @@ func memDeployment(b *testing.B, plugin string, n int) [2]memSample {
 		b.Fatalf("close the MCP session: %v", err)
 	}
 	out[1] = h.memory(b, plugin)
+	if memIdle() {
+		// The first tick after the calls sees they moved; the next one
+		// releases.
+		time.Sleep(2*idleRelease + 2*time.Second)
+		out[2] = h.memory(b, plugin)
+	}
 	return out
 }
 
