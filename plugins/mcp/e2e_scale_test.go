@@ -180,7 +180,7 @@ plugin %q {
 func server(i int) string { return fmt.Sprintf("s%02d", i) }
 
 // loopbackAddr is a loopback address nothing listens on now.
-func loopbackAddr(t *testing.T) string {
+func loopbackAddr(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

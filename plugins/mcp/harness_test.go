@@ -19,6 +19,7 @@ import (
 
 	"github.com/plugkit-go/plugkit/internal/testkit/testenv"
 	"github.com/plugkit-go/plugkit/internal/testkit/testkit"
+	"github.com/plugkit-go/plugkit/plugins/mcp/launcher"
 )
 
 // The end-to-end tests build the real binaries (the host, this plugin, the
@@ -147,7 +148,7 @@ type pluginStatus struct {
 
 // startHost starts `host run -c config` and waits until its n plugins are
 // ACTIVE.
-func startHost(t *testing.T, config string, n int) *hostRun {
+func startHost(t testing.TB, config string, n int) *hostRun {
 	t.Helper()
 	h := startHostAnyState(t, config)
 	h.waitActive(t, n)
@@ -159,7 +160,7 @@ func execHost(args ...string) *exec.Cmd { return exec.Command(bin("host"), args.
 
 // startHostAnyState starts `host run -c config` and waits until its admin
 // socket answers, whatever state its plugins are in.
-func startHostAnyState(t *testing.T, config string) *hostRun {
+func startHostAnyState(t testing.TB, config string) *hostRun {
 	t.Helper()
 	h := &hostRun{cmd: exec.Command(bin("host"), "run", "-c", config), log: &testkit.Buffer{}, config: config, done: make(chan struct{})}
 	h.cmd.Stdout, h.cmd.Stderr = h.log, h.log
@@ -431,7 +432,7 @@ func syscallKill(pid int) error { return syscall.Kill(pid, syscall.SIGKILL) }
 func serverProcesses(plugin int) []int {
 	var out []int
 	for _, pid := range descendants(plugin) {
-		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil && !strings.Contains(string(b), launcherArg) {
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil && !strings.Contains(string(b), launcher.Arg) {
 			out = append(out, pid)
 		}
 	}

@@ -21,7 +21,7 @@
 // HOME, runs in the deployment file's folder, and has its stderr relayed to
 // the host's log under this plugin's name. It runs in a process group of
 // its own under a small launcher (this binary again), so it dies with the
-// plugin even when the plugin or the host is SIGKILLed (see launch.go).
+// plugin even when the plugin or the host is SIGKILLed (see package launcher).
 //
 // When the server exits or its endpoint goes away, new calls fail at once
 // with TOOL_ERROR naming the cause, calls in flight fail the same way, and
@@ -50,14 +50,16 @@
 package main
 
 import (
-	"os"
-
+	"github.com/plugkit-go/plugkit/plugins/mcp/launcher"
+	// This binary is also its servers' launcher: early serves it before
+	// the packages only the bridge needs initialize.
+	_ "github.com/plugkit-go/plugkit/plugins/mcp/launcher/early"
 	"github.com/plugkit-go/plugkit/shared/sdk"
 )
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == launcherArg {
-		os.Exit(launch(os.Args[2:]))
-	}
+	// The launcher, served already by early; said again here, where a
+	// reader looks.
+	launcher.RunIfLauncher()
 	sdk.Serve(newPlugin())
 }

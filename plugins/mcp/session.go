@@ -16,6 +16,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/plugkit-go/plugkit/plugins/mcp/launcher"
 )
 
 // serverEnv is a stdio server's whole environment: what the block declares,
@@ -94,7 +96,7 @@ func transport(s *settings, log hclog.Logger) (mcp.Transport, *stderrRelay, erro
 		client := &http.Client{Transport: &headerTransport{base: base, headers: s.headers}}
 		return &mcp.StreamableClientTransport{Endpoint: s.url, HTTPClient: client}, nil, nil
 	}
-	cmd, err := launcherCommand(s.command, serverEnv(s.env))
+	cmd, err := launcher.Command(s.command, serverEnv(s.env))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -176,7 +178,7 @@ func (r *stderrRelay) read(pr *io.PipeReader) {
 	sc.Buffer(make([]byte, 0, 4096), 1<<20)
 	for sc.Scan() {
 		line := strings.TrimRight(sc.Text(), "\r")
-		if rest, ok := strings.CutPrefix(line, launcherPrefix); ok {
+		if rest, ok := strings.CutPrefix(line, launcher.Prefix); ok {
 			r.mu.Lock()
 			r.cause = rest
 			r.mu.Unlock()

@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package launcher
 
 import (
 	"errors"
@@ -15,7 +15,7 @@ import (
 )
 
 // A stdio server does not run as the bridge's own child: the bridge runs its
-// own binary as a launcher (argv[1] == launcherArg), and the launcher runs the
+// own binary as a launcher (argv[1] == Arg), and the launcher runs the
 // server in a process group of its own. That is what makes "no server
 // outlives the bridge" hold for servers started through npx, uvx or a shell,
 // whose real server is a grandchild that no parent-death signal reaches:
@@ -34,23 +34,32 @@ import (
 //
 // The launcher is not reached by the host's handshake: it is only ever run
 // by the bridge, never as a plugin.
-const launcherArg = "plugkit-mcp-launch"
+const Arg = "plugkit-mcp-launch"
 
-// launcherPrefix starts the launcher's own stderr lines, which the bridge
-// reads as the cause of the server's end rather than as server output.
-const launcherPrefix = "plugkit-mcp-launcher: "
+// Prefix starts the launcher's own stderr lines, which the bridge reads as
+// the cause of the server's end rather than as server output.
+const Prefix = "plugkit-mcp-launcher: "
 
 // parentPoll is how often the launcher checks that the bridge is alive.
 const parentPoll = 200 * time.Millisecond
 
-// launcherCommand is the command that runs argv as a server under the
-// launcher, with env as its whole environment.
-func launcherCommand(argv, env []string) (*exec.Cmd, error) {
+// RunIfLauncher serves the launcher when the process was started as one
+// (os.Args[1] is Arg) and never returns then; otherwise it returns at once.
+// Package early calls it while the binary initializes.
+func RunIfLauncher() {
+	if len(os.Args) > 1 && os.Args[1] == Arg {
+		os.Exit(Main(os.Args[2:]))
+	}
+}
+
+// Command is the command that runs argv as a server under the launcher,
+// with env as its whole environment.
+func Command(argv, env []string) (*exec.Cmd, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("cannot find the plugin's own binary to launch the server: %w", err)
 	}
-	args := append([]string{launcherArg, strconv.Itoa(os.Getpid()), "--"}, argv...)
+	args := append([]string{Arg, strconv.Itoa(os.Getpid()), "--"}, argv...)
 	cmd := exec.Command(exe, args...)
 	cmd.Env = env
 	cmd.SysProcAttr = launcherAttr()
@@ -59,12 +68,12 @@ func launcherCommand(argv, env []string) (*exec.Cmd, error) {
 	return cmd, nil
 }
 
-// launch is the launcher's main: args are the bridge's pid, "--", then the
-// server's argv. It returns the process's exit status.
-func launch(args []string) int {
-	say := func(format string, a ...any) { fmt.Fprintf(os.Stderr, launcherPrefix+format+"\n", a...) }
+// Main is the launcher: args are the bridge's pid, "--", then the server's
+// argv. It returns the process's exit status.
+func Main(args []string) int {
+	say := func(format string, a ...any) { fmt.Fprintf(os.Stderr, Prefix+format+"\n", a...) }
 	if len(args) < 3 || args[1] != "--" {
-		say("usage: %s BRIDGE_PID -- COMMAND [ARG...]", launcherArg)
+		say("usage: %s BRIDGE_PID -- COMMAND [ARG...]", Arg)
 		return 2
 	}
 	parent, err := strconv.Atoi(args[0])
