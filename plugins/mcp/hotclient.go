@@ -361,12 +361,6 @@ func (l *lockedWriteCloser) Write(p []byte) (int, error) {
 
 func (l *lockedWriteCloser) Close() error { return l.w.Close() }
 
-// legacySession says whether cs negotiated a protocol before 2026-07-28.
-func legacySession(cs *mcp.ClientSession) bool {
-	r := cs.InitializeResult()
-	return r != nil && r.ProtocolVersion < "2026-07-28"
-}
-
 // serves says whether the bridge's own client can send cs's tools/call, and
 // whether the session is of 2026-07-28 or later: an older session always,
 // a newer one once the SDK's protocol _meta is known.

@@ -79,7 +79,7 @@ func everythingSession(t testing.TB) (*mcp.ClientSession, *hotClient) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cs.Close() })
-	if !legacySession(cs) || ct.hot == nil {
+	if ok, modern := ct.hot.serves(cs); !ok || modern {
 		t.Fatalf("negotiated %s: the hot path would not serve it", cs.InitializeResult().ProtocolVersion)
 	}
 	return cs, ct.hot

@@ -83,7 +83,7 @@ func modernSession(t *testing.T, client *mcp.Client) (*mcp.ClientSession, *hotCl
 		_ = ss.Wait()
 		_ = fromServer.Close()
 	})
-	if legacySession(cs) {
+	if _, modern := hot.serves(cs); !modern {
 		t.Fatalf("negotiated %s, not a protocol of 2026-07-28 or later", cs.InitializeResult().ProtocolVersion)
 	}
 	return cs, hot, log
