@@ -9,7 +9,8 @@
 //   - direct: server-everything serving streamable HTTP itself.
 //
 // Every system is started, then rounds are interleaved (each round runs
-// each system at 1 session, then at 16), and one table is printed: p50,
+// each system at 1 session, then at 16, the round's first system the next
+// one each round), and one table is printed: p50,
 // p99, calls/s, errors, CPU per call across the system's processes (the
 // upstream's included, the load client's not) and the resident set of
 // each process. Run it with bench/peers.sh (make bench-peers), which
@@ -66,7 +67,12 @@ func main() {
 	}
 	fmt.Fprintf(os.Stderr, "%d rounds of %s per phase\n", *rounds, *dur)
 	for r := range *rounds {
-		for _, s := range systems {
+		// Each round starts with the next system: a system measured
+		// right after another did slightly better than in the first
+		// place of a round (a before/after of the same build measured
+		// ≈5% apart either way), so no system keeps one place.
+		for i := range systems {
+			s := systems[(r+i)%len(systems)]
 			for _, n := range []int{1, *sessions} {
 				p, err := load(ctx, s.url, s.pid(), n, *dur)
 				if err != nil {
