@@ -107,21 +107,7 @@ func TestHotClientAnswersAsTheSDK(t *testing.T) {
 	} {
 		want, werr := cs.CallTool(ctx, p)
 		got, gerr := hot.call(ctx, p, false)
-		if (werr == nil) != (gerr == nil) {
-			t.Fatalf("%s: error %v, the SDK's %v", p.Name, gerr, werr)
-		}
-		if werr != nil {
-			var gw, ww *jsonrpc.Error
-			if !errors.As(gerr, &gw) || !errors.As(werr, &ww) || gw.Code != ww.Code || gw.Message != ww.Message {
-				t.Fatalf("%s: error %v, the SDK's %v", p.Name, gerr, werr)
-			}
-			continue
-		}
-		gv, _ := resultValue(got)
-		wv, _ := resultValue(want)
-		if !bytes.Equal(gv, wv) || got.IsError != want.IsError || errorText(got) != errorText(want) {
-			t.Fatalf("%s: %s (isError %v), the SDK's %s (isError %v)", p.Name, gv, got.IsError, wv, want.IsError)
-		}
+		sameAnswer(t, p.Name, got, gerr, want, werr)
 	}
 	cctx, ccancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
@@ -141,6 +127,28 @@ func TestHotClientAnswersAsTheSDK(t *testing.T) {
 	}
 	if res, err := hot.call(ctx, &mcp.CallToolParams{Name: "echo", Arguments: json.RawMessage(`{"message":"after"}`)}, false); err != nil || res.IsError {
 		t.Fatalf("call after a cancelled one: %v %+v", err, res)
+	}
+}
+
+// sameAnswer fails t unless the bridge's own client answered a call as the
+// SDK's did: the same JSON-RPC error, or a result of the same value and
+// error text that is not left to the SDK (input required).
+func sameAnswer(t *testing.T, tool string, got *mcp.CallToolResult, gerr error, want *mcp.CallToolResult, werr error) {
+	t.Helper()
+	if (werr == nil) != (gerr == nil) {
+		t.Fatalf("%s: error %v, the SDK's %v", tool, gerr, werr)
+	}
+	if werr != nil {
+		var gw, ww *jsonrpc.Error
+		if !errors.As(gerr, &gw) || !errors.As(werr, &ww) || gw.Code != ww.Code || gw.Message != ww.Message {
+			t.Fatalf("%s: error %v, the SDK's %v", tool, gerr, werr)
+		}
+		return
+	}
+	gv, _ := resultValue(got)
+	wv, _ := resultValue(want)
+	if !bytes.Equal(gv, wv) || got.IsError != want.IsError || errorText(got) != errorText(want) || callNeedsSDK(got) {
+		t.Fatalf("%s: %s (isError %v), the SDK's %s (isError %v)", tool, gv, got.IsError, wv, want.IsError)
 	}
 }
 

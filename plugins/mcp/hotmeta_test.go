@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -17,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/plugkit-go/plugkit/internal/testkit/mcptestserver"
@@ -129,21 +127,7 @@ func TestHotClientModernAnswersAsTheSDK(t *testing.T) {
 		if hotSent := log.last(); hotSent != sent {
 			t.Fatalf("%s: the bridge wrote\n%s\nthe SDK\n%s", p.Name, hotSent, sent)
 		}
-		if (werr == nil) != (gerr == nil) {
-			t.Fatalf("%s: error %v, the SDK's %v", p.Name, gerr, werr)
-		}
-		if werr != nil {
-			var gw, ww *jsonrpc.Error
-			if !errors.As(gerr, &gw) || !errors.As(werr, &ww) || gw.Code != ww.Code || gw.Message != ww.Message {
-				t.Fatalf("%s: error %v, the SDK's %v", p.Name, gerr, werr)
-			}
-			continue
-		}
-		gv, _ := resultValue(got)
-		wv, _ := resultValue(want)
-		if !bytes.Equal(gv, wv) || got.IsError != want.IsError || errorText(got) != errorText(want) || callNeedsSDK(got) {
-			t.Fatalf("%s: %s (isError %v), the SDK's %s (isError %v)", p.Name, gv, got.IsError, wv, want.IsError)
-		}
+		sameAnswer(t, p.Name, got, gerr, want, werr)
 	}
 	confirm := &mcp.CallToolParams{Name: "confirm", Arguments: json.RawMessage(`{}`)}
 	got, err := hot.call(ctx, confirm, true)
