@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/plugkit-go/plugkit/bench/sample"
 )
 
 // system is one gateway (or the upstream alone) serving echo over
@@ -152,8 +154,14 @@ func plugkitSystem(name, bin, peers string) *system {
 				return nil, errors.New("no " + filepath.Join(abs, p) + ": run make build first")
 			}
 		}
+		// The sample's rules as config.hcl has them (the command runs
+		// from the repository's root, as bench/peers.sh starts it).
+		safety, err := sample.PluginBlock("config.hcl", "safety", filepath.Join(abs, "plugins/safety"))
+		if err != nil {
+			return nil, err
+		}
 		cfg := fmt.Sprintf(plugkitConfig, filepath.Join(work, name+".sock"), port,
-			abs, everything(peers), abs, abs, filepath.Join(work, name+"-audit.log"))
+			abs, everything(peers), safety, abs, filepath.Join(work, name+"-audit.log"))
 		path := filepath.Join(work, name+".hcl")
 		if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 			return nil, err
@@ -184,28 +192,8 @@ plugin "everything" {
   }
 }
 
-# The sample's rules (config.hcl).
-plugin "safety" {
-  path     = "%s/plugins/safety"
-  critical = true
-  config {
-    deny "outside-the-sandbox" {
-      tools       = ["read_file", "list_dir", "write_file", "delete_file"]
-      path_prefix = ["/", ".."]
-      reason      = "paths must stay inside the sandbox"
-    }
-    deny "no-secrets" {
-      pattern = ["(?i)secret", "(?i)password"]
-      reason  = "secrets are off limits"
-    }
-    ask_destructive = true
-    secrets {
-      arguments = "deny"
-      results   = "redact"
-    }
-  }
-}
-
+# The sample's rules, from config.hcl.
+%s
 plugin "audit" {
   path     = "%s/plugins/audit"
   critical = true

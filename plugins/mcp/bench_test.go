@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/plugkit-go/plugkit/bench/sample"
 )
 
 // BenchmarkBridgeOverhead calls the same echo tool of the same server two
@@ -64,9 +66,9 @@ plugin "bridge" {
 				// gateway-safety and gateway-audit are gateway-full's two
 				// parts alone: what each adds to a call.
 				for _, v := range []struct{ name, rules string }{
-					{"gateway-safety", fmt.Sprintf(safetyRules, bin("plugins/safety"))},
+					{"gateway-safety", safetyRules(b)},
 					{"gateway-audit", fmt.Sprintf(auditRules, bin("plugins/audit"), filepath.Join(b.TempDir(), "audit.log"))},
-					{"gateway-full", fmt.Sprintf(safetyRules+auditRules, bin("plugins/safety"), bin("plugins/audit"), filepath.Join(b.TempDir(), "audit.log"))},
+					{"gateway-full", safetyRules(b) + fmt.Sprintf(auditRules, bin("plugins/audit"), filepath.Join(b.TempDir(), "audit.log"))},
 				} {
 					b.Run(v.name+"/"+name, func(b *testing.B) {
 						// echo read-only, as bench-peers says: the sample's
@@ -80,30 +82,15 @@ plugin "bridge" {
 	}
 }
 
-// safetyRules are the sample's safety rules (config.hcl), as bench-peers'
-// plugkit runs them.
-const safetyRules = `
-plugin "safety" {
-  path     = %q
-  critical = true
-  config {
-    deny "outside-the-sandbox" {
-      tools       = ["read_file", "list_dir", "write_file", "delete_file"]
-      path_prefix = ["/", ".."]
-      reason      = "paths must stay inside the sandbox"
-    }
-    deny "no-secrets" {
-      pattern = ["(?i)secret", "(?i)password"]
-      reason  = "secrets are off limits"
-    }
-    ask_destructive = true
-    secrets {
-      arguments = "deny"
-      results   = "redact"
-    }
-  }
+// safetyRules are the sample's safety rules, as config.hcl has them and
+// bench-peers' plugkit runs them.
+func safetyRules(b *testing.B) string {
+	block, err := sample.PluginBlock("../../config.hcl", "safety", bin("plugins/safety"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return block
 }
-`
 
 // auditRules is a critical audit fsynced on every batch, as bench-peers'
 // plugkit runs it.
