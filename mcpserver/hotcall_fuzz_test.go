@@ -57,18 +57,7 @@ func FuzzHotCallDecode(f *testing.F) {
 		if !ok {
 			return // the SDK's to read
 		}
-		msg, err := jsonrpc.DecodeMessage(line)
-		if err != nil {
-			t.Fatalf("taken, but the SDK cannot read it: %v", err)
-		}
-		req, isReq := msg.(*jsonrpc.Request)
-		if !isReq || req.Method != "tools/call" || req.ID != id || !req.IsCall() {
-			t.Fatalf("taken as a call with id %v; the SDK reads %#v", id, msg)
-		}
-		want, err := sdkParams(req.Params)
-		if err != nil {
-			t.Fatalf("taken, but the SDK cannot read its params: %v", err)
-		}
+		want := sdkReadsCall(t, line, id)
 		if want.Name != p.Name || !bytes.Equal(want.Arguments, p.Arguments) || !reflect.DeepEqual(want.Meta, p.Meta) ||
 			want.RequestState != "" || want.InputResponses != nil {
 			t.Fatalf("params read as %+v; the SDK reads %+v", p, want)
@@ -79,6 +68,25 @@ func FuzzHotCallDecode(f *testing.F) {
 			t.Fatalf("taken in a legacy session with protocol version %q in _meta", v)
 		}
 	})
+}
+
+// sdkReadsCall is the params of msg as the SDK reads them; it fails t
+// unless the SDK reads msg as a tools/call request with id.
+func sdkReadsCall(t *testing.T, msg []byte, id jsonrpc.ID) *mcp.CallToolParamsRaw {
+	t.Helper()
+	m, err := jsonrpc.DecodeMessage(msg)
+	if err != nil {
+		t.Fatalf("taken, but the SDK cannot read it: %v", err)
+	}
+	req, isReq := m.(*jsonrpc.Request)
+	if !isReq || req.Method != "tools/call" || req.ID != id || !req.IsCall() {
+		t.Fatalf("taken as a call with id %v; the SDK reads %#v", id, m)
+	}
+	p, err := sdkParams(req.Params)
+	if err != nil {
+		t.Fatalf("taken, but the SDK cannot read its params: %v", err)
+	}
+	return p
 }
 
 // sdkTakesNewMeta fails t unless the SDK would serve a request with params

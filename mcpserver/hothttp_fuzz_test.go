@@ -4,8 +4,6 @@ import (
 	"net/http"
 	"reflect"
 	"testing"
-
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // FuzzHotHTTPCall: whatever POST body (with its Mcp-Name header) the HTTP
@@ -32,18 +30,7 @@ func FuzzHotHTTPCall(f *testing.F) {
 		if !ok {
 			return // the SDK's to read
 		}
-		msg, err := jsonrpc.DecodeMessage(body)
-		if err != nil {
-			t.Fatalf("taken, but the SDK cannot read it: %v", err)
-		}
-		req, isReq := msg.(*jsonrpc.Request)
-		if !isReq || req.Method != "tools/call" || req.ID != id || !req.IsCall() {
-			t.Fatalf("taken as a call with id %v; the SDK reads %#v", id, msg)
-		}
-		want, err := sdkParams(req.Params)
-		if err != nil {
-			t.Fatalf("taken, but the SDK cannot read its params: %v", err)
-		}
+		want := sdkReadsCall(t, body, id)
 		if want.Name != p.Name || want.Name != h.Get("Mcp-Name") || !reflect.DeepEqual(want.Meta, p.Meta) ||
 			want.RequestState != "" || want.InputResponses != nil {
 			t.Fatalf("params read as %+v; the SDK reads %+v", p, want)
